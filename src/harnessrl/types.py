@@ -1,0 +1,337 @@
+"""The shared data model: plain records that cross every boundary of harnessrl.
+
+Nothing heavy is imported here (no torch, no transformers): task loaders, the proxy, the trace builder
+and the trainer all speak these types. Records are pydantic v2 models so that they round-trip through
+JSON/JSONL exactly (`model_dump_json` / `model_validate_json`); hot paths build them with
+`model_construct` to skip validation.
+
+Errors are typed by the boundary they cross (task, sandbox, harness, engine, verifier, request) so
+that the rollout runner can turn each into a RolloutStatus: a bad rollout is data, not a crash.
+"""
+
+from __future__ import annotations
+
+import enum
+import posixpath
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# --------------------------------------------------------------------------------------------------
+# Errors, named by the boundary they cross
+# --------------------------------------------------------------------------------------------------
+
+
+class HarnessRLError(Exception):
+    """Base class of every error harnessrl raises on purpose."""
+
+
+class TaskError(HarnessRLError):
+    """A task (or task set) is malformed. `where` names the file and, when known, the line."""
+
+    def __init__(self, message: str, where: str | None = None, line: int | None = None) -> None:
+        self.where = where
+        self.line = line
+        loc = where if where is not None else ""
+        if line is not None:
+            loc = f"{loc}:{line}"
+        super().__init__(f"{loc}: {message}" if loc else message)
+        self.message = message
+
+
+class SandboxError(HarnessRLError):
+    """A sandbox could not be created, entered or destroyed (not the agent's fault)."""
+
+
+class HarnessError(HarnessRLError):
+    """A harness could not be installed or launched, crashed, or produced unreadable output."""
+
+
+class EngineError(HarnessRLError):
+    """The inference engine failed to generate (or to load / update weights)."""
+
+
+class VerifierError(HarnessRLError):
+    """A checker or judge could not produce a score (raised, hung, printed garbage)."""
+
+
+class RequestError(HarnessRLError):
+    """A model-API request that the proxy cannot honour; becomes a clean 4xx in that API's shape."""
+
+    def __init__(self, message: str, status: int = 400, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.param = param
+
+
+# --------------------------------------------------------------------------------------------------
+# Tasks
+# --------------------------------------------------------------------------------------------------
+
+
+def safe_relpath(path: str) -> str:
+    """Normalise a task-relative POSIX path; raise ValueError if it is absolute or escapes its root."""
+    if not path or "\x00" in path:
+        raise ValueError(f"empty or invalid path {path!r}")
+    if path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
+        raise ValueError(f"absolute path {path!r} is not allowed")
+    norm = posixpath.normpath(path.replace("\\", "/"))
+    if norm == ".." or norm.startswith("../") or norm == ".":
+        raise ValueError(f"path {path!r} escapes the task directory")
+    return norm
+
+
+class TaskFile(BaseModel):
+    """One file of a task: either inline `content` or a `source` file on disk to copy verbatim."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    """Path relative to the workspace (or checker) root; never absolute, never escaping with `..`."""
+    content: str | None = None
+    """Inline text content (JSONL and markdown task sets)."""
+    source: Path | None = None
+    """A file on disk whose bytes are copied verbatim (folder task sets)."""
+    executable: bool = False
+    """Set the executable bit when materialised."""
+
+    @field_validator("path")
+    @classmethod
+    def _check_path(cls, v: str) -> str:
+        return safe_relpath(v)
+
+
+class RubricRule(BaseModel):
+    """One rubric rule judged by an LLM: ClawGym `rules` entries."""
+
+    name: str
+    """Short identifier of the rule."""
+    file_path: str | None = None
+    """Workspace file the judge reads (missing file scores 0)."""
+    description: str = ""
+    """What the rule checks, shown to the judge."""
+    scores: dict[str, str] = Field(default_factory=dict)
+    """Score level (as a string: "0", "0.25", "1") -> what that level means."""
+
+
+class Checker(BaseModel):
+    """How a task is scored by code. The files live outside the agent's workspace, always."""
+
+    files: list[TaskFile] = Field(default_factory=list)
+    """Checker files, paths relative to the task root (e.g. `reward/check.py`)."""
+    entry: str = "reward/check.py"
+    """Python file defining `grade(transcript, workspace_path) -> dict` and/or `main()`."""
+    command: str | None = None
+    """The original hook command (ClawGym `reward.sh`, JSONL `hook_code`), kept for reference."""
+    timeout_s: float = 120.0
+    """Wall-clock limit for one checker run."""
+
+
+class Task(BaseModel):
+    """One RL task: a prompt, an initial workspace, and how the final workspace is scored."""
+
+    id: str
+    """Unique within its task set."""
+    prompt: str
+    """The user query handed to the harness."""
+    split: str = ""
+    """Split name (train / test / ...), from the folder or file it was loaded from."""
+    category: str = ""
+    """Free-form category (ClawGym `metadata.category`, PinchBench `category`)."""
+    grading_type: Literal["automated", "llm_judge", "hybrid"] = "automated"
+    """automated = code checker only; llm_judge = rubric only; hybrid = weighted mix."""
+    workspace: list[TaskFile] = Field(default_factory=list)
+    """Initial workspace files (ClawGym `input_files/`)."""
+    checker: Checker | None = None
+    """Code checker; None when the task is judged by rubric only."""
+    rubric: list[RubricRule] = Field(default_factory=list)
+    """LLM-judge rules (ClawGym `rules`, PinchBench `## LLM Judge Rubric`)."""
+    grading_weights: dict[str, float] = Field(default_factory=dict)
+    """Per-task override of hybrid weights, e.g. {"automated": 0.7, "llm_judge": 0.3}."""
+    input_mount_dir: str = "/root/.openclaw/workspace"
+    """Where the original runs mounted the workspace (checkers may hard-code it)."""
+    timeout_s: float | None = None
+    """Per-task agent timeout, if the task set gives one."""
+    reference: TaskFile | None = None
+    """Reference solution script (run in the workspace by tests and `tasks check`), never shown to agents."""
+    source: str = ""
+    """Where the task was loaded from (file or folder), for error messages."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Everything else the task set carried."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Chat
+# --------------------------------------------------------------------------------------------------
+
+
+class ToolCall(BaseModel):
+    """A tool call made by the assistant."""
+
+    id: str = ""
+    """Call id as the API knows it (ignored when matching history: harnesses rewrite ids)."""
+    name: str
+    """Tool name."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """Parsed JSON arguments. Freeform (custom) tools carry their text as {"input": ...}."""
+    type: Literal["function", "custom"] = "function"
+    """function = JSON arguments; custom = freeform text input (Codex `apply_patch`)."""
+
+
+class ToolSpec(BaseModel):
+    """A tool offered to the model."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    """JSON schema of the arguments."""
+    type: Literal["function", "custom"] = "function"
+
+
+Role = Literal["system", "developer", "user", "assistant", "tool"]
+
+
+class ChatMessage(BaseModel):
+    """One canonical chat message; every dialect is parsed into a list of these."""
+
+    role: Role
+    content: str = ""
+    """Text content (blocks are joined; non-text blocks are rejected upstream)."""
+    reasoning: str | None = None
+    """Assistant reasoning (`<think>` / thinking blocks)."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Assistant tool calls."""
+    tool_call_id: str | None = None
+    """For role=tool: the id of the call this answers."""
+    name: str | None = None
+    """For role=tool: the tool's name, when known."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Model calls and rollouts
+# --------------------------------------------------------------------------------------------------
+
+FinishReason = Literal["stop", "length", "abort", "error"]
+RenderMode = Literal["spliced", "rendered", "retokenized"]
+
+
+class ModelCall(BaseModel):
+    """One model call captured by the proxy: exactly what was sampled, with sampling log-probs."""
+
+    call_id: str
+    rollout_id: str
+    index: int
+    """Order of arrival within the rollout (0-based)."""
+    dialect: str
+    """anthropic | openai_chat | openai_responses."""
+    requested_model: str = ""
+    """Model name the harness asked for (sub-agents often ask for another)."""
+    prompt_ids: list[int]
+    """Exact prompt token ids fed to the engine."""
+    output_ids: list[int]
+    """Exact sampled token ids."""
+    output_logprobs: list[float]
+    """Log-prob of each sampled token at sampling time (one per output id)."""
+    finish_reason: FinishReason = "stop"
+    render: RenderMode = "rendered"
+    """spliced = history ids reused from an earlier call; rendered = first call / no earlier history;
+    retokenized = had history that could not be matched, rendered from scratch."""
+    spliced_from: str | None = None
+    """call_id whose prompt+output ids this call's prompt starts with (when spliced)."""
+    system_digest: str = ""
+    """Digest of the system prompt (sub-agent detection)."""
+    tools_digest: str = ""
+    """Digest of the tool set (sub-agent detection)."""
+    request_digest: str = ""
+    """Digest of the request body (retry de-duplication)."""
+    replay_of: str | None = None
+    """Set when this call was answered by replaying an earlier call's response (a retry)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Request headers of interest (user-agent, x-stainless-retry-count, session ids)."""
+    text: str = ""
+    """Parsed assistant text."""
+    reasoning: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    """Hints for the trace builder, e.g. "compaction_request", "stream"."""
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    partial: bool = False
+    """The client disconnected before the response was delivered."""
+    error: str | None = None
+
+
+class RolloutStatus(str, enum.Enum):
+    """Every rollout ends in exactly one of these (DESIGN invariant 3)."""
+
+    OK = "ok"
+    TIMEOUT = "timeout"
+    HARNESS_ERROR = "harness_error"
+    SANDBOX_ERROR = "sandbox_error"
+    ENGINE_ERROR = "engine_error"
+    VERIFIER_ERROR = "verifier_error"
+    FILTERED = "filtered"
+
+
+class Rollout(BaseModel):
+    """One task run through one harness: its calls, reward and status."""
+
+    rollout_id: str
+    task_id: str
+    harness: str
+    """Harness name, e.g. `claude-code`, `codex`, `openclaw`, `whitebox:<config>`."""
+    group_id: str = ""
+    """GRPO group: one (task, harness configuration) pair."""
+    calls: list[ModelCall] = Field(default_factory=list)
+    reward: float | None = None
+    reward_detail: dict[str, Any] = Field(default_factory=dict)
+    status: RolloutStatus = RolloutStatus.OK
+    status_reason: str = ""
+    """Human-readable reason; for FILTERED, the filter name (e.g. over_branching)."""
+    exit_code: int | None = None
+    final_message: str = ""
+    started_at: float = 0.0
+    ended_at: float = 0.0
+    workdir: str = ""
+    """Directory holding this rollout's artifacts."""
+
+    @property
+    def status_label(self) -> str:
+        """`ok`, `timeout`, ... or `filtered:<reason>`."""
+        if self.status is RolloutStatus.FILTERED:
+            return f"filtered:{self.status_reason}"
+        return self.status.value
+
+
+# --------------------------------------------------------------------------------------------------
+# Prefix trees (trace/ produces them, rl/ consumes them)
+# --------------------------------------------------------------------------------------------------
+
+
+class TreeNode(BaseModel):
+    """A node of a rollout's prefix tree: a run of tokens under its parent."""
+
+    node_id: int
+    parent: int
+    """Index of the parent node in TreeSample.nodes, -1 for a root."""
+    tokens: list[int]
+    model_mask: list[bool]
+    """True for tokens the model sampled (trained), False for environment tokens."""
+    logprobs: list[float]
+    """Rollout (sampling) log-prob per token; 0.0 for environment tokens."""
+    call_ids: list[str] = Field(default_factory=list)
+    """Calls whose output ends in this node."""
+
+
+class TreeSample(BaseModel):
+    """The trainable part of one rollout: kept nodes (parents before children), kept paths, reward."""
+
+    rollout_id: str
+    group_id: str
+    reward: float
+    nodes: list[TreeNode]
+    paths: list[list[int]]
+    """Each kept root-to-leaf path as a list of node indices."""
+    stats: dict[str, Any] = Field(default_factory=dict)
