@@ -37,10 +37,10 @@ def test_bad_value_is_named() -> None:
 def test_bad_toml_names_file(tmp_path: Path) -> None:
     f = tmp_path / "bad.toml"
     f.write_text("[train\n")
-    with pytest.raises(ConfigError, match="bad.toml"):
+    with pytest.raises(ConfigError, match=r"bad\.toml"):
         load_config(f)
 
 
 def test_malformed_override() -> None:
-    with pytest.raises(ConfigError, match="section.key=value"):
+    with pytest.raises(ConfigError, match=r"section\.key=value"):
         load_config(None, ["justakey"])

@@ -24,7 +24,7 @@ class Section(BaseModel):
 
 class TasksConfig(Section):
     path: str = "bundled"
-    """Task set: `bundled`, a ClawGym split folder, a `syn_task.jsonl`, or a folder of PinchBench .md files."""
+    """Task set: `bundled`, a ClawGym split folder, a `syn_task.jsonl`, or a PinchBench .md folder."""
     split: str | None = None
     """Only tasks of this split (bundled: `train` / `test`)."""
     limit: int | None = None

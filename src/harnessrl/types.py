@@ -263,7 +263,7 @@ class ModelCall(BaseModel):
     error: str | None = None
 
 
-class RolloutStatus(str, enum.Enum):
+class RolloutStatus(enum.StrEnum):
     """Every rollout ends in exactly one of these (DESIGN invariant 3)."""
 
     OK = "ok"
