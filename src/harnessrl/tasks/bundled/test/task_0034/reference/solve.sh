@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+wc -l < words.txt > count.txt

@@ -1,0 +1,70 @@
+"""task_0035 (warmup): run.sh gets its executable bit with unchanged content; logs/.keep exists and is empty."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+KEYS = ('run_executable', 'run_unchanged', 'logs_dir', 'keep_exists', 'keep_empty')
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _probe(ws: Path, code: str, timeout: float = 20.0):
+    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
+        )
+        lines = done.stdout.strip().splitlines()
+        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
+    except Exception:
+        return None
+
+
+def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
+    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
+            timeout=timeout,
+        )
+        return done.returncode, done.stdout + done.stderr
+    except Exception as exc:
+        return -1, repr(exc)
+
+
+import os
+
+RUN = "#!/usr/bin/env bash\necho \"starting worker\"\n"
+
+
+def _score(ws: Path, s: dict) -> None:
+    run = ws / "run.sh"
+    s["run_executable"] = float(run.is_file() and os.access(run, os.X_OK))
+    s["run_unchanged"] = float(run.is_file() and _text(run) == RUN)
+    s["logs_dir"] = float((ws / "logs").is_dir())
+    keep = ws / "logs" / ".keep"
+    s["keep_exists"] = float(keep.is_file())
+    s["keep_empty"] = float(keep.is_file() and keep.stat().st_size == 0)
+
+
+def grade(transcript: list, workspace_path: str) -> dict:
+    """Each value is 0.0 or 1.0; the task score is their mean. Never raises."""
+    scores = {key: 0.0 for key in KEYS}
+    try:
+        _score(Path(workspace_path), scores)
+    except BaseException:  # garbage in the workspace must cost metrics, not crash the checker
+        pass
+    return scores
+
+
+def main() -> None:
+    workspace_path = sys.argv[1] if len(sys.argv) > 1 else "."
+    print(json.dumps(grade([], workspace_path), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+printf 'Hello, harness!\n' > hello.txt

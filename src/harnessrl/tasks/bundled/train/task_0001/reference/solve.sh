@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+echo '- buy coffee filters' >> notes/todo.txt

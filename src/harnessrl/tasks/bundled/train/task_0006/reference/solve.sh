@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+find cache -type f -name '*.tmp' -delete

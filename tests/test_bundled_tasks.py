@@ -1,0 +1,177 @@
+"""The bundled sample task set: layout, and that every checker separates wrong from right.
+
+For every task under `src/harnessrl/tasks/bundled/<split>/task_XXXX/` we run its `reward/check.py` as a
+subprocess (`python check.py <workspace>`) on three copies of `input_files/`: untouched (must score
+< 1.0), after `reference/solve.sh` (must score exactly 1.0), and after the reference followed by a
+deliberately wrong edit (listed in WRONG, must score < 1.0). A fourth copy has every file overwritten
+with garbage bytes: the checker must still print a dict of 0.0/1.0 values (it never raises).
+
+All runs happen once per session in a small thread pool (checkers spend their time in subprocesses);
+the per-task tests then read the cached scores so that each failure names its task.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+BUNDLED = Path(__file__).resolve().parents[1] / "src" / "harnessrl" / "tasks" / "bundled"
+TASK_DIRS = sorted(BUNDLED.glob("*/task_*"))
+TASK_IDS = [d.name for d in TASK_DIRS]
+CATEGORIES = {"warmup", "file_edit", "data_processing", "code_fix", "report_writing"}
+REWARD_SH = (
+    "#!/usr/bin/env bash\nset -euo pipefail\n\npython3 /root/.openclaw/workspace/reward/check.py "
+    "/root/.openclaw/workspace | python3 -c 'import json, sys; data = json.loads(sys.stdin.read().strip()); "
+    "print(sum(float(v) for v in data.values()) / len(data) if isinstance(data, dict) and data else "
+    "float(data) if isinstance(data, (int, float)) else 0.0)'\n"
+)
+
+# Plausible wrong answers: a shell command run in the workspace AFTER the reference solution.
+WRONG: dict[str, str] = {
+    "task_0000": "printf 'hello, harness\\n' > hello.txt",
+    "task_0001": "printf '\\n' >> notes/todo.txt",
+    "task_0002": "cp report_final.md draft_report.md",
+    "task_0003": "echo x > project/src/__init__.py",
+    "task_0004": 'printf \'{"name": "demo", "port": "8080", "debug": false}\' > config.json',
+    "task_0005": "rm data/raw.csv",
+    "task_0006": "touch cache/img/late.tmp",
+    "task_0034": "echo 22 > count.txt",
+    "task_0035": "echo hi > logs/.keep",
+}
+
+
+@dataclass
+class Scores:
+    """Checker outputs of one task on its four workspaces (None: the checker printed no JSON dict)."""
+
+    untouched: dict[str, float] | None = None
+    reference: dict[str, float] | None = None
+    wrong: dict[str, float] | None = None
+    garbage: dict[str, float] | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+def _mean(scores: dict[str, float] | None) -> float:
+    return sum(scores.values()) / len(scores) if scores else 0.0
+
+
+def _check(task_dir: Path, workspace: Path, errors: list[str]) -> dict[str, float] | None:
+    done = subprocess.run(
+        [sys.executable, "-B", str(task_dir / "reward" / "check.py"), str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    try:
+        data = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        errors.append(
+            f"{task_dir.name}: rc={done.returncode} stdout={done.stdout!r} stderr={done.stderr[-500:]}"
+        )
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _sh(script: str, workspace: Path, errors: list[str]) -> None:
+    done = subprocess.run(["bash", "-c", script], cwd=workspace, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        errors.append(f"{workspace.name}: {script[:80]!r} failed: {done.stderr[-500:]}")
+
+
+def _garble(workspace: Path) -> None:
+    for path in workspace.rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"\x00\xff garbage {[ not json, not csv\n\xfe")
+
+
+def _score_task(task_dir: Path, tmp: Path) -> Scores:
+    out = Scores()
+    solve = f"bash {task_dir / 'reference' / 'solve.sh'}"
+    names = ["untouched", "reference", "garbage"] + (["wrong"] if task_dir.name in WRONG else [])
+    for name in names:
+        ws = tmp / task_dir.name / name
+        shutil.copytree(task_dir / "input_files", ws)
+        if name != "untouched":
+            _sh(solve, ws, out.errors)
+        if name == "wrong":
+            _sh(WRONG[task_dir.name], ws, out.errors)
+        if name == "garbage":
+            _garble(ws)
+        setattr(out, name, _check(task_dir, ws, out.errors))
+    return out
+
+
+@pytest.fixture(scope="module")
+def all_scores() -> dict[str, Scores]:
+    tmp = Path(tempfile.mkdtemp(prefix="bundled-"))
+    try:
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+            results = pool.map(lambda d: _score_task(d, tmp), TASK_DIRS)
+            return dict(zip(TASK_IDS, results, strict=True))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_set_size_and_split() -> None:
+    splits = Counter(d.parent.name for d in TASK_DIRS)
+    assert set(splits) == {"train", "test"}
+    assert splits["train"] >= 30 and splits["test"] >= 10
+    assert len(set(TASK_IDS)) == len(TASK_IDS) >= 44
+    categories = Counter(
+        json.loads((d / "data_entry.json").read_text())["metadata"]["category"] for d in TASK_DIRS
+    )
+    assert set(categories) == CATEGORIES
+    assert categories["warmup"] >= 8
+    assert min(categories.values()) >= 6
+
+
+@pytest.mark.parametrize("task_dir", TASK_DIRS, ids=TASK_IDS)
+def test_layout(task_dir: Path) -> None:
+    entry = json.loads((task_dir / "data_entry.json").read_text())
+    assert sorted(entry) == ["input_mount_dir", "metadata", "task_id", "user_query"]
+    assert entry["task_id"] == task_dir.name
+    assert entry["input_mount_dir"] == "/root/.openclaw/workspace"
+    assert entry["metadata"]["grading_type"] == "automated"
+    assert entry["metadata"]["category"] in CATEGORIES
+    assert len(entry["user_query"]) > 40
+    assert (task_dir / "input_files").is_dir() and any((task_dir / "input_files").rglob("*"))
+    assert (task_dir / "reward" / "reward.sh").read_text() == REWARD_SH
+    source = (task_dir / "reward" / "check.py").read_text()
+    compile(source, "check.py", "exec")
+    assert "def grade(transcript" in source and "def main()" in source
+    solve = (task_dir / "reference" / "solve.sh").read_text().splitlines()
+    assert solve[0] == "#!/usr/bin/env bash"
+    if entry["metadata"]["category"] == "warmup":
+        assert len(solve) == 2, "a warmup reference is one command line (replayed as one tool call)"
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_checker_scores(task_id: str, all_scores: dict[str, Scores]) -> None:
+    s = all_scores[task_id]
+    assert s.errors == []
+    assert s.reference is not None and s.untouched is not None and s.garbage is not None
+    assert 4 <= len(s.reference) <= 10
+    for run in (s.untouched, s.reference, s.garbage, s.wrong):
+        if run is not None:
+            assert sorted(run) == sorted(s.reference)
+            assert set(run.values()) <= {0.0, 1.0}
+    assert _mean(s.reference) == 1.0, {k: v for k, v in s.reference.items() if v < 1.0}
+    assert _mean(s.untouched) < 1.0
+    assert _mean(s.garbage) < 1.0
+    if task_id in WRONG:
+        assert s.wrong is not None and _mean(s.wrong) < 1.0
+
+
+def test_wrong_solutions_cover_most_tasks() -> None:
+    assert set(WRONG) <= set(TASK_IDS)
+    assert len(WRONG) >= len(TASK_IDS) // 2
