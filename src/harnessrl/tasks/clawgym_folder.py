@@ -1,0 +1,155 @@
+"""ClawGym folder layout: `<split>/task_XXXX/{data_entry.json, input_files/, reward/, reference/}`.
+
+- `data_entry.json`: `task_id`, `user_query`, `metadata` (`category`, `grading_type`, optional
+  `rule`/`rules`), `input_mount_dir`. Other keys are kept in `Task.metadata`.
+- `input_files/` -> `Task.workspace` (copied verbatim later, executable bit kept).
+- `reward/*` -> `Task.checker.files`; the entry is the `.py` file `reward.sh` runs (default
+  `reward/check.py`); `Checker.command` is the `reward.sh` text, kept for reference only.
+- `reference/solve.sh` (our convention, bundled set) -> `Task.reference`: a bash script run with the
+  workspace as cwd that must make the checker reach 1.0. Other files under `reference/` are ignored.
+
+Neither `reward/` nor `reference/` is ever part of the workspace. Symlinks anywhere are rejected.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harnessrl.tasks.files import scan_dir
+from harnessrl.tasks.rubric import rules_from_clawgym
+from harnessrl.types import Checker, Task, TaskError, TaskFile, safe_relpath
+
+GRADING_TYPES = ("automated", "llm_judge", "hybrid")
+DEFAULT_MOUNT = "/root/.openclaw/workspace"
+
+
+def is_task_dir(path: Path) -> bool:
+    """A folder that looks like one ClawGym task (used by layout detection)."""
+    return path.is_dir() and any((path / n).exists() for n in ("data_entry.json", "input_files", "reward"))
+
+
+def entry_from_command(command: str, mount_dir: str, where: str, line: int | None = None) -> str | None:
+    """The task-relative `.py` path a hook command runs (`python3 <mount>/reward/check.py ...`), or None.
+
+    The mount-dir prefix the original runs used is stripped; anything still absolute or escaping the
+    task is a TaskError ("checker path outside the task").
+    """
+    try:
+        tokens = shlex.split(command, comments=True)
+    except ValueError:
+        tokens = command.split()
+    scripts = [t for t in tokens if t.endswith(".py")]
+    if not scripts:
+        return None
+    raw = scripts[0]
+    prefix = mount_dir.rstrip("/") + "/"
+    if raw.startswith(prefix):
+        raw = raw[len(prefix) :]
+    try:
+        return safe_relpath(raw)
+    except ValueError:
+        raise TaskError(f"checker path {scripts[0]!r} is outside the task", where, line) from None
+
+
+def _read_entry(task_dir: Path) -> dict[str, Any]:
+    path = task_dir / "data_entry.json"
+    if path.is_symlink() or not path.is_file():
+        raise TaskError("missing data_entry.json", str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise TaskError(f"not valid JSON: {e.msg}", str(path), e.lineno) from None
+    except UnicodeDecodeError:
+        raise TaskError("not UTF-8 text", str(path)) from None
+    if not isinstance(data, dict):
+        raise TaskError("data_entry.json must hold a JSON object", str(path), 1)
+    if not isinstance(data.get("user_query"), str) or not data["user_query"].strip():
+        raise TaskError("missing or empty `user_query`", str(path))
+    return data
+
+
+def _checker(task_dir: Path, mount_dir: str) -> Checker | None:
+    reward = task_dir / "reward"
+    if not reward.exists() and not reward.is_symlink():
+        return None
+    files = scan_dir(reward, prefix="reward/")
+    sh = reward / "reward.sh"
+    command = sh.read_text(encoding="utf-8") if sh.is_file() else None
+    where = str(sh if command is not None else reward)
+    entry = entry_from_command(command, mount_dir, where) if command else None
+    entry = entry or "reward/check.py"
+    if entry not in {f.path for f in files}:
+        raise TaskError(f"checker entry {entry!r} is not among the task's reward files", where)
+    return Checker(files=files, entry=entry, command=command)
+
+
+def _reference(task_dir: Path) -> TaskFile | None:
+    ref = task_dir / "reference"
+    if not ref.exists() and not ref.is_symlink():
+        return None
+    for f in scan_dir(ref, prefix="reference/"):
+        if f.path == "reference/solve.sh":
+            return f
+    return None
+
+
+def load_task_dir(task_dir: Path, split: str) -> Task:
+    """Load one task folder. Raises TaskError naming the file (and line) of the first problem."""
+    data = _read_entry(task_dir)
+    entry_path = str(task_dir / "data_entry.json")
+    meta = data.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise TaskError("`metadata` must be an object", entry_path)
+    grading = meta.get("grading_type") or data.get("grading_type") or "automated"
+    if grading not in GRADING_TYPES:
+        raise TaskError(f"unknown grading_type {grading!r} (expected one of {GRADING_TYPES})", entry_path)
+    mount = str(data.get("input_mount_dir") or DEFAULT_MOUNT)
+    inputs = task_dir / "input_files"
+    workspace = scan_dir(inputs) if inputs.exists() or inputs.is_symlink() else []
+    rubric_value = meta.get("rules", meta.get("rule", data.get("rules", data.get("rule"))))
+    known = {"task_id", "user_query", "metadata", "input_mount_dir", "rules", "rule", "grading_type"}
+    extra = {k: v for k, v in meta.items() if k not in {"category", "grading_type", "rule", "rules"}}
+    extra.update({k: v for k, v in data.items() if k not in known})
+    return Task(
+        id=str(data.get("task_id") or task_dir.name),
+        prompt=data["user_query"],
+        split=split,
+        category=str(meta.get("category") or ""),
+        grading_type=grading,
+        workspace=workspace,
+        checker=_checker(task_dir, mount),
+        rubric=rules_from_clawgym(rubric_value, entry_path),
+        input_mount_dir=mount,
+        reference=_reference(task_dir),
+        source=str(task_dir),
+        metadata=extra,
+    )
+
+
+def load_split_dir(split_dir: Path) -> tuple[list[Task], list[TaskError]]:
+    """Every sub-folder of a split folder is one task (hidden folders and `__pycache__` skipped)."""
+    tasks: list[Task] = []
+    rejected: list[TaskError] = []
+    for child in sorted(split_dir.iterdir()):
+        if child.name.startswith((".", "__")) or not (child.is_dir() or child.is_symlink()):
+            continue
+        result = try_load_task_dir(child, split_dir.name)
+        (tasks if isinstance(result, Task) else rejected).append(result)  # type: ignore[arg-type]
+    return tasks, rejected
+
+
+def try_load_task_dir(task_dir: Path, split: str) -> Task | TaskError:
+    """`load_task_dir`, with every failure (bad JSON, unreadable file, invalid value) as a TaskError."""
+    try:
+        if task_dir.is_symlink():
+            raise TaskError("symlinks are not allowed in task folders", str(task_dir))
+        return load_task_dir(task_dir, split)
+    except TaskError as e:
+        return e
+    except (ValidationError, OSError, UnicodeDecodeError) as e:
+        return TaskError(f"unreadable task: {e}", str(task_dir))

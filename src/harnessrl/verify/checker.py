@@ -1,0 +1,165 @@
+"""Code checkers with ClawGym semantics: `run_checker(task, workspace) -> CheckResult`.
+
+The checker files are written into a fresh temporary folder that is never inside the workspace (the
+agent has finished by then, and never saw them), and `_driver.py` runs the entry in a separate python
+process through a `CommandRunner` (own process group, killed whole on timeout). The workspace's real
+path is always passed to the checker: `reward.sh` hard-codes `/root/.openclaw/workspace`, so the
+hook command itself is never run.
+
+Score = equal-weight mean of the metric values (not clipped: a checker decides its own range). A
+checker that raises, exits non-zero, hangs past its timeout, prints no JSON, or returns a non-dict,
+an empty dict or a non-number (or non-finite) value scores 0.0 with the reason in `error`. A bare
+number printed by a `main()` checker counts as one metric `score` (as `reward.sh` accepts it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from harnessrl.tasks.files import materialize_checker
+from harnessrl.types import Task, VerifierError
+from harnessrl.verify.runner import CommandRunner, LocalRunner, RunOutput
+
+DRIVER = Path(__file__).resolve().parent / "_driver.py"
+TAIL_CHARS = 2000
+
+
+class CheckResult(BaseModel):
+    """One checker run. `error` is None exactly when the checker produced a valid metrics dict."""
+
+    score: float
+    """Equal-weight mean of `metrics`; 0.0 on any failure."""
+    metrics: dict[str, float] = Field(default_factory=dict)
+    """The checker's per-metric values (empty on failure)."""
+    error: str | None = None
+    """Why the run scored 0.0 (raised, timed out, garbage output, ...)."""
+    mode: str = ""
+    """How the entry was driven: grade | main | script ("" if it never started)."""
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    duration_s: float = 0.0
+    timed_out: bool = False
+
+
+def metrics_from_value(value: Any) -> tuple[dict[str, float], str | None]:
+    """Validate a checker's return value -> (metrics, None) or ({}, reason)."""
+    if isinstance(value, bool) or not isinstance(value, (dict, int, float)):
+        return {}, f"checker returned {type(value).__name__}, not a dict of numbers"
+    if not isinstance(value, dict):
+        value = {"score": value}
+    if not value:
+        return {}, "checker returned an empty dict"
+    metrics: dict[str, float] = {}
+    for key, v in value.items():
+        if not isinstance(v, (int, float)) or not math.isfinite(float(v)):
+            return {}, f"metric {key!r} is not a finite number: {v!r}"
+        metrics[str(key)] = float(v)
+    return metrics, None
+
+
+def parse_stdout(stdout: str) -> tuple[Any, str | None]:
+    """The JSON a `main()` checker printed: all of stdout, else its last non-empty line."""
+    text = stdout.strip()
+    if not text:
+        return None, "checker printed nothing"
+    lines = [line for line in text.splitlines() if line.strip()]
+    for candidate in (text, lines[-1]):
+        try:
+            return json.loads(candidate), None
+        except json.JSONDecodeError:
+            continue
+    return None, f"checker output is not JSON: {text[-200:]!r}"
+
+
+def _interpret(out: RunOutput, result_path: Path, timeout_s: float) -> tuple[Any, str, str | None]:
+    """-> (value, mode, error) from the process outcome and the driver's result file."""
+    if out.timed_out:
+        return None, "", f"checker timed out after {timeout_s:g} s"
+    if not result_path.is_file():
+        return None, "", f"checker process died (exit status {out.returncode}): {out.stderr[-300:].strip()}"
+    try:
+        result = json.loads(result_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None, "", "checker driver wrote an unreadable result"
+    mode = str(result.get("mode", ""))
+    if result.get("error"):
+        last = str(result["error"]).strip().splitlines()[-1]
+        return None, mode, f"checker raised: {last}"
+    if out.returncode != 0:
+        return None, mode, f"checker exited with status {out.returncode}"
+    if mode == "grade":
+        return result.get("value"), mode, None
+    value, err = parse_stdout(out.stdout)
+    return value, mode, err
+
+
+def _env(home: Path, python: str) -> dict[str, str]:
+    """A minimal environment; the checker's python comes first on PATH (checkers call `python3 -m pytest`)."""
+    path = os.pathsep.join([str(Path(python).parent), os.environ.get("PATH", "/usr/bin:/bin")])
+    return {
+        "PATH": path,
+        "HOME": str(home),
+        "TMPDIR": str(home),
+        "LANG": "C.UTF-8",
+        "PYTHONIOENCODING": "utf-8",
+    }
+
+
+def run_checker(
+    task: Task,
+    workspace: Path,
+    transcript: list[Any] | None = None,
+    timeout_s: float | None = None,
+    runner: CommandRunner | None = None,
+    python: str | None = None,
+) -> CheckResult:
+    """Score `workspace` with the task's code checker. Failures are data (score 0.0 + error), never raised.
+
+    Raises VerifierError only for caller mistakes: the task has no checker, or the workspace is missing.
+    `python` is the interpreter for the checker (default: the one running harnessrl).
+    """
+    if task.checker is None:
+        raise VerifierError(f"task {task.id!r} has no code checker")
+    ws = workspace.resolve()
+    if not ws.is_dir():
+        raise VerifierError(f"workspace {workspace} is not a directory")
+    limit = timeout_s if timeout_s is not None else task.checker.timeout_s
+    tmp = Path(tempfile.mkdtemp(prefix="harnessrl-check-")).resolve()
+    started = time.monotonic()
+    try:
+        if tmp.is_relative_to(ws):
+            raise VerifierError(f"checker folder {tmp} would be inside the workspace")
+        materialize_checker(task, tmp / "task")
+        shutil.copyfile(DRIVER, tmp / "driver.py")
+        (tmp / "transcript.json").write_text(json.dumps(transcript or [], default=repr), encoding="utf-8")
+        entry, result_path = tmp / "task" / task.checker.entry, tmp / "result.json"
+        py = python or sys.executable
+        argv = [py, "-I", "-B", str(tmp / "driver.py"), str(entry), str(ws)]
+        argv += [str(tmp / "transcript.json"), str(result_path)]
+        out = (runner or LocalRunner()).run(argv, tmp, _env(tmp, py), limit)
+        value, mode, error = _interpret(out, result_path, limit)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    metrics: dict[str, float] = {}
+    if error is None:
+        metrics, error = metrics_from_value(value)
+    return CheckResult(
+        score=sum(metrics.values()) / len(metrics) if metrics and error is None else 0.0,
+        metrics=metrics if error is None else {},
+        error=error,
+        mode=mode,
+        stdout_tail=out.stdout[-TAIL_CHARS:],
+        stderr_tail=out.stderr[-TAIL_CHARS:],
+        duration_s=time.monotonic() - started,
+        timed_out=out.timed_out,
+    )
