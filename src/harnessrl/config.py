@@ -127,6 +127,17 @@ class TrainConfig(Section):
     """Checkpoints and logs."""
 
 
+class TraceConfig(Section):
+    """How a rollout's model calls become trained trajectories (see `harnessrl.trace`)."""
+
+    max_live_leaves: int = 32
+    """A rollout with more kept live leaves than this is dropped whole (filtered:over_branching)."""
+    keep_compaction: bool = False
+    """Keep summary requests and the main thread after a compaction restart as their own trajectories."""
+    keep_subagents: bool = False
+    """Keep sub-agent calls (other system prompt / tool set / model) as their own trajectories."""
+
+
 class Config(Section):
     """The whole run configuration."""
 
@@ -137,6 +148,7 @@ class Config(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
+    trace: TraceConfig = Field(default_factory=TraceConfig)
 
 
 class ConfigError(ValueError):
