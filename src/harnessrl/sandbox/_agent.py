@@ -1,0 +1,257 @@
+"""The in-sandbox agent: runs commands for the host and bridges the model endpoint. Stdlib only.
+
+This file is executed *inside* the sandbox by the system python (`python3 -I -S agent.py ...`), so it
+imports nothing from harnessrl and only cheap modules (no asyncio, subprocess, json, threading: they
+double the interpreter's start-up time, which is most of a sandbox's creation cost).
+
+    agent.py LISTEN_PORT SOCK_PATH IO_DIR REAP_ALL
+
+- Control: frames on stdin/stdout, each a 4-byte big-endian length + a `marshal`-ed dict (the host
+  is trusted; marshal is built in and fast). The agent first writes {"ready": True}. Request
+  {"op": "exec", "id", "argv", "env", "cwd", "timeout_s", "grace_s", "rlimits"} starts one command in
+  its own session (= its own process group) with stdout/stderr in IO_DIR/<id>.out / .err; the reply
+  {"id", "rc", "timed_out", "error"} comes when it has exited. rc < 0 is the killing signal, as in
+  subprocess. On timeout the group gets SIGTERM, then SIGKILL after grace_s.
+- After each command, if REAP_ALL is 1 (we are alone in a pid namespace), every other process in the
+  namespace is SIGKILLed, so daemonised children do not outlive the command that started them.
+- Bridge: when LISTEN_PORT > 0, a TCP listener on 127.0.0.1:LISTEN_PORT whose connections are piped to
+  the unix socket SOCK_PATH (served on the host by `forward.UnixToTcpForwarder`). This is the only
+  way out of a sandbox without a network.
+- stdin EOF (the host went away) kills the running command and ends the agent.
+"""
+
+import marshal
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+import time
+
+BUF_LIMIT = 1 << 18
+
+
+def send_frame(obj: dict) -> None:
+    data = marshal.dumps(obj)
+    os.write(1, len(data).to_bytes(4, "big") + data)
+
+
+class Pipe:
+    """One bridged connection: two sockets and a pending buffer for each direction."""
+
+    def __init__(self, a: socket.socket, b: socket.socket) -> None:
+        self.socks = (a, b)
+        self.bufs = [bytearray(), bytearray()]  # bufs[i]: bytes waiting to be written to socks[i]
+        self.eof = [False, False]  # eof[i]: socks[i] has sent EOF
+        self.shut = [False, False]  # shut[i]: write side of socks[i] is shut down
+        for s in self.socks:
+            s.setblocking(False)
+
+    def done(self) -> bool:
+        return all(self.shut)
+
+    def close(self) -> None:
+        for s in self.socks:
+            s.close()
+
+
+class Agent:
+    def __init__(self, port: int, sock_path: str, io_dir: str, reap_all: bool) -> None:
+        self.sock_path = sock_path
+        self.io_dir = io_dir
+        self.reap_all = reap_all
+        self.listener: socket.socket | None = None
+        if port > 0:
+            self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.listener.bind(("127.0.0.1", port))
+            self.listener.listen(128)
+            self.listener.setblocking(False)
+        self.pipes: list[Pipe] = []
+        self.inbuf = bytearray()
+        self.stdin_open = True
+        self.child: dict | None = None  # pid, pidfd, id, deadline, term_at, timed_out
+
+    # ---- control -------------------------------------------------------------------------------
+    def on_stdin(self) -> None:
+        data = os.read(0, 65536)
+        if not data:
+            self.stdin_open = False
+            return
+        self.inbuf += data
+        while len(self.inbuf) >= 4:
+            n = int.from_bytes(self.inbuf[:4], "big")
+            if len(self.inbuf) < 4 + n:
+                break
+            req = marshal.loads(bytes(self.inbuf[4 : 4 + n]))
+            del self.inbuf[: 4 + n]
+            self.start(req)
+
+    def start(self, req: dict) -> None:
+        if self.child is not None:
+            send_frame({"id": req["id"], "rc": -1, "timed_out": False, "error": "busy"})
+            return
+        r, w = os.pipe2(os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:  # child: never returns
+            os.close(r)
+            self.exec_child(req, w)
+        os.close(w)
+        err = os.read(r, 4096).decode(errors="replace")
+        os.close(r)
+        if err:
+            os.waitpid(pid, 0)
+            send_frame({"id": req["id"], "rc": 127, "timed_out": False, "error": err})
+            return
+        timeout = req.get("timeout_s")
+        deadline = time.monotonic() + timeout if timeout else None
+        pidfd = os.pidfd_open(pid)
+        self.child = {"pid": pid, "pidfd": pidfd, "id": req["id"], "deadline": deadline,
+                      "grace": req.get("grace_s", 2.0), "killed_at": None, "timed_out": False}  # fmt: skip
+
+    def exec_child(self, req: dict, errw: int) -> None:
+        try:
+            os.setsid()
+            for name, value in req.get("rlimits", {}).items():
+                resource.setrlimit(getattr(resource, name), (value, value))
+            out = os.open(f"{self.io_dir}/{req['id']}.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            err = os.open(f"{self.io_dir}/{req['id']}.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            null = os.open("/dev/null", os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+            os.chdir(req["cwd"])
+            for sig in (signal.SIGPIPE, signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, signal.SIG_DFL)
+            os.execvpe(req["argv"][0], req["argv"], req["env"])
+        except BaseException as e:  # report to the parent through the CLOEXEC pipe
+            os.write(errw, f"{type(e).__name__}: {e}".encode())
+        os._exit(127)
+
+    def tick_child(self, now: float) -> None:
+        c = self.child
+        if c is None:
+            return
+        if c["deadline"] is not None and now >= c["deadline"] and c["killed_at"] is None:
+            c["timed_out"] = True
+            c["killed_at"] = now
+            self.signal_group(c["pid"], signal.SIGTERM)
+        elif c["killed_at"] is not None and now >= c["killed_at"] + c["grace"]:
+            self.signal_group(c["pid"], signal.SIGKILL)
+            c["killed_at"] = float("inf")
+
+    def on_child_exit(self) -> None:
+        c = self.child
+        assert c is not None
+        _, status = os.waitpid(c["pid"], 0)
+        os.close(c["pidfd"])
+        self.signal_group(c["pid"], signal.SIGKILL)  # anything left in its group
+        if self.reap_all:
+            self.kill_others()
+        rc = os.waitstatus_to_exitcode(status)
+        self.child = None
+        send_frame({"id": c["id"], "rc": rc, "timed_out": c["timed_out"], "error": ""})
+
+    @staticmethod
+    def signal_group(pgid: int, sig: int) -> None:
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    @staticmethod
+    def kill_others() -> None:
+        me = os.getpid()
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) not in (1, me):
+                try:
+                    os.kill(int(name), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    # ---- bridge --------------------------------------------------------------------------------
+    def on_accept(self) -> None:
+        assert self.listener is not None
+        try:
+            conn, _ = self.listener.accept()
+        except BlockingIOError:
+            return
+        up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            up.connect(self.sock_path)
+        except OSError:
+            up.close()
+            conn.close()
+            return
+        self.pipes.append(Pipe(conn, up))
+
+    def pump(self, p: Pipe, readable: set, writable: set) -> None:
+        for i in (0, 1):
+            src, j = p.socks[i], 1 - i
+            if src in readable and not p.eof[i]:
+                try:
+                    data = src.recv(65536)
+                except (BlockingIOError, InterruptedError):
+                    data = None
+                except OSError:
+                    data = b""
+                if data == b"":
+                    p.eof[i] = True
+                elif data:
+                    p.bufs[j] += data
+        for j in (0, 1):
+            dst = p.socks[j]
+            if p.bufs[j] and dst in writable:
+                try:
+                    sent = dst.send(p.bufs[j])
+                    del p.bufs[j][:sent]
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    p.bufs[j].clear()
+                    p.eof = [True, True]
+            if p.eof[1 - j] and not p.bufs[j] and not p.shut[j]:
+                p.shut[j] = True
+                try:
+                    dst.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+
+    # ---- loop ----------------------------------------------------------------------------------
+    def run(self) -> None:
+        send_frame({"ready": True, "pid": os.getpid()})
+        while self.stdin_open or self.child is not None:
+            rlist: list = [0] if self.stdin_open else []
+            wlist: list = []
+            if self.listener is not None:
+                rlist.append(self.listener)
+            if self.child is not None:
+                rlist.append(self.child["pidfd"])
+            for p in self.pipes:
+                for i in (0, 1):
+                    if not p.eof[i] and len(p.bufs[1 - i]) < BUF_LIMIT:
+                        rlist.append(p.socks[i])
+                    if p.bufs[i]:
+                        wlist.append(p.socks[i])
+            r, w, _ = select.select(rlist, wlist, [], 0.05)
+            rs, ws = set(r), set(w)
+            if 0 in rs:
+                self.on_stdin()
+                if not self.stdin_open and self.child is not None:
+                    self.signal_group(self.child["pid"], signal.SIGKILL)
+            if self.listener is not None and self.listener in rs:
+                self.on_accept()
+            for p in self.pipes:
+                self.pump(p, rs, ws)
+            for p in [p for p in self.pipes if p.done()]:
+                p.close()
+                self.pipes.remove(p)
+            if self.child is not None and self.child["pidfd"] in rs:
+                self.on_child_exit()
+            self.tick_child(time.monotonic())
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    Agent(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1").run()

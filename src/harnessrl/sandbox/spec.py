@@ -1,0 +1,58 @@
+"""What a sandbox is made of (SandboxSpec) and what running a command in it gives back (ExecResult)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SandboxSpec(BaseModel):
+    """How to build one sandbox. Runtime object built by the caller (the rollout runner, a pool, a test)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    backend: Literal["bwrap", "local"] = "bwrap"
+    """bwrap = bubblewrap isolation; local = no isolation at all (logs a warning on every create)."""
+    workspace: Path | None = None
+    """Host folder bound read-write as the workspace; None = a fresh empty folder owned by the sandbox."""
+    mount_dir: str = "/workspace"
+    """Where the workspace appears inside the sandbox (ClawGym tasks use `/root/.openclaw/workspace`)."""
+    home_dir: str = "/home/agent"
+    """HOME inside the sandbox: a private per-sandbox folder, where harness configs are written."""
+    ro_binds: tuple[Path, ...] = ()
+    """Extra host paths bound read-only at the same path (harness installs, a python prefix)."""
+    rw_binds: tuple[Path, ...] = ()
+    """Extra host paths bound read-write at the same path (a checker's scratch folder)."""
+    endpoint: tuple[str, int] | None = None
+    """Host TCP address (host, port) of the model endpoint; the only address reachable from inside."""
+    listen_port: int = 18080
+    """Port of the endpoint's listener on the sandbox's own loopback (bwrap backend)."""
+    memory_mb: int | None = 4096
+    """RLIMIT_DATA of each command, in MiB (None = unlimited). RLIMIT_AS is not used: V8 (node) reserves
+    tens of GB of address space it never touches and would not start under a realistic AS limit."""
+    cpu_s: int | None = None
+    """RLIMIT_CPU of each command, in CPU seconds (None = unlimited)."""
+    bind_python: bool = False
+    """Bind the running interpreter's prefixes (venv and base) read-only, for checkers run with it."""
+    base_dir: Path | None = None
+    """Where sandbox folders are created (None = the system temp folder)."""
+    start_timeout_s: float = 15.0
+    """How long creation may take before it is a SandboxError."""
+    extra_env: dict[str, str] = Field(default_factory=dict)
+    """Environment given to every command (after the defaults, before the command's own)."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """One command's outcome. `returncode` < 0 is the signal that killed it (subprocess convention)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+    duration_s: float
+    error: str = ""
+    """Set when the command could not be started at all (e.g. executable not found; returncode 127)."""

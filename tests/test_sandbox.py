@@ -1,0 +1,196 @@
+"""Sandbox isolation and lifecycle: each security promise of issue 4 is one test, on real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from harnessrl.sandbox import Sandbox, SandboxSpec
+from harnessrl.sandbox.bwrap import bwrap_path
+from harnessrl.types import SandboxError
+
+pytestmark = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+
+
+def procs_with(marker: str) -> list[int]:
+    """Host pids whose command line starts with `marker` (scanning /proc: no pgrep dependency)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if cmdline.startswith(marker):
+            pids.append(int(name))
+    return pids
+
+
+async def wait_gone(marker: str, timeout_s: float = 3.0) -> list[int]:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while (left := procs_with(marker)) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    return left
+
+
+async def test_exec_runs_in_workspace_with_private_home(tmp_path: Path) -> None:
+    async with await Sandbox.create(SandboxSpec(base_dir=tmp_path)) as sb:
+        (sb.host_workspace / "in.txt").write_text("from host")
+        res = await sb.exec(["sh", "-c", 'pwd; echo "$HOME"; cat in.txt; printf out > made.txt'])
+        assert (res.returncode, res.timed_out, res.error) == (0, False, "")
+        assert res.stdout == "/workspace\n/home/agent\nfrom host"
+        assert (sb.host_workspace / "made.txt").read_text() == "out"
+        missing = await sb.exec(["no-such-binary-xyz"])
+        assert missing.returncode == 127
+        assert "No such file or directory" in missing.error
+
+
+async def test_reward_dir_next_to_workspace_is_unreadable(tmp_path: Path) -> None:
+    task = tmp_path / "task"
+    (task / "workspace").mkdir(parents=True)
+    (task / "reward").mkdir()
+    (task / "reward" / "check.py").write_text("SECRET-ANSWER")
+    (task / "workspace" / "data.txt").write_text("visible")
+    spec = SandboxSpec(workspace=task / "workspace", mount_dir="/root/.openclaw/workspace", base_dir=tmp_path)
+    async with await Sandbox.create(spec) as sb:
+        script = f"cat data.txt; cat ../reward/check.py; cat {task}/reward/check.py; ls /root/.openclaw"
+        res = await sb.exec(["sh", "-c", script])
+    assert res.stdout == "visibleworkspace\n"
+    assert "SECRET-ANSWER" not in res.stdout + res.stderr
+    assert res.stderr.count("No such file or directory") == 2
+
+
+async def test_no_network_outbound_tcp_and_dns_fail(tmp_path: Path) -> None:
+    server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    probe = (
+        "import socket\n"
+        f"for target in [('127.0.0.1', {port}), ('1.1.1.1', 53)]:\n"
+        "    try:\n"
+        "        socket.create_connection(target, timeout=2); print('connected', target[1])\n"
+        "    except OSError as e:\n"
+        "        print('tcp-fail', type(e).__name__)\n"
+        "try:\n"
+        "    socket.getaddrinfo('example.com', 80); print('resolved')\n"
+        "except OSError as e:\n"
+        "    print('dns-fail', type(e).__name__)\n"
+    )
+    async with server, await Sandbox.create(SandboxSpec(base_dir=tmp_path)) as sb:
+        res = await sb.exec(["python3", "-c", probe], timeout_s=20)
+    assert res.stdout == "tcp-fail ConnectionRefusedError\ntcp-fail OSError\ndns-fail gaierror\n", res.stderr
+
+
+async def test_cannot_see_other_sandbox_or_host_home(tmp_path: Path) -> None:
+    async with (
+        await Sandbox.create(SandboxSpec(base_dir=tmp_path)) as a,
+        await Sandbox.create(SandboxSpec(base_dir=tmp_path)) as b,
+    ):
+        (a.host_workspace / "mine.txt").write_text("A-SECRET")
+        res = await b.exec(
+            ["sh", "-c", f"cat {a.host_workspace}/mine.txt; ls {tmp_path}; ls /root; ls /work"]
+        )
+        own = await b.exec(["ls", "-A", "/workspace"])
+    assert "A-SECRET" not in res.stdout
+    assert res.stdout == ""
+    assert res.stderr.count("No such file or directory") == 4
+    assert own.stdout == ""
+
+
+async def test_daemonised_child_does_not_outlive_its_command(tmp_path: Path) -> None:
+    async with await Sandbox.create(SandboxSpec(base_dir=tmp_path)) as sb:
+        res = await sb.exec(["sh", "-c", "setsid sleep 987651 </dev/null >/dev/null 2>&1 & echo started"])
+        assert res.stdout == "started\n"
+        assert await wait_gone("sleep 987651") == []
+
+
+async def test_destroy_kills_everything_while_running(tmp_path: Path) -> None:
+    sb = await Sandbox.create(SandboxSpec(base_dir=tmp_path))
+    task = asyncio.create_task(sb.exec(["sh", "-c", "(setsid sleep 987652 &); sleep 987653"]))
+    for _ in range(100):
+        if len(procs_with("sleep 98765")) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert len(procs_with("sleep 98765")) == 2
+    await sb.destroy()
+    with pytest.raises(SandboxError):
+        await task
+    assert await wait_gone("sleep 98765") == []
+    assert not sb.root.exists()
+
+
+async def test_timeout_terms_then_kills_the_group(tmp_path: Path) -> None:
+    async with await Sandbox.create(SandboxSpec(base_dir=tmp_path)) as sb:
+        soft = await sb.exec(["sh", "-c", "sleep 987654 & sleep 987655"], timeout_s=0.3, grace_s=1.0)
+        assert (soft.returncode, soft.timed_out) == (-15, True)
+        hard = await sb.exec(["sh", "-c", "trap '' TERM; sleep 987656"], timeout_s=0.3, grace_s=0.3)
+        assert (hard.returncode, hard.timed_out) == (-9, True)
+        assert 0.6 <= hard.duration_s < 3.0
+        assert await wait_gone("sleep 98765") == []
+        again = await sb.exec(["echo", "still usable"])
+        assert again.stdout == "still usable\n"
+
+
+async def test_memory_limit_applies(tmp_path: Path) -> None:
+    async with await Sandbox.create(SandboxSpec(base_dir=tmp_path, memory_mb=64)) as sb:
+        res = await sb.exec(["python3", "-c", "x = bytearray(256 * 1024 * 1024)"])
+    assert res.returncode == 1
+    assert "MemoryError" in res.stderr
+
+
+async def test_bad_bind_raises_sandbox_error_and_cleans_up(tmp_path: Path) -> None:
+    spec = SandboxSpec(base_dir=tmp_path, ro_binds=(tmp_path / "does-not-exist",))
+    with pytest.raises(SandboxError, match="does-not-exist"):
+        await Sandbox.create(spec)
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_endpoint_forwarder_carries_http_to_host_server(tmp_path: Path) -> None:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        line = head.split(b"\r\n")[0]
+        body = b"you sent " + line
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = (
+        "import urllib.request as u; print(u.urlopen('http://127.0.0.1:18080/v1/models?x=1').read().decode())"
+    )
+    spec = SandboxSpec(base_dir=tmp_path, endpoint=("127.0.0.1", port))
+    async with server, await Sandbox.create(spec) as sb:
+        assert sb.endpoint_url == "http://127.0.0.1:18080"
+        res = await sb.exec(["python3", "-c", client], timeout_s=20)
+        assert sb.forwarder is not None and sb.forwarder.connections == 1
+    assert res.stdout == "you sent GET /v1/models?x=1 HTTP/1.1\n", res.stderr
+
+
+async def test_finaliser_tears_down_a_dropped_sandbox(tmp_path: Path) -> None:
+    sb = await Sandbox.create(SandboxSpec(base_dir=tmp_path))
+    root, proc = sb.root, sb._proc
+    assert proc is not None
+    del sb
+    gc.collect()
+    assert await asyncio.wait_for(proc.wait(), 5) == -9
+    assert not root.exists()
+
+
+async def test_local_backend_warns_every_time(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    for _ in range(2):
+        async with await Sandbox.create(SandboxSpec(backend="local", base_dir=tmp_path)) as sb:
+            res = await sb.exec(["sh", "-c", "pwd"])
+            assert res.stdout == f"{sb.host_workspace}\n"
+    warnings = [r for r in caplog.records if "NO ISOLATION" in r.getMessage()]
+    assert len(warnings) == 2
+    assert sys.platform == "linux"
