@@ -103,7 +103,7 @@ def _interpret(out: RunOutput, result_path: Path, timeout_s: float) -> tuple[Any
     return value, mode, err
 
 
-def _env(home: Path, python: str) -> dict[str, str]:
+def checker_env(home: Path, python: str) -> dict[str, str]:
     """A minimal environment; the checker's python comes first on PATH (checkers call `python3 -m pytest`)."""
     path = os.pathsep.join([str(Path(python).parent), os.environ.get("PATH", "/usr/bin:/bin")])
     return {
@@ -146,7 +146,7 @@ def run_checker(
         py = python or sys.executable
         argv = [py, "-I", "-B", str(tmp / "driver.py"), str(entry), str(ws)]
         argv += [str(tmp / "transcript.json"), str(result_path)]
-        out = (runner or LocalRunner()).run(argv, tmp, _env(tmp, py), limit)
+        out = (runner or LocalRunner()).run(argv, tmp, checker_env(tmp, py), limit)
         value, mode, error = _interpret(out, result_path, limit)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
