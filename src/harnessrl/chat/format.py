@@ -1,0 +1,219 @@
+"""Chat formats: canonical messages + tool specs -> prompt token ids, and output ids -> assistant turn.
+
+`ChatFormat` wraps a Hugging Face tokenizer and its chat template. Rendering goes through the template
+(so a prompt is what the model was trained on) with three normalisations, applied before the template
+sees the messages:
+
+- **System prompt.** `developer` messages count as `system`. All system/developer messages, wherever
+  they sit, are merged in order (joined by a blank line) into one system message at the front: several
+  templates (Qwen3 among them) only honour a system message in first position, and harnesses send
+  several (Claude Code: 3 system blocks plus a `system` entry inside `messages`; Codex: several
+  `developer` items).
+- **Tools.** When the template renders tools itself (it mentions `tools` and `tool_calls`, e.g. Qwen3),
+  it gets them as OpenAI-style function specs. Otherwise (SmolLM2's plain ChatML) a Hermes-style tool
+  block is appended to the system prompt, assistant tool calls are written into the assistant content
+  as `<tool_call>` blocks and runs of tool results become one user turn of `<tool_response>` blocks,
+  mirroring what Qwen3's template does natively. Freeform (`custom`) tools are offered as functions with
+  one string argument `input`.
+- **Reasoning.** Earlier turns' reasoning is passed to the template only when thinking is enabled; the
+  template decides what to keep (Qwen3 drops it before the last user query: that is why `tito` splices).
+
+Only ChatML-family templates are supported (`<|im_start|>role ... <|im_end|>`); the end-of-turn token is
+`<|im_end|>` when the vocabulary has it, else the tokenizer's eos token. Text is encoded with special
+tokens recognised, so a literal `<|im_end|>` inside message text becomes the special token: templates
+do the same, and guarding against it would need per-message encoding that breaks prefix equality.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harnessrl.chat.parse import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN, ParsedOutput, parse_text
+from harnessrl.types import ChatMessage, ToolSpec
+
+_SYSTEM_ROLES = ("system", "developer")
+_SPLICE_MARK = "\u2063harnessrl-splice-point\u2063"
+_HERMES_HEADER = (
+    "# Tools\n\nYou can call the functions described below. Their JSON signatures are listed inside "
+    "<tools></tools> tags:\n<tools>"
+)
+_HERMES_FOOTER = (
+    "\n</tools>\n\nTo call a function, answer with a JSON object holding its name and arguments inside "
+    "<tool_call></tool_call> tags, one block per call:\n<tool_call>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+)
+
+
+def tool_spec_json(tool: ToolSpec) -> dict[str, Any]:
+    """The OpenAI-style function spec a chat template expects for one tool."""
+    params = tool.parameters
+    if tool.type == "custom":
+        params = {
+            "type": "object",
+            "properties": {"input": {"type": "string", "description": "Freeform text input."}},
+            "required": ["input"],
+        }
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": params},
+    }
+
+
+def hermes_tool_block(tools: list[ToolSpec]) -> str:
+    """The tool block appended to the system prompt for templates that cannot render tools."""
+    lines = "".join("\n" + json.dumps(tool_spec_json(t), ensure_ascii=False) for t in tools)
+    return _HERMES_HEADER + lines + _HERMES_FOOTER
+
+
+def tool_call_text(message: ChatMessage) -> str:
+    """Assistant content followed by its tool calls as `<tool_call>` blocks (Qwen3's exact layout)."""
+    text = message.content
+    for i, call in enumerate(message.tool_calls):
+        if i > 0 or text:
+            text += "\n"
+        body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+        text += f"{CALL_OPEN}\n{body}\n{CALL_CLOSE}"
+    return text
+
+
+class ChatFormat:
+    """Renders canonical chats to token ids through a tokenizer's chat template, and parses outputs."""
+
+    def __init__(self, tokenizer: Any, *, enable_thinking: bool = False) -> None:
+        template = getattr(tokenizer, "chat_template", None)
+        if not isinstance(template, str):
+            raise ValueError("the tokenizer has no (single) chat template")
+        self.tokenizer = tokenizer
+        self.enable_thinking = enable_thinking
+        self.native_tools = "tools" in template and "tool_calls" in template
+        vocab = tokenizer.get_vocab()
+        self.end_text: str = "<|im_end|>" if "<|im_end|>" in vocab else str(tokenizer.eos_token)
+        stops = [vocab[self.end_text]]
+        if tokenizer.eos_token_id is not None:
+            stops.append(int(tokenizer.eos_token_id))
+        if "<|endoftext|>" in vocab:
+            stops.append(vocab["<|endoftext|>"])
+        self.stop_token_ids: tuple[int, ...] = tuple(dict.fromkeys(stops))
+        self.assistant_start_ids: tuple[int, ...] = tuple(self.encode("<|im_start|>assistant"))
+
+    # -- encoding --------------------------------------------------------------------------------
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text`, special tokens recognised, no BOS/EOS added."""
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def template_text(self, messages: list[ChatMessage], tools: list[ToolSpec], *, generation: bool) -> str:
+        """The chat template's text for `messages` (normalised as the module docstring says)."""
+        native = [tool_spec_json(t) for t in tools] if (tools and self.native_tools) else None
+        text = self.tokenizer.apply_chat_template(
+            self._template_messages(messages, tools),
+            tools=native,
+            add_generation_prompt=generation,
+            tokenize=False,
+            enable_thinking=self.enable_thinking,
+        )
+        return str(text)
+
+    def render(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> list[int]:
+        """Prompt ids for `messages` and `tools`, ending with the generation prompt."""
+        return self.encode(self.template_text(messages, tools, generation=True))
+
+    def count_tokens(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> int:
+        """Length of `render(messages, tools)`."""
+        return len(self.render(messages, tools))
+
+    def assistant_text(self, message: ChatMessage) -> str:
+        """The text a model writes for this turn after the generation prompt, end-of-turn token included.
+
+        Reasoning is written as a `<think>` block only when thinking is enabled (with thinking off the
+        generation prompt already holds an empty, closed think block).
+        """
+        head = ""
+        if self.enable_thinking and message.reasoning is not None:
+            head = f"{THINK_OPEN}\n{message.reasoning.strip(chr(10))}\n{THINK_CLOSE}\n\n"
+        return head + tool_call_text(message) + self.end_text
+
+    def render_assistant(self, message: ChatMessage) -> list[int]:
+        """Ids a model emits for this assistant turn, including the end-of-turn token."""
+        return self.encode(self.assistant_text(message))
+
+    def parse(self, output_ids: list[int]) -> ParsedOutput:
+        """Read output ids back into text, reasoning and tool calls; never raises.
+
+        Decoding stops at the first stop token (which is dropped); other special tokens stay in the text.
+        """
+        ids = list(output_ids)
+        for i, tok in enumerate(ids):
+            if tok in self.stop_token_ids:
+                ids = ids[:i]
+                break
+        try:
+            text = str(self.tokenizer.decode(ids, skip_special_tokens=False))
+        except Exception as exc:  # an id outside the vocabulary must not break the proxy
+            return ParsedOutput(text="", reasoning=None, malformed=[f"undecodable output: {exc}"])
+        return parse_text(text)
+
+    # -- incremental rendering (used by tito) ------------------------------------------------------
+
+    def suffix_after(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], index: int, *, closed: bool
+    ) -> list[int] | None:
+        """Ids that follow the end of assistant message `index` in `render(messages, tools)`.
+
+        The assistant message is replaced by a marker, the whole chat is rendered as text, and the text
+        after the marker's end-of-turn token is encoded: the tokens before it are never re-encoded. With
+        `closed=False` (the recorded output had no end token, e.g. cut by max_tokens) the end token is
+        prepended. Returns None when the marker cannot be located unambiguously.
+        """
+        marked = list(messages)
+        marked[index] = ChatMessage(role="assistant", content=_SPLICE_MARK)
+        text = self.template_text(marked, tools, generation=True)
+        at = text.find(_SPLICE_MARK)
+        if at == -1 or text.count(_SPLICE_MARK) != 1:
+            return None
+        end = text.find(self.end_text, at + len(_SPLICE_MARK))
+        if end == -1:
+            return None
+        rest = text[end + len(self.end_text) :]
+        return self.encode(rest if closed else self.end_text + rest)
+
+    def _template_messages(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        system = [m.content for m in messages if m.role in _SYSTEM_ROLES]
+        if tools and not self.native_tools:
+            system.append(hermes_tool_block(tools))
+        out: list[dict[str, Any]] = []
+        if system:
+            out.append({"role": "system", "content": "\n\n".join(system)})
+        for m in messages:
+            if m.role in _SYSTEM_ROLES:
+                continue
+            if m.role == "assistant":
+                out.append(self._assistant_dict(m))
+            elif m.role == "tool" and self.native_tools:
+                out.append({"role": "tool", "content": m.content, "tool_call_id": m.tool_call_id or ""})
+            elif m.role == "tool":
+                block = f"<tool_response>\n{m.content}\n</tool_response>"
+                prev = out[-1] if out else None
+                if prev is not None and prev.get("_tool_group"):
+                    prev["content"] += "\n" + block
+                else:
+                    out.append({"role": "user", "content": block, "_tool_group": True})
+            else:
+                out.append({"role": m.role, "content": m.content})
+        for d in out:
+            d.pop("_tool_group", None)
+        return out
+
+    def _assistant_dict(self, m: ChatMessage) -> dict[str, Any]:
+        if not self.native_tools:
+            return {"role": "assistant", "content": tool_call_text(m)}
+        d: dict[str, Any] = {"role": "assistant", "content": m.content}
+        if m.tool_calls:
+            d["tool_calls"] = [
+                {"type": "function", "id": c.id, "function": {"name": c.name, "arguments": c.arguments}}
+                for c in m.tool_calls
+            ]
+        if self.enable_thinking and m.reasoning is not None:
+            d["reasoning_content"] = m.reasoning
+        return d
