@@ -29,6 +29,8 @@ BUNDLED = Path(__file__).resolve().parents[1] / "src" / "harnessrl" / "tasks" / 
 TASK_DIRS = sorted(BUNDLED.glob("*/task_*"))
 TASK_IDS = [d.name for d in TASK_DIRS]
 CATEGORIES = {"warmup", "file_edit", "data_processing", "code_fix", "report_writing"}
+# Scripts call `python3`: make it this interpreter (a pyenv shim costs ~1 s per start).
+ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 REWARD_SH = (
     "#!/usr/bin/env bash\nset -euo pipefail\n\npython3 /root/.openclaw/workspace/reward/check.py "
     "/root/.openclaw/workspace | python3 -c 'import json, sys; data = json.loads(sys.stdin.read().strip()); "
@@ -45,8 +47,17 @@ WRONG: dict[str, str] = {
     "task_0004": 'printf \'{"name": "demo", "port": "8080", "debug": false}\' > config.json',
     "task_0005": "rm data/raw.csv",
     "task_0006": "touch cache/img/late.tmp",
+    "task_0007": "sed -i 's/^workers = 4/workers = 5/' settings.ini",
+    "task_0008": "sed -i 's/### Fixed/### Added/' CHANGELOG.md",
+    "task_0009": "sort requirements.txt -o requirements.txt",
+    "task_0010": "sed -i 's/^  /\\t/' app/config.json",
+    "task_0011": "sed -i 's/#faq--troubleshooting/#faq-troubleshooting/' docs/guide.md",
+    "task_0012": "echo '*.log' >> .dockerignore",
+    "task_0013": "sed -i 's/0.8.1/0.9.0/g' pyproject.toml",
     "task_0034": "echo 22 > count.txt",
     "task_0035": "echo hi > logs/.keep",
+    "task_0036": "sed -i 's/^- \\[ \\] Priya: draft/- [ ] Priya:  draft/' meeting_notes.md",
+    "task_0037": "tr 'A-Z' 'a-z' < contacts.csv > lower.csv && mv lower.csv contacts.csv",
 }
 
 
@@ -83,7 +94,9 @@ def _check(task_dir: Path, workspace: Path, errors: list[str]) -> dict[str, floa
 
 
 def _sh(script: str, workspace: Path, errors: list[str]) -> None:
-    done = subprocess.run(["bash", "-c", script], cwd=workspace, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=workspace, env=ENV, capture_output=True, text=True, timeout=60
+    )
     if done.returncode != 0:
         errors.append(f"{workspace.name}: {script[:80]!r} failed: {done.stderr[-500:]}")
 
