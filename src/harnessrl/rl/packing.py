@@ -1,0 +1,255 @@
+"""Tree packing: each unique token of a rollout's prefix tree laid out once, with a tree attention mask.
+
+A TreeSample's kept nodes (the union of its kept paths) are laid out depth-first: a node's tokens, then
+each child's subtree in node-index order. In that order the tokens that can see a token `k` (its
+descendants, and itself) form one contiguous range `[k, subtree_end[k])`, so the whole tree attention
+mask is carried by one integer per token:
+
+    query q may attend to key k   <=>   k <= q < subtree_end[k]
+
+which is exactly "a token sees its ancestors, itself included". Position ids are each token's depth
+in its own root-to-leaf path (0 for a root's first token), so every token gets the same rotary
+position it had when the engine sampled it.
+
+Targets. The last token of a branch-point node has several "next" tokens (one per child), so a single
+target id per position does not exist. Instead each token `t` records `pred_index[t]`: the position
+whose logits predict `t` (its parent token: the previous token of its node, or the last token of the
+parent node). "log-prob of token t" is `log_softmax(logits[pred_index[t]])[input_ids[t]]`. Only model
+tokens with a parent are in the loss (`loss_mask`); a root's first token has nothing to be predicted from.
+
+Several trees go into one packed row (batch size 1, trees back to back, block-diagonal by
+construction of `subtree_end`), chosen first-fit up to a token budget. A tree longer than the budget
+gets a row of its own: trees are never split (splitting would cut tokens off from their ancestors).
+
+Left out: padding to a multiple of a block size (FlexAttention pads internally) and sorting trees by
+length before first-fit (callers may sort; first-fit keeps their order, which keeps runs reproducible).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from harnessrl.types import TreeSample
+
+
+@dataclass(frozen=True)
+class TreeLayout:
+    """One tree's unique tokens in depth-first order. All tensors are 1-D of length T (CPU)."""
+
+    input_ids: torch.Tensor
+    """[T] int64 token ids."""
+    position_ids: torch.Tensor
+    """[T] int64 depth of each token in its own root-to-leaf path."""
+    pred_index: torch.Tensor
+    """[T] int64 position whose logits predict this token; -1 for a root's first token."""
+    subtree_end: torch.Tensor
+    """[T] int64 exclusive end of the token's depth-first subtree (see the module docstring)."""
+    loss_mask: torch.Tensor
+    """[T] bool: a model-sampled token with a parent (trained)."""
+    rollout_logprobs: torch.Tensor
+    """[T] float32 sampling log-prob (0.0 for environment tokens)."""
+    node_index: torch.Tensor
+    """[T] int64 index into TreeSample.nodes of the node each token belongs to."""
+    path_tokens: list[torch.Tensor]
+    """Per kept path, the layout positions of its tokens, root to leaf."""
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.input_ids.numel())
+
+    @property
+    def num_model_tokens(self) -> int:
+        return int(self.loss_mask.sum())
+
+
+def _kept_children(sample: TreeSample) -> tuple[list[int], dict[int, list[int]]]:
+    """Roots and child lists of the nodes on kept paths; validates that each path is a parent chain."""
+    kept: set[int] = set()
+    for p, path in enumerate(sample.paths):
+        for i, n in enumerate(path):
+            want = -1 if i == 0 else path[i - 1]
+            if not 0 <= n < len(sample.nodes) or sample.nodes[n].parent != want:
+                raise ValueError(
+                    f"{sample.rollout_id}: path {p} is not a root-to-leaf parent chain at node {n}"
+                )
+        kept.update(path)
+    children: dict[int, list[int]] = {n: [] for n in kept}
+    roots: list[int] = []
+    for n in sorted(kept):
+        parent = sample.nodes[n].parent
+        (roots if parent == -1 else children[parent]).append(n)
+    return roots, children
+
+
+def layout_tree(sample: TreeSample) -> TreeLayout:
+    """Lay out the kept nodes of `sample` depth-first (each unique token once)."""
+    roots, children = _kept_children(sample)
+    ids: list[int] = []
+    pos: list[int] = []
+    pred: list[int] = []
+    mask: list[bool] = []
+    lps: list[float] = []
+    node_of: list[int] = []
+    node_start: dict[int, int] = {}
+    node_last: dict[int, int] = {}  # last token position of a node (inherited through empty nodes)
+    node_depth: dict[int, int] = {}  # depth of the node's last token (-1 before a root)
+    order: list[int] = []
+    stack = list(reversed(roots))
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        node = sample.nodes[n]
+        if len(node.model_mask) != len(node.tokens) or len(node.logprobs) != len(node.tokens):
+            raise ValueError(f"{sample.rollout_id}: node {n} has mismatched tokens/model_mask/logprobs")
+        prev = -1 if node.parent == -1 else node_last[node.parent]
+        depth = -1 if node.parent == -1 else node_depth[node.parent]
+        node_start[n] = len(ids)
+        for tok, is_model, lp in zip(node.tokens, node.model_mask, node.logprobs, strict=True):
+            depth += 1
+            ids.append(tok)
+            pos.append(depth)
+            pred.append(prev)
+            mask.append(bool(is_model) and prev >= 0)
+            lps.append(float(lp) if is_model else 0.0)
+            node_of.append(n)
+            prev = len(ids) - 1
+        node_last[n] = prev
+        node_depth[n] = depth
+        stack.extend(reversed(children[n]))
+    # A node's subtree ends where its last descendant ends (children come after parents in `order`).
+    subtree_end = [0] * len(ids)
+    node_end: dict[int, int] = {}
+    for n in reversed(order):
+        start = node_start[n]
+        end = max([start + len(sample.nodes[n].tokens)] + [node_end[c] for c in children[n]])
+        node_end[n] = end
+        subtree_end[start : start + len(sample.nodes[n].tokens)] = [end] * len(sample.nodes[n].tokens)
+    path_tokens = [
+        torch.tensor(
+            [i for n in path for i in range(node_start[n], node_start[n] + len(sample.nodes[n].tokens))],
+            dtype=torch.long,
+        )
+        for path in sample.paths
+    ]
+    return TreeLayout(
+        input_ids=torch.tensor(ids, dtype=torch.long),
+        position_ids=torch.tensor(pos, dtype=torch.long),
+        pred_index=torch.tensor(pred, dtype=torch.long),
+        subtree_end=torch.tensor(subtree_end, dtype=torch.long),
+        loss_mask=torch.tensor(mask, dtype=torch.bool),
+        rollout_logprobs=torch.tensor(lps, dtype=torch.float32),
+        node_index=torch.tensor(node_of, dtype=torch.long),
+        path_tokens=path_tokens,
+    )
+
+
+def first_fit(sizes: Sequence[int], budget: int) -> list[list[int]]:
+    """Group item indices into bins of total size <= budget, first-fit in the given order.
+
+    An item larger than the budget gets a bin of its own (never split)."""
+    if budget <= 0:
+        raise ValueError(f"token budget must be positive, got {budget}")
+    bins: list[list[int]] = []
+    room: list[int] = []
+    for i, s in enumerate(sizes):
+        for b, r in enumerate(room):
+            if s <= r:
+                bins[b].append(i)
+                room[b] -= s
+                break
+        else:
+            bins.append([i])
+            room.append(budget - s)
+    return bins
+
+
+@dataclass
+class PackedBatch:
+    """Several trees back to back in one row. Per-token tensors are 1-D of length T (the row length)."""
+
+    input_ids: torch.Tensor
+    """[T] int64."""
+    position_ids: torch.Tensor
+    """[T] int64 depth in own path."""
+    pred_index: torch.Tensor
+    """[T] int64 row position predicting each token (-1: none)."""
+    subtree_end: torch.Tensor
+    """[T] int64 exclusive subtree end, in row coordinates."""
+    loss_mask: torch.Tensor
+    """[T] bool."""
+    rollout_logprobs: torch.Tensor
+    """[T] float32."""
+    rollout_index: torch.Tensor
+    """[T] int64 index of the tree (item) each token came from, in the caller's numbering."""
+    items: list[int]
+    """The caller's item indices packed here, in row order."""
+    offsets: list[int]
+    """Start of each packed tree in the row."""
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)
+    """Per-token algorithm arrays ([T] each): advantages, token weights, old/ref log-probs, returns..."""
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.input_ids.numel())
+
+    def model_positions(self) -> torch.Tensor:
+        """[M] row positions of the trained tokens, in row order."""
+        return self.loss_mask.nonzero().squeeze(-1)
+
+    def model_extra(self, name: str) -> torch.Tensor:
+        """[M] the extra array `name` at trained tokens."""
+        return self.extras[name][self.loss_mask]
+
+
+def pack(
+    layouts: Sequence[TreeLayout],
+    items: Sequence[int],
+    extras: dict[str, Sequence[torch.Tensor]] | None = None,
+) -> PackedBatch:
+    """Concatenate the trees `layouts[i] for i in items` into one row.
+
+    `extras[name][i]` is a [T_i] tensor aligned with `layouts[i]` (e.g. per-token advantages)."""
+    offsets: list[int] = []
+    off = 0
+    for i in items:
+        offsets.append(off)
+        off += layouts[i].num_tokens
+
+    def cat(get: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat(get) if get else torch.zeros(0)
+
+    sel = [layouts[i] for i in items]
+    pred = [torch.where(L.pred_index >= 0, L.pred_index + o, -1) for L, o in zip(sel, offsets, strict=True)]
+    return PackedBatch(
+        input_ids=cat([L.input_ids for L in sel]).long(),
+        position_ids=cat([L.position_ids for L in sel]).long(),
+        pred_index=cat(pred).long(),
+        subtree_end=cat([L.subtree_end + o for L, o in zip(sel, offsets, strict=True)]).long(),
+        loss_mask=cat([L.loss_mask for L in sel]).bool(),
+        rollout_logprobs=cat([L.rollout_logprobs for L in sel]).float(),
+        rollout_index=cat(
+            [torch.full((L.num_tokens,), i, dtype=torch.long) for L, i in zip(sel, items, strict=True)]
+        ),
+        items=list(items),
+        offsets=offsets,
+        extras={name: cat([arrs[i] for i in items]) for name, arrs in (extras or {}).items()},
+    )
+
+
+def pack_by_budget(
+    layouts: Sequence[TreeLayout], budget: int, extras: dict[str, Sequence[torch.Tensor]] | None = None
+) -> list[PackedBatch]:
+    """First-fit the trees into rows of at most `budget` tokens (a bigger tree gets its own row)."""
+    bins = first_fit([L.num_tokens for L in layouts], budget)
+    return [pack(layouts, b, extras) for b in bins]
+
+
+def tree_attention_mask(subtree_end: torch.Tensor) -> torch.Tensor:
+    """[T, T] bool, True where query q may attend key k: k <= q < subtree_end[k]."""
+    idx = torch.arange(subtree_end.numel(), device=subtree_end.device)
+    q = idx[:, None]
+    k = idx[None, :]
+    return (k <= q) & (q < subtree_end[None, :])
