@@ -1,0 +1,182 @@
+"""The ASGI app: routing, sessions, body limits, and turning stage results into HTTP responses.
+
+    app = make_app(deps)     # deps: ProxyDeps (engine, chat format, session store, config)
+
+Routes, each also under `/r/<token>`: `POST /v1/messages` (+ `?beta=true`), `POST /v1/messages/count_tokens`,
+`POST /v1/chat/completions`, `POST /v1/responses`, `GET /v1/models`; plus `GET /` and `HEAD /` probes.
+Model routes need a session: the `/r/<token>` prefix, else the API key (`x-api-key` or
+`Authorization: Bearer`) as a token, else (open mode only) the default session; otherwise 401.
+Order of checks: route (404) -> session (401) -> body size (413) -> JSON (400) -> fields (400).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from harnessrl.proxy.deps import ProxyDeps
+from harnessrl.proxy.dialects import DIALECTS
+from harnessrl.proxy.dialects.base import Dialect
+from harnessrl.proxy.dialects.openai_chat import openai_error
+from harnessrl.proxy.handler import (
+    Call,
+    mark_partial,
+    parse_and_validate,
+    parse_body,
+    prompt_stage,
+    start,
+)
+from harnessrl.proxy.sessions import Session
+from harnessrl.types import RequestError
+
+log = logging.getLogger(__name__)
+
+COUNT_TOKENS = "/v1/messages/count_tokens"
+MODELS = "/v1/models"
+_SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    return Response(data, status_code=status, media_type="application/json")
+
+
+def split_path(path: str) -> tuple[str | None, str]:
+    """`/r/<token>/v1/x` -> (token, `/v1/x`); `/v1/x` -> (None, `/v1/x`)."""
+    if path.startswith("/r/"):
+        token, _, rest = path[3:].partition("/")
+        return token, "/" + rest
+    return None, path
+
+
+def api_key(request: Request) -> str | None:
+    key = request.headers.get("x-api-key")
+    if key:
+        return key
+    auth = request.headers.get("authorization", "")
+    scheme, _, value = auth.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, or a 413 as soon as it is known to exceed `limit` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise RequestError(f"request body exceeds {limit} bytes", status=413)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestError(f"request body exceeds {limit} bytes", status=413)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class ProxyApp:
+    """Holds the deps; one method per kind of route."""
+
+    def __init__(self, deps: ProxyDeps) -> None:
+        self.deps = deps
+
+    async def dispatch(self, request: Request) -> Response:
+        token, route = split_path(request.url.path)
+        if route in ("/", "") and token is None:
+            return json_response({"status": "ok"})
+        if route == MODELS:
+            if token is not None and self.deps.sessions.by_path_token(token) is None:
+                return json_response(openai_error(401, "unknown session token"), 401)
+            return self.models()
+        dialect = DIALECTS.get(COUNT_TOKENS if route == COUNT_TOKENS else route.rstrip("/"))
+        if dialect is None:
+            return json_response(openai_error(404, f"no route {request.method} {route}"), 404)
+        if request.method != "POST":
+            return json_response(dialect.error_json(405, f"{route} takes POST"), 405)
+        session = self.resolve(token, request)
+        if session is None:
+            return json_response(dialect.error_json(401, "unknown session token or API key"), 401)
+        try:
+            return await self.model_call(request, dialect, session, count_tokens=route == COUNT_TOKENS)
+        except RequestError as e:
+            return json_response(dialect.error_json(e.status, e.message, e.param), e.status)
+        except Exception as e:  # a bug; still answer in the API's shape and keep serving
+            log.exception("unhandled error on %s", route)
+            return json_response(dialect.error_json(500, f"internal error: {type(e).__name__}"), 500)
+
+    def resolve(self, token: str | None, request: Request) -> Session | None:
+        sessions = self.deps.sessions
+        return sessions.by_path_token(token) if token is not None else sessions.by_api_key(api_key(request))
+
+    def models(self) -> Response:
+        name = self.deps.model_name
+        entry = {"id": name, "object": "model", "created": 0, "owned_by": "harnessrl", "type": "model"}
+        entry |= {"display_name": name, "created_at": "1970-01-01T00:00:00Z"}
+        return json_response(
+            {"object": "list", "data": [entry], "has_more": False, "first_id": name, "last_id": name}
+        )
+
+    async def model_call(
+        self, request: Request, dialect: Dialect, session: Session, count_tokens: bool
+    ) -> Response:
+        raw = await read_body(request, self.deps.config.max_body_bytes)
+        body = parse_body(raw, request.headers.get("content-type", ""))
+        req = parse_and_validate(dialect, body)
+        if count_tokens:
+            try:
+                n = self.deps.fmt.count_tokens(req.messages, req.tools)
+            except Exception as e:
+                raise RequestError(f"cannot render this conversation: {type(e).__name__}: {e}") from None
+            return json_response({"input_tokens": n})
+        call = Call(self.deps, dialect, session, request.headers, raw, req)
+        prompt_stage(call)
+        task = start(call)
+        if req.stream:
+            return StreamingResponse(
+                self.stream(call, task), media_type="text/event-stream", headers=_SSE_HEADERS
+            )
+        outcome = await asyncio.shield(task)
+        if outcome.completion is None:
+            return json_response(dialect.error_json(500, f"engine error: {outcome.error}"), 500)
+        return json_response(dialect.response_json(req, outcome.completion))
+
+    async def stream(self, call: Call, task: asyncio.Task[Any]) -> AsyncIterator[bytes]:
+        """Stage format (streaming): head, keep-alives while generating, then the complete events."""
+        dialect, delivered = call.dialect, False
+        try:
+            assert call.prompt is not None
+            head = dialect.stream_head(call.req, call.response_id, len(call.prompt.ids))
+            if head:
+                yield b"".join(head)
+            while not task.done():
+                done, _ = await asyncio.wait({task}, timeout=self.deps.config.keepalive_s)
+                if not done:
+                    yield dialect.keepalive
+            outcome = task.result()
+            if outcome.completion is None:
+                events = dialect.stream_error(
+                    call.req, call.response_id, 500, f"engine error: {outcome.error}"
+                )
+            else:
+                events = dialect.stream_events(call.req, outcome.completion)
+            yield b"".join(events)
+            delivered = True
+        finally:
+            if not delivered:
+                mark_partial(call)
+
+
+def make_app(deps: ProxyDeps) -> Starlette:
+    """The proxy as an ASGI app (run it with uvicorn)."""
+    proxy = ProxyApp(deps)
+    methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
+    app = Starlette(routes=[Route("/{path:path}", proxy.dispatch, methods=methods)])
+    app.state.proxy = proxy
+    return app

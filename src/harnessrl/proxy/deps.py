@@ -1,0 +1,98 @@
+"""What the proxy needs from the heavy objects around it: narrow protocol slices, wired in `ProxyDeps`.
+
+The proxy never imports an engine or a tokenizer directly. It needs `generate` from the engine;
+`stop_token_ids`, `parse` and `count_tokens` from the chat format; and the token-in-token-out splicer
+(`build_prompt` plus the `Turn` record it remembers). `default_deps` wires the real ones from
+`harnessrl.chat`; tests may wire anything that fits the slices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harnessrl.config import ProxyConfig, SamplingConfig
+from harnessrl.protocols import GenerationResult, SamplingParams
+from harnessrl.proxy.sessions import SessionStore
+from harnessrl.types import ChatMessage, RenderMode, ToolCall, ToolSpec
+
+
+class Generator(Protocol):
+    """The engine slice: generate from exact prompt ids."""
+
+    async def generate(self, prompt_ids: list[int], sampling: SamplingParams) -> GenerationResult: ...
+
+
+class ParsedLike(Protocol):
+    """The parsed assistant turn (`chat.parse.ParsedOutput`)."""
+
+    text: str
+    reasoning: str | None
+    tool_calls: list[ToolCall]
+    malformed: list[str]
+
+    def message(self) -> ChatMessage: ...
+
+
+class FormatSlice(Protocol):
+    """The chat-format slice (`chat.format.ChatFormat`)."""
+
+    stop_token_ids: tuple[int, ...]
+
+    def parse(self, output_ids: list[int]) -> Any: ...
+
+    def count_tokens(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> int: ...
+
+
+class PromptLike(Protocol):
+    """`chat.tito.Prompt`."""
+
+    ids: list[int]
+    render: RenderMode
+    spliced_from: str | None
+
+
+PromptBuilder = Callable[[Any, list[ChatMessage], list[ToolSpec], Sequence[Any]], PromptLike]
+"""`build_prompt(fmt, messages, tools, history_turns) -> Prompt`."""
+
+
+@dataclass
+class ProxyDeps:
+    """Everything `make_app` wires together."""
+
+    engine: Generator
+    fmt: FormatSlice
+    sessions: SessionStore
+    build_prompt: PromptBuilder
+    make_turn: Callable[..., Any]
+    """`Turn(call_id=, messages=, tools=, prompt_ids=, output_ids=, output=)`."""
+    config: ProxyConfig = field(default_factory=ProxyConfig)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    """Temperature and top-p of every call, and the cap on output tokens. The harness's own temperature
+    is ignored: the trainer, not the harness, decides how the policy samples."""
+    model_name: str = "harnessrl"
+    """Listed by `GET /v1/models`."""
+
+
+def default_deps(
+    engine: Generator,
+    fmt: FormatSlice,
+    sessions: SessionStore,
+    config: ProxyConfig | None = None,
+    sampling: SamplingConfig | None = None,
+    model_name: str = "harnessrl",
+) -> ProxyDeps:
+    """Wire the real token-in-token-out splicer from `harnessrl.chat.tito`."""
+    from harnessrl.chat.tito import Turn, build_prompt
+
+    return ProxyDeps(
+        engine=engine,
+        fmt=fmt,
+        sessions=sessions,
+        build_prompt=build_prompt,
+        make_turn=Turn,
+        config=config or ProxyConfig(),
+        sampling=sampling or SamplingConfig(),
+        model_name=model_name,
+    )

@@ -1,0 +1,256 @@
+"""Anthropic Messages (`POST /v1/messages`, also `/v1/messages/count_tokens`).
+
+Accepted: `system` as a string or text blocks; `role: "system"` entries inside `messages` (Claude Code
+sends one); text, `thinking`, `redacted_thinking` (dropped: its content is opaque), `tool_use` and
+`tool_result` blocks; `cache_control`, `metadata`, `thinking`, `context_management` and
+`output_config` are accepted and ignored (they tune a hosted service, not what the turn means).
+Server tools (`web_search_*`, `code_execution_*`: types the API itself would execute) are dropped
+from the tool list. Rejected with a 400 naming the field: image / document blocks, client tools
+without a schema (`bash_*`, `computer_*`), stop sequences, forced `tool_choice`.
+
+A thinking block's `signature` is a digest of its text: clients store and send it back, nothing
+verifies it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from harnessrl.proxy import sse
+from harnessrl.proxy.canonical import (
+    CanonicalRequest,
+    Completion,
+    expect,
+    join_text,
+    optional_int,
+    reject_forced_tool_choice,
+)
+from harnessrl.types import ChatMessage, RequestError, ToolCall, ToolSpec
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+_SERVER_TOOL_PREFIXES = ("web_search_", "web_fetch_", "code_execution_")
+
+
+def _text_of(content: Any, where: str) -> str:
+    """A string, or a list of text blocks, -> text. Other block types are a 400."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for j, block in enumerate(expect(content, list, where)):
+        bw = f"{where}[{j}]"
+        kind = expect(block, dict, bw).get("type")
+        if kind != "text":
+            raise RequestError(f"{bw}.type={kind!r} is not supported here (text only)", param=f"{bw}.type")
+        parts.append(expect(block.get("text", ""), str, f"{bw}.text"))
+    return join_text(parts)
+
+
+def _assistant(content: Any, where: str) -> ChatMessage:
+    if isinstance(content, str):
+        return ChatMessage(role="assistant", content=content)
+    texts: list[str] = []
+    thoughts: list[str] = []
+    calls: list[ToolCall] = []
+    for j, block in enumerate(expect(content, list, where)):
+        bw = f"{where}[{j}]"
+        kind = expect(block, dict, bw).get("type")
+        if kind == "text":
+            texts.append(expect(block.get("text", ""), str, f"{bw}.text"))
+        elif kind == "thinking":
+            thoughts.append(expect(block.get("thinking", ""), str, f"{bw}.thinking"))
+        elif kind == "redacted_thinking":
+            continue
+        elif kind == "tool_use":
+            name = expect(block.get("name"), str, f"{bw}.name")
+            args = expect(block.get("input", {}), dict, f"{bw}.input")
+            calls.append(ToolCall(id=str(block.get("id", "")), name=name, arguments=args))
+        else:
+            raise RequestError(
+                f"{bw}.type={kind!r} is not supported in assistant messages", param=f"{bw}.type"
+            )
+    reasoning = join_text(thoughts) if thoughts else None
+    return ChatMessage(role="assistant", content=join_text(texts), reasoning=reasoning, tool_calls=calls)
+
+
+def _user(content: Any, where: str) -> list[ChatMessage]:
+    """A user message -> its tool results (as role=tool messages, in order) then its text, if any."""
+    if isinstance(content, str):
+        return [ChatMessage(role="user", content=content)]
+    out: list[ChatMessage] = []
+    texts: list[str] = []
+    for j, block in enumerate(expect(content, list, where)):
+        bw = f"{where}[{j}]"
+        kind = expect(block, dict, bw).get("type")
+        if kind == "text":
+            texts.append(expect(block.get("text", ""), str, f"{bw}.text"))
+        elif kind == "tool_result":
+            call_id = expect(block.get("tool_use_id"), str, f"{bw}.tool_use_id")
+            text = _text_of(block.get("content", ""), f"{bw}.content")
+            out.append(ChatMessage(role="tool", content=text, tool_call_id=call_id))
+        else:
+            raise RequestError(
+                f"{bw}.type={kind!r} is not supported (text and tool_result only)", param=f"{bw}.type"
+            )
+    if texts or not out:
+        out.append(ChatMessage(role="user", content=join_text(texts)))
+    return out
+
+
+def _tools(raw: Any) -> list[ToolSpec]:
+    tools: list[ToolSpec] = []
+    for i, tool in enumerate(expect(raw, list, "tools")):
+        where = f"tools[{i}]"
+        kind = expect(tool, dict, where).get("type")
+        if isinstance(kind, str) and kind.startswith(_SERVER_TOOL_PREFIXES):
+            continue
+        if kind not in (None, "custom"):
+            raise RequestError(
+                f"{where}.type={kind!r} is not supported (custom tools only)", param=f"{where}.type"
+            )
+        schema = tool.get("input_schema", {"type": "object", "properties": {}})
+        tools.append(
+            ToolSpec(
+                name=expect(tool.get("name"), str, f"{where}.name"),
+                description=expect(tool.get("description", ""), str, f"{where}.description"),
+                parameters=expect(schema, dict, f"{where}.input_schema"),
+            )
+        )
+    return tools
+
+
+def _messages(body: dict[str, Any]) -> list[ChatMessage]:
+    out: list[ChatMessage] = []
+    system = body.get("system")
+    if system is not None and system != "" and system != []:
+        out.append(ChatMessage(role="system", content=_text_of(system, "system")))
+    for i, msg in enumerate(expect(body.get("messages"), list, "messages")):
+        where = f"messages[{i}]"
+        role = expect(msg, dict, where).get("role")
+        content = msg.get("content", "")
+        if role == "user":
+            out.extend(_user(content, f"{where}.content"))
+        elif role == "assistant":
+            out.append(_assistant(content, f"{where}.content"))
+        elif role == "system":
+            out.append(ChatMessage(role="system", content=_text_of(content, f"{where}.content")))
+        else:
+            raise RequestError(
+                f"{where}.role={role!r} is not one of user, assistant, system", param=f"{where}.role"
+            )
+    return out
+
+
+class AnthropicDialect:
+    name = "anthropic"
+    tool_id_prefix = "toolu_"
+    keepalive = sse.PING_KEEPALIVE
+
+    def parse(self, body: dict[str, Any]) -> CanonicalRequest:
+        if body.get("stop_sequences"):
+            raise RequestError("stop_sequences is not supported", param="stop_sequences")
+        tools = _tools(body.get("tools") or [])
+        if reject_forced_tool_choice(body.get("tool_choice"), ("auto",)):
+            tools = []
+        return CanonicalRequest(
+            dialect=self.name,
+            model=str(body.get("model", "")),
+            messages=_messages(body),
+            tools=tools,
+            max_tokens=optional_int(body, "max_tokens"),
+            stream=body.get("stream") is True,
+        )
+
+    def _blocks(self, c: Completion) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        if c.reasoning:
+            blocks.append({"type": "thinking", "thinking": c.reasoning, "signature": _signature(c.reasoning)})
+        if c.text or not c.tool_calls:
+            blocks.append({"type": "text", "text": c.text})
+        for tc in c.tool_calls:
+            blocks.append({"type": "tool_use", "id": tc.id, "name": tc.name, "input": tc.arguments})
+        return blocks
+
+    def _stop_reason(self, c: Completion) -> str:
+        if c.finish_reason == "length":
+            return "max_tokens"
+        return "tool_use" if c.tool_calls else "end_turn"
+
+    def response_json(self, req: CanonicalRequest, c: Completion) -> dict[str, Any]:
+        return {
+            "id": c.response_id,
+            "type": "message",
+            "role": "assistant",
+            "model": c.model,
+            "content": self._blocks(c),
+            "stop_reason": self._stop_reason(c),
+            "stop_sequence": None,
+            "usage": {"input_tokens": c.prompt_tokens, "output_tokens": c.output_tokens},
+        }
+
+    def stream_head(self, req: CanonicalRequest, response_id: str, prompt_tokens: int) -> list[bytes]:
+        message: dict[str, Any] = {
+            "id": response_id,
+            "type": "message",
+            "role": "assistant",
+            "model": req.model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": prompt_tokens, "output_tokens": 0},
+        }
+        return [sse.event({"type": "message_start", "message": message}, "message_start")]
+
+    def stream_events(self, req: CanonicalRequest, c: Completion) -> list[bytes]:
+        out: list[bytes] = []
+        for index, block in enumerate(self._blocks(c)):
+            kind = block["type"]
+            start: dict[str, Any]
+            if kind == "thinking":
+                start = {"type": "thinking", "thinking": "", "signature": ""}
+                deltas = [
+                    {"type": "thinking_delta", "thinking": block["thinking"]},
+                    {"type": "signature_delta", "signature": block["signature"]},
+                ]
+            elif kind == "text":
+                start = {"type": "text", "text": ""}
+                deltas = [{"type": "text_delta", "text": block["text"]}]
+            else:
+                start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+                deltas = [{"type": "input_json_delta", "partial_json": sse.dumps(block["input"])}]
+            out.append(
+                sse.event(
+                    {"type": "content_block_start", "index": index, "content_block": start},
+                    "content_block_start",
+                )
+            )
+            for delta in deltas:
+                out.append(
+                    sse.event(
+                        {"type": "content_block_delta", "index": index, "delta": delta}, "content_block_delta"
+                    )
+                )
+            out.append(sse.event({"type": "content_block_stop", "index": index}, "content_block_stop"))
+        delta = {"stop_reason": self._stop_reason(c), "stop_sequence": None}
+        usage = {"output_tokens": c.output_tokens}
+        out.append(sse.event({"type": "message_delta", "delta": delta, "usage": usage}, "message_delta"))
+        out.append(sse.event({"type": "message_stop"}, "message_stop"))
+        return out
+
+    def error_json(self, status: int, message: str, param: str | None = None) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}}
+
+    def stream_error(self, req: CanonicalRequest, response_id: str, status: int, message: str) -> list[bytes]:
+        return [sse.event(self.error_json(status, message), "error")]
+
+
+def _signature(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]

@@ -1,0 +1,180 @@
+"""OpenAI Responses request parsing: `instructions` + `input` items + `tools` -> canonical messages.
+
+Input items accepted: messages (system / developer / user / assistant; input_text, output_text and
+refusal parts), `function_call` / `function_call_output`, `custom_tool_call` / `custom_tool_call_output`
+(Codex's freeform `apply_patch`), `local_shell_call` / `local_shell_call_output`, and `reasoning`
+(its summary text becomes the reasoning of the assistant turn that follows it). Consecutive assistant
+items (reasoning, message, calls) form one assistant turn, as the model produced them.
+
+Tools: function, custom (shown to the model as one string argument `input`), `local_shell` (shown as
+a function `local_shell(command: string[], workdir?, timeout_ms?)`), and tools with a `parameters`
+schema that the client executes itself (Codex's `tool_search`). Hosted tools that the API provider
+would execute (`web_search`, `file_search`, `code_interpreter`, ...) are dropped: we cannot run them,
+and not offering a tool does not change what the conversation means.
+
+Rejected with a 400 naming the field: images and files, `item_reference` and `previous_response_id`
+(no server-side conversation state is kept), unknown item types, structured `text.format`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnessrl.proxy.canonical import expect, join_text, parse_arguments
+from harnessrl.proxy.dialects.openai_chat import freeform_parameters
+from harnessrl.types import ChatMessage, RequestError, ToolCall, ToolSpec
+
+LOCAL_SHELL = "local_shell"
+_LOCAL_SHELL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "array", "items": {"type": "string"}, "description": "argv of the command"},
+        "workdir": {"type": "string"},
+        "timeout_ms": {"type": "integer"},
+    },
+    "required": ["command"],
+}
+_HOSTED_TOOLS = {
+    "web_search",
+    "web_search_preview",
+    "file_search",
+    "code_interpreter",
+    "image_generation",
+    "computer_use_preview",
+    "mcp",
+}
+_ASSISTANT_ITEMS = {"reasoning", "function_call", "custom_tool_call", "local_shell_call"}
+
+
+def _parts(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for j, part in enumerate(expect(content, list, where)):
+        pw = f"{where}[{j}]"
+        kind = expect(part, dict, pw).get("type")
+        if kind in ("input_text", "output_text", "text", "summary_text"):
+            texts.append(expect(part.get("text", ""), str, f"{pw}.text"))
+        elif kind == "refusal":
+            texts.append(expect(part.get("refusal", ""), str, f"{pw}.refusal"))
+        else:
+            raise RequestError(f"{pw}.type={kind!r} is not supported (text only)", param=f"{pw}.type")
+    return join_text(texts)
+
+
+def _output_text(raw: Any, where: str) -> str:
+    """A tool output: a string or text parts."""
+    return _parts(raw if raw is not None else "", where)
+
+
+def _call(item: dict[str, Any], kind: str, where: str) -> ToolCall:
+    call_id = str(item.get("call_id") or item.get("id") or "")
+    if kind == "function_call":
+        args = parse_arguments(item.get("arguments"), f"{where}.arguments")
+        return ToolCall(id=call_id, name=expect(item.get("name"), str, f"{where}.name"), arguments=args)
+    if kind == "custom_tool_call":
+        text = expect(item.get("input", ""), str, f"{where}.input")
+        name = expect(item.get("name"), str, f"{where}.name")
+        return ToolCall(id=call_id, name=name, arguments={"input": text}, type="custom")
+    action = dict(expect(item.get("action"), dict, f"{where}.action"))
+    action.pop("type", None)
+    return ToolCall(id=call_id, name=LOCAL_SHELL, arguments=action)
+
+
+class _Builder:
+    """Accumulates input items into messages, merging consecutive assistant items into one turn."""
+
+    def __init__(self) -> None:
+        self.messages: list[ChatMessage] = []
+        self.open: ChatMessage | None = None
+
+    def assistant(self) -> ChatMessage:
+        if self.open is None:
+            self.open = ChatMessage(role="assistant")
+            self.messages.append(self.open)
+        return self.open
+
+    def add(self, message: ChatMessage) -> None:
+        self.open = None
+        self.messages.append(message)
+
+    def item(self, item: Any, where: str) -> None:
+        kind = expect(item, dict, where).get("type", "message")
+        if kind == "message":
+            role = item.get("role")
+            text = _parts(item.get("content", ""), f"{where}.content")
+            if role == "assistant":
+                turn = self.assistant()
+                turn.content = join_text([turn.content, text]) if turn.content else text
+            elif role in ("system", "developer", "user"):
+                self.add(ChatMessage(role=role, content=text))
+            else:
+                raise RequestError(f"{where}.role={role!r} is not supported", param=f"{where}.role")
+        elif kind == "reasoning":
+            summary = _parts(item.get("summary") or [], f"{where}.summary")
+            turn = self.assistant()
+            turn.reasoning = join_text([turn.reasoning, summary]) if turn.reasoning else summary
+        elif kind in _ASSISTANT_ITEMS:
+            self.assistant().tool_calls.append(_call(item, kind, where))
+        elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
+            call_id = str(item.get("call_id") or item.get("id") or "")
+            output = _output_text(item.get("output"), f"{where}.output")
+            self.add(ChatMessage(role="tool", content=output, tool_call_id=call_id))
+        else:
+            raise RequestError(f"{where}.type={kind!r} is not supported", param=f"{where}.type")
+
+
+def parse_input(body: dict[str, Any]) -> list[ChatMessage]:
+    """`instructions` and `input` -> canonical messages."""
+    if body.get("previous_response_id"):
+        raise RequestError(
+            "previous_response_id is not supported (send the full input)", param="previous_response_id"
+        )
+    builder = _Builder()
+    instructions = body.get("instructions")
+    if instructions:
+        builder.add(ChatMessage(role="system", content=expect(instructions, str, "instructions")))
+    raw = body.get("input")
+    if isinstance(raw, str):
+        builder.add(ChatMessage(role="user", content=raw))
+        return builder.messages
+    for i, item in enumerate(expect(raw, list, "input")):
+        builder.item(item, f"input[{i}]")
+    return builder.messages
+
+
+def parse_tools(raw: Any) -> tuple[list[ToolSpec], list[str], bool]:
+    """-> (tool specs, names of freeform tools, whether local_shell is offered)."""
+    tools: list[ToolSpec] = []
+    custom: list[str] = []
+    local_shell = False
+    for i, tool in enumerate(expect(raw, list, "tools")):
+        where = f"tools[{i}]"
+        kind = expect(tool, dict, where).get("type")
+        if kind in _HOSTED_TOOLS:
+            continue
+        name = tool.get("name", kind)
+        desc = expect(tool.get("description", ""), str, f"{where}.description")
+        if kind == "custom":
+            name = expect(name, str, f"{where}.name")
+            tools.append(
+                ToolSpec(name=name, description=desc, parameters=freeform_parameters(desc), type="custom")
+            )
+            custom.append(name)
+        elif kind == LOCAL_SHELL:
+            tools.append(
+                ToolSpec(name=LOCAL_SHELL, description="Run a shell command.", parameters=_LOCAL_SHELL_SCHEMA)
+            )
+            local_shell = True
+        elif kind == "function" or isinstance(tool.get("parameters"), dict):
+            params = tool.get("parameters") or {"type": "object", "properties": {}}
+            tools.append(
+                ToolSpec(
+                    name=expect(name, str, f"{where}.name"),
+                    description=desc,
+                    parameters=expect(params, dict, f"{where}.parameters"),
+                )
+            )
+        else:
+            raise RequestError(f"{where}.type={kind!r} is not supported", param=f"{where}.type")
+    return tools, custom, local_shell

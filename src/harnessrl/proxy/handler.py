@@ -1,0 +1,251 @@
+"""One model call, in named stages: parse -> validate -> (session) -> prompt -> generate -> record -> format.
+
+The HTTP layer (`app.py`) resolves the session and reads the body; everything from JSON decoding to the
+response bytes is here. Generation runs in its own task, so that a client that goes away mid-stream does
+not cancel it: the call is still recorded (marked `partial`) and a retry can replay it.
+
+Failure handling, by stage: parse / validate / prompt raise `RequestError` (a 4xx in the dialect's shape);
+an engine failure becomes an `Outcome` with an error (500 for that call only); the record stage catches
+and logs everything (capture must never break serving).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnessrl.protocols import GenerationResult, SamplingParams
+from harnessrl.proxy import capture
+from harnessrl.proxy.canonical import CanonicalRequest, Completion, new_id, validate_messages
+from harnessrl.proxy.deps import PromptLike, ProxyDeps
+from harnessrl.proxy.dialects.base import Dialect
+from harnessrl.proxy.sessions import Session
+from harnessrl.types import ModelCall, RequestError, ToolCall
+
+log = logging.getLogger(__name__)
+
+_RESPONSE_PREFIX = {"anthropic": "msg_", "openai_chat": "chatcmpl-", "openai_responses": "resp_"}
+
+
+@dataclass
+class Outcome:
+    """What a call produced: a completion, or an error; and the ids behind it."""
+
+    completion: Completion | None
+    result: GenerationResult | None
+    sampled_by: str = ""
+    """call_id of the call whose generation produced this output."""
+    error: str | None = None
+    replay_of: str | None = None
+
+
+@dataclass
+class Call:
+    """A request moving through the stages."""
+
+    deps: ProxyDeps
+    dialect: Dialect
+    session: Session
+    headers: Mapping[str, str]
+    raw: bytes
+    req: CanonicalRequest
+    call_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    started_at: float = field(default_factory=time.time)
+    index: int = -1
+    response_id: str = ""
+    prompt: PromptLike | None = None
+    request_digest: str = ""
+    partial: bool = False
+    recorded: ModelCall | None = None
+
+
+# -- parse / validate --------------------------------------------------------------------------------
+
+
+def parse_body(raw: bytes, content_type: str) -> dict[str, Any]:
+    """Stage parse: JSON object bytes -> dict; wrong content type or malformed JSON is a 400."""
+    if content_type and "json" not in content_type.lower():
+        raise RequestError(
+            f"content-type must be application/json, got {content_type!r}", param="content-type"
+        )
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise RequestError(f"request body is not valid JSON: {e}") from None
+    if not isinstance(body, dict):
+        raise RequestError("request body must be a JSON object")
+    return body
+
+
+def parse_and_validate(dialect: Dialect, body: dict[str, Any]) -> CanonicalRequest:
+    """Stages parse (dialect) and validate (dialect-independent consistency)."""
+    req = dialect.parse(body)
+    validate_messages(req.messages)
+    return req
+
+
+# -- prompt --------------------------------------------------------------------------------------------
+
+
+def prompt_stage(call: Call) -> None:
+    """Token-in-token-out: splice onto the session's recorded turns, or render from scratch. A
+    conversation that the chat template refuses to render is the client's fault: a 400."""
+    deps = call.deps
+    try:
+        call.prompt = deps.build_prompt(deps.fmt, call.req.messages, call.req.tools, call.session.turns)
+    except RequestError:
+        raise
+    except Exception as e:  # template errors (jinja raise_exception, bad tool schema)
+        raise RequestError(f"cannot render this conversation: {type(e).__name__}: {e}") from None
+
+
+def sampling_for(call: Call) -> SamplingParams:
+    cfg = call.deps.sampling
+    cap = cfg.max_tokens if call.req.max_tokens is None else min(cfg.max_tokens, call.req.max_tokens)
+    return SamplingParams(
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        max_tokens=cap,
+        stop_token_ids=tuple(call.deps.fmt.stop_token_ids),
+    )
+
+
+# -- generate ------------------------------------------------------------------------------------------
+
+
+def start(call: Call) -> asyncio.Task[Outcome]:
+    """Stage session + generate: claim the call index, find a retry's original, start the task."""
+    call.index = call.session.claim_index()
+    call.response_id = new_id(_RESPONSE_PREFIX[call.dialect.name])
+    call.request_digest = capture.digest(call.raw)
+    earlier = call.session.by_digest.get(call.request_digest)
+    retries = capture.retry_count(call.headers)
+    if earlier is not None and (retries is None or retries > 0):
+        return asyncio.ensure_future(_replay(call, earlier))
+    task = asyncio.ensure_future(_generate(call))
+    call.session.by_digest.setdefault(call.request_digest, task)
+    return task
+
+
+async def _generate(call: Call) -> Outcome:
+    assert call.prompt is not None
+    try:
+        result = await call.deps.engine.generate(call.prompt.ids, sampling_for(call))
+        completion = completion_from(call, result)
+    except Exception as e:  # engine faults are data: this call fails, the server keeps serving
+        log.exception("engine failed on call %s", call.call_id)
+        outcome = Outcome(None, None, call.call_id, error=f"{type(e).__name__}: {e}")
+    else:
+        outcome = Outcome(completion, result, call.call_id)
+    record_stage(call, outcome)
+    return outcome
+
+
+async def _replay(call: Call, earlier: asyncio.Future[Any]) -> Outcome:
+    """Answer a retry with the earlier call's output (no new sampling), or generate if that one failed."""
+    first: Outcome = await asyncio.shield(earlier)
+    if first.error is not None or first.completion is None:
+        return await _generate(call)
+    completion = dataclasses.replace(first.completion, response_id=call.response_id)
+    outcome = Outcome(completion, first.result, first.sampled_by, replay_of=first.sampled_by)
+    record_stage(call, outcome)
+    return outcome
+
+
+def completion_from(call: Call, result: GenerationResult) -> Completion:
+    """Parse the output ids into text, reasoning and tool calls, with this dialect's call ids."""
+    parsed = call.deps.fmt.parse(result.output_ids)
+    custom = set(call.req.options.get("custom_tools", ()))
+    calls = [_wire_tool_call(tc, call.dialect.tool_id_prefix, custom) for tc in parsed.tool_calls]
+    assert call.prompt is not None
+    return Completion(
+        response_id=call.response_id,
+        model=call.req.model or call.deps.model_name,
+        text=parsed.text,
+        reasoning=parsed.reasoning,
+        tool_calls=calls,
+        finish_reason=result.finish_reason,
+        prompt_tokens=len(call.prompt.ids),
+        output_tokens=len(result.output_ids),
+        created=int(time.time()),
+    )
+
+
+def _wire_tool_call(tc: ToolCall, prefix: str, custom: set[str]) -> ToolCall:
+    if tc.name in custom:
+        text = tc.arguments.get("input")
+        args = {"input": text if isinstance(text, str) else json.dumps(tc.arguments)}
+        return ToolCall(id=new_id(prefix), name=tc.name, arguments=args, type="custom")
+    return ToolCall(id=new_id(prefix), name=tc.name, arguments=tc.arguments, type=tc.type)
+
+
+# -- record ----------------------------------------------------------------------------------------------
+
+
+def record_stage(call: Call, outcome: Outcome) -> None:
+    """Append the ModelCall (and, for fresh generations, the splice Turn). Never raises."""
+    try:
+        call.recorded = _model_call(call, outcome)
+        call.session.record(call.recorded)
+        if outcome.replay_of is None and outcome.result is not None and outcome.completion is not None:
+            parsed_message = call.deps.fmt.parse(outcome.result.output_ids).message()
+            turn = call.deps.make_turn(
+                call_id=call.call_id,
+                messages=call.req.messages,
+                tools=call.req.tools,
+                prompt_ids=call.prompt.ids if call.prompt is not None else [],
+                output_ids=outcome.result.output_ids,
+                output=parsed_message,
+            )
+            call.session.turns.append(turn)
+    except Exception:
+        log.exception("recording call %s failed; serving continues", call.call_id)
+
+
+def _model_call(call: Call, outcome: Outcome) -> ModelCall:
+    req, prompt, result, c = call.req, call.prompt, outcome.result, outcome.completion
+    tags = ["stream"] if req.stream else []
+    if capture.is_compaction_request(req.messages):
+        tags.append("compaction_request")
+    if outcome.replay_of is not None:
+        tags.append("retry_replay")
+    return ModelCall(
+        call_id=call.call_id,
+        rollout_id=call.session.rollout_id,
+        index=call.index,
+        dialect=call.dialect.name,
+        requested_model=req.model,
+        prompt_ids=prompt.ids if prompt is not None else [],
+        output_ids=result.output_ids if result is not None else [],
+        output_logprobs=result.output_logprobs if result is not None else [],
+        finish_reason=c.finish_reason if c is not None else "error",
+        render=prompt.render if prompt is not None else "rendered",
+        spliced_from=prompt.spliced_from if prompt is not None else None,
+        system_digest=capture.system_digest(req.messages),
+        tools_digest=capture.tools_digest(req.tools),
+        request_digest=call.request_digest,
+        replay_of=outcome.replay_of,
+        headers=capture.headers_of_interest(call.headers),
+        text=c.text if c is not None else "",
+        reasoning=c.reasoning if c is not None else None,
+        tool_calls=c.tool_calls if c is not None else [],
+        tags=tags,
+        started_at=call.started_at,
+        finished_at=time.time(),
+        partial=call.partial,
+        error=outcome.error,
+    )
+
+
+def mark_partial(call: Call) -> None:
+    """The response was not delivered in full (client went away)."""
+    call.partial = True
+    if call.recorded is not None:
+        call.recorded.partial = True

@@ -1,0 +1,105 @@
+"""Running the proxy: uvicorn on a real socket, inside the caller's event loop or in its own thread.
+
+    async with ProxyServer(deps) as server:        # rollout runner: same loop as the engine
+        info = deps.sessions.open("r0")            # info.base_url = server.url + "/r/<token>"
+
+    server = ThreadedProxyServer(deps).start()     # tests and sync callers: a loop in a thread
+    ...; server.stop()
+
+Port 0 binds a free port; `url` holds the real one. `deps.sessions.server_url` is set on start, so
+sessions opened afterwards get full base URLs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Coroutine
+from types import TracebackType
+from typing import Any, TypeVar
+
+import uvicorn
+
+from harnessrl.proxy.app import make_app
+from harnessrl.proxy.deps import ProxyDeps
+
+T = TypeVar("T")
+
+
+class ProxyServer:
+    """uvicorn serving `make_app(deps)` as a task of the running event loop."""
+
+    def __init__(self, deps: ProxyDeps, host: str | None = None, port: int | None = None) -> None:
+        self.deps = deps
+        self.host = host if host is not None else deps.config.host
+        self.port = port if port is not None else deps.config.port
+        self.url = ""
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> str:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        self.url = f"http://{self.host}:{self.port}"
+        self.deps.sessions.server_url = self.url
+        config = uvicorn.Config(
+            make_app(self.deps),
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            timeout_keep_alive=600,
+        )
+        self._server = uvicorn.Server(config)
+        self._task = asyncio.ensure_future(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()  # raises the startup error
+            await asyncio.sleep(0.01)
+        return self.url
+
+    async def stop(self) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            await self._task
+        self._server = self._task = None
+
+    async def __aenter__(self) -> ProxyServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+
+class ThreadedProxyServer:
+    """A ProxyServer in a daemon thread with its own event loop (for sync callers and tests)."""
+
+    def __init__(self, deps: ProxyDeps, host: str | None = None, port: int | None = None) -> None:
+        self.server = ProxyServer(deps, host, port)
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="harnessrl-proxy", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def start(self) -> ThreadedProxyServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(timeout=30)
+        return self
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the server's loop and wait for it (e.g. to touch sessions safely)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=60)
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(timeout=30)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
+            self.loop.close()

@@ -1,0 +1,129 @@
+"""Per-rollout sessions: who a request belongs to, and the calls recorded for it.
+
+The rollout runner calls `open(rollout_id)` and hands the harness `info.base_url` (Anthropic style,
+the SDK appends `/v1/...`) or `info.openai_base_url` (ends in `/v1`); the same `info.token` also works
+as the API key on bare `/v1/...` routes, for harnesses whose base URL cannot carry a path. A token maps
+to exactly one session, so one rollout's token can never write into another rollout.
+
+In "open" mode (`harnessrl serve`), requests on bare routes whose key is not a known token go to one
+default session; a `/r/<token>/` prefix with an unknown token is still a 401.
+
+`close(rollout_id)` forgets the token (later requests get 401) and, when a capture directory is set,
+writes `<capture_dir>/<rollout_id>/calls.jsonl`. A call still in flight at close time is not in the
+file (it finishes into the closed session object and is logged as late).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harnessrl.types import ModelCall
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What the rollout runner needs to point a harness at its session."""
+
+    rollout_id: str
+    token: str
+    base_url: str
+    """`http://host:port/r/<token>`: Anthropic-style base URL (the client adds `/v1/messages`)."""
+
+    @property
+    def openai_base_url(self) -> str:
+        """OpenAI-style base URL (the client adds `/chat/completions` or `/responses`)."""
+        return f"{self.base_url}/v1"
+
+
+@dataclass
+class Session:
+    """The mutable state of one rollout's session. Only touched from the event loop thread."""
+
+    rollout_id: str
+    token: str
+    calls: list[ModelCall] = field(default_factory=list)
+    turns: list[Any] = field(default_factory=list)
+    """`chat.tito.Turn` records, the splice history of `build_prompt`."""
+    by_digest: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
+    """Request body digest -> the outcome of the first call with that body (retry replay)."""
+    next_index: int = 0
+    closed: bool = False
+
+    def claim_index(self) -> int:
+        """The next call index, in order of arrival."""
+        index = self.next_index
+        self.next_index += 1
+        return index
+
+    def record(self, call: ModelCall) -> None:
+        if self.closed:
+            log.warning(
+                "call %s finished after session %s was closed; not flushed", call.call_id, self.rollout_id
+            )
+        self.calls.append(call)
+
+
+def _check_rollout_id(rollout_id: str) -> None:
+    if not rollout_id or rollout_id in (".", "..") or any(c in rollout_id for c in "/\\\x00"):
+        raise ValueError(f"rollout id {rollout_id!r} must be a plain file name")
+
+
+class SessionStore:
+    """Token -> session, for every open rollout."""
+
+    def __init__(self, capture_dir: str | Path | None = None, *, open_mode: bool = False) -> None:
+        self.capture_dir = Path(capture_dir) if capture_dir is not None else None
+        self.server_url = ""
+        """Set by whoever starts the server (`http://127.0.0.1:PORT`); used to build base URLs."""
+        self._by_token: dict[str, Session] = {}
+        self._by_rollout: dict[str, Session] = {}
+        self.default: Session | None = None
+        if open_mode:
+            self.default = self._new("default")
+
+    def _new(self, rollout_id: str) -> Session:
+        _check_rollout_id(rollout_id)
+        if rollout_id in self._by_rollout:
+            raise ValueError(f"rollout {rollout_id!r} already has an open session")
+        session = Session(rollout_id=rollout_id, token=secrets.token_urlsafe(18))
+        self._by_token[session.token] = session
+        self._by_rollout[rollout_id] = session
+        return session
+
+    def open(self, rollout_id: str) -> SessionInfo:
+        """Open a session for a rollout. Raises ValueError if it is already open or the id is unsafe."""
+        session = self._new(rollout_id)
+        return SessionInfo(rollout_id, session.token, f"{self.server_url}/r/{session.token}")
+
+    def by_path_token(self, token: str) -> Session | None:
+        """The session of a `/r/<token>/` prefix; unknown tokens have none, in every mode."""
+        return self._by_token.get(token)
+
+    def by_api_key(self, key: str | None) -> Session | None:
+        """The session of an API key on a bare route (the default session in open mode)."""
+        if key is not None and key in self._by_token:
+            return self._by_token[key]
+        return self.default
+
+    def calls(self, rollout_id: str) -> list[ModelCall]:
+        """The calls recorded so far, in order of arrival. KeyError if the rollout has no open session."""
+        return sorted(self._by_rollout[rollout_id].calls, key=lambda c: c.index)
+
+    def close(self, rollout_id: str) -> list[ModelCall]:
+        """Close the session, flush its calls to `<capture_dir>/<rollout_id>/calls.jsonl`, return them."""
+        session = self._by_rollout.pop(rollout_id)
+        self._by_token.pop(session.token, None)
+        session.closed = True
+        calls = sorted(session.calls, key=lambda c: c.index)
+        if self.capture_dir is not None:
+            path = self.capture_dir / rollout_id / "calls.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(c.model_dump_json() + "\n" for c in calls), encoding="utf-8")
+        return calls
