@@ -1,0 +1,175 @@
+"""Build a rollout's prefix tree from its ModelCall records, classify calls, apply the filters.
+
+    tree = build_trace(calls, TraceConfig(), rollout_id="r1", reward=1.0)
+    sample = tree.to_sample()            # TreeSample for rl/ (empty when tree.filter_reason is set)
+
+Stages, in order: sort calls by arrival (`index`, then `started_at`); pick the main group; insert
+each call into the radix trie (replays insert their output as environment tokens: it was not sampled
+for that prompt) and classify main-group calls as main or compacted as they arrive; mark leaves
+alive or dead; choose the kept calls (by kind and `TraceConfig`); keep the nodes on their paths;
+drop the whole rollout when its kept leaves exceed `max_live_leaves`; emit nodes parents-first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harnessrl.config import TraceConfig
+from harnessrl.trace.classify import ThreadTracker, choose_main_group, group_key, initial_kind, mark_leaves
+from harnessrl.trace.stats import tree_stats
+from harnessrl.trace.tree import CallKind, DropReason, TraceCall, TraceNode, TraceTree
+from harnessrl.trace.trie import PrefixTrie, TrieNode
+from harnessrl.types import ModelCall, Rollout
+
+_KIND_REASON: dict[CallKind, DropReason] = {
+    "subagent": "subagent",
+    "compaction_request": "compaction",
+    "compacted": "compaction",
+    "replay": "replay",
+    "empty": "empty_output",
+}
+
+
+def _logprobs(call: ModelCall) -> tuple[Sequence[float], bool]:
+    """One log-prob per output id (padded with 0.0 or truncated), and whether that was needed."""
+    lps = call.output_logprobs
+    n = len(call.output_ids)
+    if len(lps) == n:
+        return lps, False
+    return (list(lps[:n]) + [0.0] * (n - len(lps))), True
+
+
+def _insert_all(records: list[ModelCall], trie: PrefixTrie) -> list[TraceCall]:
+    main_key = choose_main_group(records)
+    calls: list[TraceCall] = []
+    threads = ThreadTracker()
+    for i, rec in enumerate(records):
+        kind = initial_kind(rec, main_key)
+        info = TraceCall(
+            call_id=rec.call_id,
+            index=rec.index,
+            kind=kind,
+            group=group_key(rec),
+            render=rec.render,
+            prompt_len=len(rec.prompt_ids),
+            output_len=len(rec.output_ids),
+        )
+        seq = rec.prompt_ids + rec.output_ids
+        if seq:
+            lps, info.logprob_mismatch = _logprobs(rec)
+            path, info.matched = trie.insert(seq, len(rec.prompt_ids), lps, i, model_output=kind != "replay")
+            end = path[-1]
+            if len(end.ends) > 1:
+                info.merged_with = calls[end.ends[0]].call_id
+            if kind == "main":
+                info.kind, info.restart = threads.classify(trie, path, calls, i, rec.render)
+            else:
+                threads.note(kind)
+        calls.append(info)
+    return calls
+
+
+def _keep(trie: PrefixTrie, calls: list[TraceCall], cfg: TraceConfig) -> set[int]:
+    """Choose kept calls; return the trie ids of the nodes on their paths."""
+    kept_kinds: set[str] = {"main"}
+    if cfg.keep_compaction:
+        kept_kinds |= {"compaction_request", "compacted"}
+    if cfg.keep_subagents:
+        kept_kinds.add("subagent")
+    kept: set[int] = set()
+    for i, call in enumerate(calls):
+        if call.kind in kept_kinds and not call.dead:
+            call.kept = True
+            node: TrieNode | None = trie.call_end[i]
+            while node is not None and node.nid >= 0 and node.nid not in kept:
+                kept.add(node.nid)
+                node = node.parent
+        else:
+            call.reason = "dead_leaf" if call.dead else _KIND_REASON.get(call.kind, "empty_output")
+    return kept
+
+
+def build_trace(
+    records: Sequence[ModelCall],
+    config: TraceConfig | None = None,
+    *,
+    rollout_id: str | None = None,
+    group_id: str = "",
+    reward: float | None = None,
+) -> TraceTree:
+    """The full prefix tree of one rollout's calls, classified and filtered (see the module doc)."""
+    cfg = config if config is not None else TraceConfig()
+    ordered = sorted(records, key=lambda c: (c.index, c.started_at))
+    trie = PrefixTrie()
+    calls = _insert_all(ordered, trie)
+    dead = {n.nid for n in mark_leaves(trie, ordered, calls)}
+    kept = _keep(trie, calls, cfg)
+    kept_leaves = [
+        n.nid for n in trie.nodes if n.nid in kept and not any(c.nid in kept for c in n.children.values())
+    ]
+    filter_reason: DropReason | None = None
+    if not kept_leaves:
+        filter_reason = "no_trainable_calls"
+    elif len(kept_leaves) > cfg.max_live_leaves:
+        filter_reason = "over_branching"
+        for call in calls:
+            if call.kept:
+                call.kept, call.reason = False, "over_branching"
+    tree = _emit(trie, calls, kept if filter_reason is None else set(), dead)
+    tree.rollout_id = rollout_id if rollout_id is not None else (ordered[0].rollout_id if ordered else "")
+    tree.group_id = group_id
+    tree.reward = reward
+    tree.filter_reason = filter_reason
+    tree.main_group = choose_main_group(ordered)
+    tree.stats = tree_stats(tree)
+    return tree
+
+
+def _emit(trie: PrefixTrie, calls: list[TraceCall], kept: set[int], dead: set[int]) -> TraceTree:
+    """Re-number the trie parents-first into TraceNodes; fill call end nodes and the leaf lists."""
+    order = trie.preorder()
+    ids = {n.nid: i for i, n in enumerate(order)}
+    nodes: list[TraceNode] = []
+    for i, n in enumerate(order):
+        creator = calls[n.creator]
+        is_kept = n.nid in kept
+        reason: DropReason | None = None
+        if not is_kept:
+            reason = creator.reason or "over_branching"
+        nodes.append(
+            TraceNode(
+                node_id=i,
+                parent=-1 if trie.is_root(n) else ids[n.parent.nid],  # type: ignore[union-attr]
+                start=n.start,
+                tokens=n.tokens,
+                model_mask=list(map(bool, n.mask)),
+                logprobs=n.logprobs,
+                call_ids=[calls[c].call_id for c in n.ends],
+                children=sorted(ids[c.nid] for c in n.children.values()),
+                creator=creator.call_id,
+                kept=is_kept,
+                drop_reason=reason,
+            )
+        )
+    for i, call in enumerate(calls):
+        end = trie.call_end.get(i)
+        call.end_node = ids[end.nid] if end is not None else -1
+    kept_leaves = [n.node_id for n in nodes if n.kept and not any(nodes[c].kept for c in n.children)]
+    return TraceTree(
+        rollout_id="",
+        group_id="",
+        reward=None,
+        nodes=nodes,
+        calls=calls,
+        roots=[n.node_id for n in nodes if n.parent < 0],
+        main_group="",
+        kept_leaves=kept_leaves,
+        dead_leaves=sorted(ids[d] for d in dead),
+    )
+
+
+def trace_rollout(rollout: Rollout, config: TraceConfig | None = None) -> TraceTree:
+    """`build_trace` on a Rollout's calls, with its id, group and reward."""
+    return build_trace(
+        rollout.calls, config, rollout_id=rollout.rollout_id, group_id=rollout.group_id, reward=rollout.reward
+    )

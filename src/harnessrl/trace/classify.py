@@ -1,0 +1,201 @@
+"""Which thread each call belongs to, and which leaves are alive.
+
+**Main thread.** Calls are grouped by (system digest, tools digest, requested model). The main group
+is the group with the most calls; a tie goes to the group whose last call is latest (the final answer
+of a rollout comes from the main thread). Every other group is a sub-agent, as is any call tagged
+`subagent`. This survives harnesses that open with helper calls on another model (Claude Code) and
+sub-agents spawned before the main thread's second call; it fails when one sub-agent type makes more
+calls than the main thread, which the digest alone cannot tell apart.
+
+**Compaction.** A call tagged `compaction_request` asks for a summary. A main-group call *restarts*
+when it drops model tokens that the main-thread call it shares the longest prefix with had in its
+prompt: it no longer extends the conversation, it replaces it (a summary restart, or a harness that
+rewrote earlier assistant turns). Such a call, and every main-group call that extends it, is
+`compacted`. A call that shares nothing with earlier main-thread calls restarts too. Exception: a
+call the proxy marked `retokenized` (it could not splice the recorded ids) drops model tokens too,
+but is an ordinary continuation, so it stays `main` unless a summary request came just before it.
+A harness that moves a trailing environment message (OpenClaw) drops no model token, so it stays
+`main` and shows as an ordinary branch.
+
+**Dead leaves.** A leaf (a call no other call extends) is alive when it is its thread's final answer
+(the last main-group call, the last call of each sub-agent group, every summary), or when a later
+call carries its output ids verbatim in its prompt (the output was consumed under a different context,
+e.g. the moving tail above). Otherwise nobody consumed it: a server retry, a regeneration, a
+format-error retry; it is dead. Left out: a first sub-agent instance whose final answer reaches the
+main thread only as re-tokenized tool-result text is judged by "last call of its group", so with two
+instances of one sub-agent type the first one's answer counts as dead.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+
+from harnessrl.trace.tree import CallKind, TraceCall
+from harnessrl.trace.trie import PrefixTrie, TrieNode
+from harnessrl.types import ModelCall
+
+THREAD_KINDS: frozenset[str] = frozenset({"main", "compacted", "compaction_request", "subagent"})
+"""Kinds whose leaves are judged alive or dead (replays and empty calls never are)."""
+
+
+def group_key(call: ModelCall) -> str:
+    """The key that separates the main thread from sub-agents."""
+    return f"{call.system_digest}|{call.tools_digest}|{call.requested_model}"
+
+
+def choose_main_group(calls: list[ModelCall]) -> str:
+    """The group owning the most calls; ties go to the group whose last call came latest."""
+    counts: Counter[str] = Counter()
+    last: dict[str, int] = {}
+    for i, call in enumerate(calls):
+        if call.replay_of is None and "compaction_request" not in call.tags:
+            key = group_key(call)
+            counts[key] += 1
+            last[key] = i
+    if not counts:
+        return group_key(calls[0]) if calls else ""
+    return max(counts, key=lambda k: (counts[k], last[k]))
+
+
+def initial_kind(call: ModelCall, main_key: str) -> CallKind:
+    """Kind from the record alone; `main` is refined by `thread_kind` once the call is in the trie."""
+    if not call.output_ids:
+        return "empty"
+    if call.replay_of is not None:
+        return "replay"
+    if "compaction_request" in call.tags:
+        return "compaction_request"
+    if "subagent" in call.tags or group_key(call) != main_key:
+        return "subagent"
+    return "main"
+
+
+class ThreadTracker:
+    """Classifies main-group calls as `main` or `compacted` as they are inserted, in time order."""
+
+    def __init__(self) -> None:
+        self.seen_thread = False
+        """An earlier call was already main or compacted."""
+        self.pending_compaction = False
+        """A summary request arrived since the last main-thread call."""
+
+    def note(self, kind: CallKind) -> None:
+        """Record a call that is not a main-group call (only summary requests matter)."""
+        if kind == "compaction_request":
+            self.pending_compaction = True
+
+    def classify(
+        self, trie: PrefixTrie, path: list[TrieNode], calls: list[TraceCall], index: int, render: str
+    ) -> tuple[CallKind, bool]:
+        """(kind, starts a new segment?) for main-group call `index`, just inserted along `path`.
+
+        `calls` are the calls before it. A new segment starts when the call drops model tokens of the
+        main-thread call it shares the longest prefix with, or shares nothing with any; a `retokenized`
+        call starts one whenever it does not extend that call (its history held that call's output,
+        re-rendered). It is
+        `compacted` unless it is a `retokenized` call with no summary request since the last
+        main-thread call: then the proxy failed to splice an ordinary continuation, which stays on its
+        thread as a new branch. Either way the main-thread call before it ends its segment alive.
+        """
+        x = -1
+        depth = 0
+        for node in path:
+            if node.thread_call >= 0:
+                x = node.thread_call
+                depth = node.end
+        kind: CallKind = "main"
+        if x < 0:
+            new_segment = self.seen_thread
+        else:
+            prev = calls[x]
+            kind = prev.kind
+            if render == "retokenized":
+                new_segment = depth < prev.prompt_len + prev.output_len
+            else:
+                new_segment = (
+                    depth < prev.prompt_len and trie.model_count(trie.call_end[x], depth, prev.prompt_len) > 0
+                )
+        if new_segment and (render != "retokenized" or self.pending_compaction):
+            kind = "compacted"
+        for node in path:
+            node.thread_call = index
+        self.seen_thread = True
+        self.pending_compaction = False
+        return kind, new_segment
+
+
+def final_calls(calls: list[TraceCall]) -> set[int]:
+    """Indices of the calls whose output is a thread's final answer (never dead): the last main-thread
+    call, the last main-thread call before each new segment, the last call of each sub-agent group and
+    every summary request."""
+    final: set[int] = set()
+    last_main = -1
+    last_sub: dict[str, int] = {}
+    for i, c in enumerate(calls):
+        if c.kind in ("main", "compacted"):
+            if c.restart and last_main >= 0:
+                final.add(last_main)
+            last_main = i
+        elif c.kind == "subagent":
+            last_sub[c.group] = i
+        elif c.kind == "compaction_request":
+            final.add(i)
+    if last_main >= 0:
+        final.add(last_main)
+    final.update(last_sub.values())
+    return final
+
+
+class _Consumption:
+    """Answers "does a later call's prompt contain this call's output ids verbatim?" with bytes.find."""
+
+    def __init__(self, records: list[ModelCall]) -> None:
+        self._records = records
+        self._prompts: dict[int, bytes] = {}
+
+    def _prompt(self, j: int) -> bytes:
+        if j not in self._prompts:
+            self._prompts[j] = array("q", self._records[j].prompt_ids).tobytes()
+        return self._prompts[j]
+
+    def consumed_later(self, i: int) -> bool:
+        out = self._records[i].output_ids
+        if not out:
+            return False
+        needle = array("q", out).tobytes()
+        for j in range(i + 1, len(self._records)):
+            hay = self._prompt(j)
+            pos = hay.find(needle)
+            while pos >= 0:
+                if pos % 8 == 0:
+                    return True
+                pos = hay.find(needle, pos + 1)
+        return False
+
+
+def mark_leaves(trie: PrefixTrie, records: list[ModelCall], calls: list[TraceCall]) -> list[TrieNode]:
+    """Set `leaf` and `dead` on every call; return the dead leaf nodes.
+
+    Liveness belongs to the leaf node: identical calls ending there share it, so a retry that
+    reproduced the final answer token for token is not a dead leaf.
+    """
+    final = final_calls(calls)
+    consumption = _Consumption(records)
+    dead_nodes: list[TrieNode] = []
+    for i, call in enumerate(calls):
+        node = trie.call_end.get(i)
+        if node is None or node.children or call.leaf:
+            continue
+        ends = node.ends
+        for j in ends:
+            calls[j].leaf = True
+        judged = [j for j in ends if calls[j].kind in THREAD_KINDS]
+        if not judged:
+            continue
+        alive = any(j in final for j in judged) or any(consumption.consumed_later(j) for j in judged)
+        if not alive:
+            dead_nodes.append(node)
+            for j in judged:
+                calls[j].dead = True
+    return dead_nodes
