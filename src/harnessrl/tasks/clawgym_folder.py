@@ -111,7 +111,7 @@ def load_task_dir(task_dir: Path, split: str) -> Task:
     mount = str(data.get("input_mount_dir") or DEFAULT_MOUNT)
     inputs = task_dir / "input_files"
     workspace = scan_dir(inputs) if inputs.exists() or inputs.is_symlink() else []
-    rubric_value = meta.get("rules", meta.get("rule", data.get("rules", data.get("rule"))))
+    rubric_value = meta.get("rules") or meta.get("rule") or data.get("rules") or data.get("rule")
     known = {"task_id", "user_query", "metadata", "input_mount_dir", "rules", "rule", "grading_type"}
     extra = {k: v for k, v in meta.items() if k not in {"category", "grading_type", "rule", "rules"}}
     extra.update({k: v for k, v in data.items() if k not in known})

@@ -80,9 +80,7 @@ def _checker(
             raise TaskError("reward files hold no python checker", where, line)
         entry = candidates[0]
     if entry not in {f.path for f in reward}:
-        raise TaskError(
-            f"checker {entry!r} (from hook_code) is not among the reward/ input_files", where, line
-        )
+        raise TaskError(f"checker {entry!r} (hook_code) is not among the reward/ files", where, line)
     return Checker(files=reward, entry=entry, command=hook if isinstance(hook, str) else None)
 
 
@@ -97,7 +95,7 @@ def parse_line(obj: Any, path: Path, line: int, split: str) -> Task:
     mount = str(obj.get("input_mount_dir") or DEFAULT_MOUNT)
     workspace, reward = _split_files(obj.get("input_files"), mount, where, line)
     checker = _checker(obj, reward, mount, where, line)
-    rubric = rules_from_clawgym(obj.get("rules", obj.get("rule")), where, line)
+    rubric = rules_from_clawgym(obj.get("rules") or obj.get("rule"), where, line)
     grading = obj.get("grading_type")
     if grading is None:
         grading = ("hybrid" if rubric else "automated") if checker else "llm_judge"

@@ -67,7 +67,9 @@ def split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str, int]
         meta = yaml.safe_load("\n".join(lines[1:end])) or {}
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        raise TaskError(f"invalid YAML front matter: {e}", where, mark.line + 2 if mark else 1) from None
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        line = mark.line + 2 if mark else 1  # +1: 0-based mark, +1: the opening `---` line
+        raise TaskError(f"invalid YAML front matter: {problem}", where, line) from None
     if not isinstance(meta, dict):
         raise TaskError("front matter must be a mapping", where, 2)
     return meta, "\n".join(lines[end + 1 :]), end + 2
@@ -151,11 +153,12 @@ def load_markdown(md: Path, split: str = "") -> Task:
     """Load one PinchBench task file. Raises TaskError with the file and line."""
     where = str(md)
     text = md.read_text(encoding="utf-8")
-    meta, body, _ = split_front_matter(text, where)
+    meta, body, body_line = split_front_matter(text, where)
     secs = sections(body)
     prompt = secs.get("prompt", "")
     if not prompt:
-        raise TaskError("missing or empty `## Prompt` section", where, _line_of(text, "## Prompt"))
+        line = _line_of(text, "## Prompt") if "prompt" in secs else body_line
+        raise TaskError("missing or empty `## Prompt` section", where, line)
     grading = meta.get("grading_type") or "automated"
     if grading not in GRADING_TYPES:
         raise TaskError(f"unknown grading_type {grading!r}", where, _line_of(text, "grading_type"))

@@ -23,6 +23,7 @@ BINARY_LEVELS = {"0": "the criterion is not met", "1": "the criterion is met"}
 
 _CRITERION = re.compile(r"^#{2,4}\s*(?:Criterion\s*\d*\s*[:.-]?\s*)?(?P<title>.+?)\s*$", re.IGNORECASE)
 _LEVEL = re.compile(r"^\s*[-*]?\s*\*\*\s*Score\s+(?P<level>\d+(?:\.\d+)?)\s*\*\*[^:：]*[:：]\s*(?P<text>.*)$")
+_WEIGHT = re.compile(r"\(\s*weight[^)]*\)", re.IGNORECASE)
 _ITEM = re.compile(r"^\s*(?:[-*+]\s+(?:\[[ xX]\]\s*)?|\d+[.)]\s+)(?P<text>\S.*)$")
 
 
@@ -89,7 +90,7 @@ def _criteria_rules(lines: list[str]) -> list[RubricRule]:
 
     def flush() -> None:
         if title is not None and levels:
-            name = _slug(title, f"criterion_{len(rules) + 1}")
+            name = _slug(_WEIGHT.sub("", title), f"criterion_{len(rules) + 1}")
             text = "\n".join(b for b in body if b.strip()).strip()
             rules.append(RubricRule(name=name, description=f"{title}\n{text}".strip(), scores=dict(levels)))
 

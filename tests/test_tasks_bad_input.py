@@ -1,0 +1,165 @@
+"""Bad task input: each problem is a TaskError naming file and line, and the rest of the set loads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harnessrl.tasks import load_tasks, materialize_workspace
+from harnessrl.types import Task, TaskError, TaskFile
+
+
+def _task_dir(split: Path, name: str, reward_sh: str | None = None) -> Path:
+    d = split / name
+    (d / "input_files").mkdir(parents=True)
+    (d / "reward").mkdir()
+    entry = {"task_id": name, "user_query": "q", "metadata": {"category": "", "grading_type": "automated"}}
+    (d / "data_entry.json").write_text(json.dumps(entry, indent=2))
+    (d / "input_files" / "a.txt").write_text("a")
+    (d / "reward" / "check.py").write_text("def grade(t, w):\n    return {'x': 0.0}\n")
+    if reward_sh is not None:
+        (d / "reward" / "reward.sh").write_text(reward_sh)
+    return d
+
+
+def test_folder_bad_tasks_are_rejected_rest_loads(tmp_path: Path) -> None:
+    split = tmp_path / "train"
+    _task_dir(
+        split, "task_0000", "python3 /root/.openclaw/workspace/reward/check.py /root/.openclaw/workspace\n"
+    )
+    (_task_dir(split, "task_0001") / "data_entry.json").unlink()
+    (_task_dir(split, "task_0002") / "data_entry.json").write_text(
+        '{\n  "task_id": "x",\n  "user_query": \n}\n'
+    )
+    _task_dir(split, "task_0003", "python3 ../../evil/check.py /root/.openclaw/workspace\n")
+    _task_dir(split, "task_0004", "python3 /opt/evil/check.py /root/.openclaw/workspace\n")
+    (_task_dir(split, "task_0005") / "input_files" / "link").symlink_to("/etc/passwd")
+    (_task_dir(split, "task_0006") / "reward" / "check.py").unlink()
+    load = load_tasks(split)
+    assert [t.id for t in load.tasks] == ["task_0000"]
+    errors = [str(e) for e in load.rejected]
+    assert errors == [
+        f"{split}/task_0001/data_entry.json: missing data_entry.json",
+        f"{split}/task_0002/data_entry.json:4: not valid JSON: Expecting value",
+        f"{split}/task_0003/reward/reward.sh: checker path '../../evil/check.py' is outside the task",
+        f"{split}/task_0004/reward/reward.sh: checker path '/opt/evil/check.py' is outside the task",
+        f"{split}/task_0005/input_files/link: symlinks are not allowed in task folders",
+        f"{split}/task_0006/reward: checker entry 'reward/check.py' is not among the task's reward files",
+    ]
+    assert load.rejected[1].line == 4
+
+
+def _line(**rec: object) -> str:
+    base: dict[str, object] = {
+        "prompt": "p",
+        "hook_code": "python3 reward/test.py /root/.openclaw/workspace",
+        "input_files": [
+            {"file_path": "reward/test.py", "file_format": "py", "content": "def grade(t, w): ..."}
+        ],
+    }
+    base.update(rec)
+    return json.dumps(base)
+
+
+def test_jsonl_bad_lines_report_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "syn_task.jsonl"
+    ok_files = [{"file_path": "reward/test.py", "content": "x"}, {"file_path": "d.txt", "content": "d"}]
+    lines = [
+        _line(input_files=ok_files),
+        "{not json",
+        _line(prompt=None),
+        _line(input_files=[{"file_path": "../escape.txt", "content": "x"}]),
+        _line(input_files=[{"file_path": "/etc/passwd", "content": "x"}]),
+        _line(hook_code="python3 /opt/evil/test.py /root/.openclaw/workspace"),
+        _line(hook_code="python3 reward/missing.py /root/.openclaw/workspace"),
+        "[1, 2]",
+        _line(
+            input_files=[
+                {"file_path": "reward/test.py", "content": "x"},
+                {"file_path": "ok.txt", "content": "o"},
+            ]
+        ),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    load = load_tasks(path)
+    assert [t.id for t in load.tasks] == ["syn_task.jsonl:1", "syn_task.jsonl:9"]
+    assert [str(e) for e in load.rejected] == [
+        f"{path}:2: not valid JSON: Expecting property name enclosed in double quotes",
+        f"{path}:3: missing or empty `prompt`",
+        f"{path}:4: input_files[0]: path '../escape.txt' escapes the task directory",
+        f"{path}:5: input_files[0]: absolute path '/etc/passwd' is not allowed",
+        f"{path}:6: checker path '/opt/evil/test.py' is outside the task",
+        f"{path}:7: checker 'reward/missing.py' (hook_code) is not among the reward/ files",
+        f"{path}:8: line is not a JSON object",
+    ]
+    assert [e.line for e in load.rejected] == [2, 3, 4, 5, 6, 7, 8]
+
+
+MD_OK = (
+    "---\nid: ok\ngrading_type: automated\n---\n\n## Prompt\n\nhi\n\n"
+    "## Automated Checks\n\n```python\ndef grade(t, w):\n    return {'a': 1.0}\n```\n"
+)
+
+
+def test_pinchbench_bad_tasks(tmp_path: Path) -> None:
+    (tmp_path / "a_ok.md").write_text(MD_OK)
+    escape = MD_OK.replace("id: ok\n", "id: esc\nworkspace_files:\n  - path: ../../x.txt\n    content: x\n")
+    (tmp_path / "b_escape.md").write_text(escape)
+    (tmp_path / "c_noprompt.md").write_text(
+        MD_OK.replace("id: ok", "id: np").replace("## Prompt", "## Intro")
+    )
+    (tmp_path / "d_yaml.md").write_text("---\nid: y\nname: [unclosed\n---\n## Prompt\nx\n")
+    (tmp_path / "e_missing.md").write_text(
+        MD_OK.replace("id: ok\n", "id: m\nworkspace_files:\n  - source: nope.csv\n    dest: nope.csv\n")
+    )
+    (tmp_path / "f_nochecks.md").write_text("---\nid: nc\ngrading_type: automated\n---\n## Prompt\nx\n")
+    load = load_tasks(tmp_path)
+    assert [t.id for t in load.tasks] == ["ok"]
+    assert [str(e) for e in load.rejected] == [
+        f"{tmp_path}/b_escape.md:4: workspace file: path '../../x.txt' escapes the task directory",
+        f"{tmp_path}/c_noprompt.md:5: missing or empty `## Prompt` section",
+        f"{tmp_path}/d_yaml.md:3: invalid YAML front matter: expected ',' or ']', but got '<stream end>'",
+        f"{tmp_path}/e_missing.md:4: workspace source 'nope.csv' not found",
+        f"{tmp_path}/f_nochecks.md:1: grading_type automated needs an `## Automated Checks` block",
+    ]
+    assert [e.line for e in load.rejected] == [4, 5, 3, 4, 1]
+
+
+def test_duplicate_ids_rejected(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text(MD_OK)
+    (tmp_path / "b.md").write_text(MD_OK)
+    load = load_tasks(tmp_path)
+    assert [t.source for t in load.tasks] == [str(tmp_path / "a.md")]
+    assert [str(e) for e in load.rejected] == [f"{tmp_path}/b.md: duplicate task id 'ok'"]
+
+
+def test_missing_set_raises(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match="task set not found"):
+        load_tasks(tmp_path / "nope")
+
+
+def test_taskfile_rejects_escaping_paths() -> None:
+    for bad in ("../x", "/abs", "a/../../x", "C:/x"):
+        with pytest.raises(ValueError):
+            TaskFile(path=bad, content="x")
+
+
+def test_materialize_revalidates_paths(tmp_path: Path) -> None:
+    sneaky = Task.model_construct(
+        id="t",
+        prompt="p",
+        workspace=[TaskFile.model_construct(path="../out.txt", content="x", source=None)],
+        source="t",
+    )
+    with pytest.raises(TaskError, match="escapes the task directory"):
+        materialize_workspace(sneaky, tmp_path / "ws")
+    assert not (tmp_path / "out.txt").exists()
+    ws = tmp_path / "ws2"
+    ws.mkdir()
+    (ws / "sub").symlink_to(tmp_path)
+    task = Task(id="t", prompt="p", workspace=[TaskFile(path="sub/x.txt", content="x")])
+    with pytest.raises(TaskError, match="passes through a symlink"):
+        materialize_workspace(task, ws)
+    assert not (tmp_path / "x.txt").exists()
