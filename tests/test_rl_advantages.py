@@ -1,0 +1,82 @@
+"""GRPO and per-branch PPO advantages: invariants (e) groups never mix, (f) no crossing of branch points."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from harnessrl.rl.advantages import (
+    broadcast,
+    gae,
+    group_key,
+    grpo_advantages,
+    ppo_advantages,
+    rollout_token_weights,
+)
+from harnessrl.rl.packing import layout_tree
+from harnessrl.types import TreeNode, TreeSample
+
+
+def two_branch_tree() -> TreeSample:
+    """root [1 2 env, 3 model]; A = [4 env, 5 6 model]; B = [7 env, 8 model], both under root."""
+    nodes = [
+        TreeNode(
+            node_id=0, parent=-1, tokens=[1, 2, 3], model_mask=[False, False, True], logprobs=[0, 0, -1.0]
+        ),
+        TreeNode(
+            node_id=1, parent=0, tokens=[4, 5, 6], model_mask=[False, True, True], logprobs=[0, -1.0, -1.0]
+        ),
+        TreeNode(node_id=2, parent=0, tokens=[7, 8], model_mask=[False, True], logprobs=[0, -1.0]),
+    ]
+    return TreeSample(rollout_id="r", group_id="g", reward=1.0, nodes=nodes, paths=[[0, 1], [0, 2]])
+
+
+def test_grpo_exact_values_per_group() -> None:
+    rewards = [1.0, 0.0, 1.0, 1.0, 0.5, 0.0]
+    groups = ["a", "a", "b", "b", "c", "c"]
+    adv = grpo_advantages(rewards, groups, eps=0.0)
+    assert adv == pytest.approx([1.0, -1.0, 0.0, 0.0, 1.0, -1.0], abs=1e-12)
+    raw = grpo_advantages(rewards, groups, normalize_std=False)
+    assert raw == pytest.approx([0.5, -0.5, 0.0, 0.0, 0.25, -0.25], abs=1e-12)
+
+
+def test_grpo_groups_never_mix_harnesses() -> None:
+    """Invariant (e): same task, two harness configurations -> two groups, each with its own baseline."""
+    keys = [group_key("t1", "claude-code")] * 2 + [group_key("t1", "codex")] * 2
+    assert keys[0] != keys[2]
+    adv = grpo_advantages([1.0, 0.0, 0.0, 0.0], keys, eps=0.0)
+    # mixing would give baseline 0.25 for everyone; separately the codex pair has zero advantage
+    assert adv == pytest.approx([1.0, -1.0, 0.0, 0.0], abs=1e-12)
+    # changing one group's rewards leaves the other group's advantages bit-identical
+    adv2 = grpo_advantages([1.0, 0.0, 7.0, 3.0], keys, eps=0.0)
+    assert adv2[:2] == adv[:2]
+
+
+def test_broadcast_and_weights() -> None:
+    L = layout_tree(two_branch_tree())
+    assert broadcast(L, 0.5).tolist() == [0, 0, 0.5, 0, 0.5, 0.5, 0, 0.5]
+    w = rollout_token_weights([L, L])
+    assert w[0].tolist() == pytest.approx([0, 0, 0.125, 0, 0.125, 0.125, 0, 0.125])
+
+
+def test_gae_gamma_lambda_one_is_reward_minus_value() -> None:
+    v = torch.tensor([0.1, 0.4, -0.3])
+    r = torch.tensor([0.0, 0.0, 2.0])
+    assert gae(r, v).tolist() == pytest.approx([1.9, 1.6, 2.3])
+    assert gae(r, v, gamma=0.5, lam=1.0).tolist() == pytest.approx([0.4, 0.6, 2.3])  # by hand
+
+
+def test_ppo_advantages_do_not_cross_branch_points() -> None:
+    """Invariant (f): a branch's advantages depend on its own reward only; shared tokens get the mean."""
+    L = layout_tree(two_branch_tree())
+    # layout: [1 2 3 | 4 5 6 | 7 8]; trained positions 2, 4, 5, 7
+    values = torch.tensor([0.0, 0.0, 0.2, 0.0, 0.3, 0.4, 0.0, 0.5])
+    adv, ret = ppo_advantages(L, values, [1.0, 0.0])
+    assert adv.tolist() == pytest.approx([0, 0, 0.5 - 0.2, 0, 1 - 0.3, 1 - 0.4, 0, 0 - 0.5])
+    assert ret.tolist() == pytest.approx([0, 0, 0.5, 0, 1.0, 1.0, 0, 0.0])
+    adv2, _ = ppo_advantages(L, values, [1.0, 5.0])  # change only branch B's reward
+    assert torch.equal(adv2[3:7], adv[3:7])  # branch A untouched
+    assert adv2[7].item() == pytest.approx(5.0 - 0.5)
+    assert adv2[2].item() == pytest.approx(3.0 - 0.2)  # shared token: mean of the two branch returns
+    with pytest.raises(ValueError):
+        ppo_advantages(L, values, [1.0])
