@@ -67,7 +67,7 @@ def main() -> None:
             runpy.run_path(entry, run_name="__main__")
     except SystemExit as e:
         if e.code not in (None, 0):
-            _write(result_path, {"mode": mode, "error": f"checker exited with status {e.code!r}"})
+            _write(result_path, {"mode": mode, "exit_status": e.code})
             return
     except BaseException:
         _write(result_path, {"mode": mode, "error": traceback.format_exc()[-4000:]})

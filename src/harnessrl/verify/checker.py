@@ -95,8 +95,9 @@ def _interpret(out: RunOutput, result_path: Path, timeout_s: float) -> tuple[Any
     if result.get("error"):
         last = str(result["error"]).strip().splitlines()[-1]
         return None, mode, f"checker raised: {last}"
-    if out.returncode != 0:
-        return None, mode, f"checker exited with status {out.returncode}"
+    status = result.get("exit_status", out.returncode)
+    if status not in (0, None):
+        return None, mode, f"checker exited with status {status}"
     if mode == "grade":
         return result.get("value"), mode, None
     value, err = parse_stdout(out.stdout)
