@@ -54,10 +54,21 @@ WRONG: dict[str, str] = {
     "task_0011": "sed -i 's/#faq--troubleshooting/#faq-troubleshooting/' docs/guide.md",
     "task_0012": "echo '*.log' >> .dockerignore",
     "task_0013": "sed -i 's/0.8.1/0.9.0/g' pyproject.toml",
+    "task_0014": "echo lamp > out/top_product.txt",
+    "task_0015": "sort clean/events.jsonl -o clean/events.jsonl",
+    "task_0016": "sed -i '/^C04,/d' report/customer_totals.csv",
+    "task_0017": "echo 'RT-104,Cable ties,0' >> reorder.csv",
+    "task_0018": 'sed -i \'s/"top_path_hits": 5/"top_path_hits": 4/\' stats.json',
+    "task_0019": "sed -i 's/75.8/75.85/' summary.json",
+    "task_0020": "echo '2026-03-03,0,,,' >> data/daily_stats.csv",
+    "task_0021": "(head -1 employees.csv; tail -n +2 employees.csv | sort) > e.csv && mv e.csv employees.csv",
+    "task_0022": "echo T-004 >> out/flagged.txt",
     "task_0034": "echo 22 > count.txt",
     "task_0035": "echo hi > logs/.keep",
     "task_0036": "sed -i 's/^- \\[ \\] Priya: draft/- [ ] Priya:  draft/' meeting_notes.md",
     "task_0037": "tr 'A-Z' 'a-z' < contacts.csv > lower.csv && mv lower.csv contacts.csv",
+    "task_0038": "sed -i 's/3.83/3.8/' survey/results.json",
+    "task_0039": "sed -i 's/2011$/1998/' catalog.csv",
 }
 
 
