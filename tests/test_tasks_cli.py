@@ -1,0 +1,120 @@
+"""`harnessrl tasks list|show|check` through typer's CliRunner on small task sets built here."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harnessrl.cli import app
+
+CHECK = """
+from pathlib import Path
+
+def grade(transcript, workspace_path):
+    out = Path(workspace_path) / "out.txt"
+    return {"exists": float(out.exists()), "content": float(out.exists() and out.read_text() == "done\\n")}
+"""
+ALWAYS_ONE = "def grade(t, w):\n    return {'free': 1.0}\n"
+
+
+def make_task(
+    split: Path, name: str, check: str = CHECK, solve: str | None = "echo done > out.txt\n"
+) -> Path:
+    d = split / name
+    (d / "input_files").mkdir(parents=True)
+    (d / "reward").mkdir()
+    entry = {"task_id": name, "user_query": f"prompt of {name}", "metadata": {"category": "edit"}}
+    (d / "data_entry.json").write_text(json.dumps(entry))
+    (d / "input_files" / "in.txt").write_text("in\n")
+    (d / "reward" / "check.py").write_text(check)
+    if solve is not None:
+        (d / "reference").mkdir()
+        (d / "reference" / "solve.sh").write_text(solve)
+    return d
+
+
+@pytest.fixture
+def task_set(tmp_path: Path) -> Path:
+    root = tmp_path / "set"
+    make_task(root / "train", "task_good")
+    make_task(root / "train", "task_free", check=ALWAYS_ONE)
+    make_task(root / "train", "task_badref", solve="echo partial > other.txt\nexit 3\n")
+    make_task(root / "test", "task_noref", solve=None)
+    return root
+
+
+def row(out: str, *cells: str) -> bool:
+    return re.search(r"\s*│\s*".join(re.escape(c) for c in cells), out) is not None
+
+
+def test_check_passing_split(task_set: Path) -> None:
+    res = CliRunner().invoke(app, ["tasks", "check", str(task_set / "test")])
+    assert res.exit_code == 0, res.output
+    assert row(res.output, "task_noref", "0.000", "-", "ok")
+    assert "1 task(s) loaded, 0 rejected" in res.output
+    assert "1 ok, 0 failed" in res.output
+
+
+def test_check_reports_failures(task_set: Path) -> None:
+    res = CliRunner().invoke(app, ["tasks", "check", str(task_set), "--split", "train", "--timeout", "20"])
+    assert res.exit_code == 1, res.output
+    assert row(res.output, "task_good", "0.000", "1.000", "ok")
+    assert row(res.output, "task_free", "1.000", "1.000", "FAIL")
+    assert row(res.output, "task_badref", "0.000", "0.000", "FAIL: reference exited with status 3")
+    assert "1 ok, 2 failed" in res.output
+
+
+def test_check_reference_timeout(tmp_path: Path) -> None:
+    make_task(tmp_path / "s", "task_slow", solve="sleep 30\n")
+    res = CliRunner().invoke(app, ["tasks", "check", str(tmp_path / "s"), "--timeout", "2"])
+    assert res.exit_code == 1
+    assert row(res.output, "task_slow", "0.000", "0.000", "FAIL: reference timed out after 2 s")
+
+
+def test_list_shows_tasks_and_rejects(task_set: Path) -> None:
+    (make_task(task_set / "train", "task_broken") / "data_entry.json").unlink()
+    res = CliRunner().invoke(app, ["tasks", "list", str(task_set)])
+    assert res.exit_code == 0, res.output
+    assert row(res.output, "task_good", "train", "edit", "automated", "1", "reward/check.py", "yes")
+    assert row(res.output, "task_noref", "test", "edit", "automated", "1", "reward/check.py", "-")
+    broken = task_set / "train" / "task_broken" / "data_entry.json"
+    assert f"rejected: {broken}: missing data_entry.json" in res.output
+    assert "4 task(s) loaded, 1 rejected" in res.output
+    res = CliRunner().invoke(app, ["tasks", "check", str(task_set / "test")])
+    assert res.exit_code == 0
+    res = CliRunner().invoke(app, ["tasks", "check", str(task_set), "--split", "test"])
+    assert res.exit_code == 1  # a rejected task fails `check`
+
+
+def test_jsonl_rejects_print_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "syn_task.jsonl"
+    good = {"prompt": "p", "input_files": [{"file_path": "a.txt", "content": "a"}], "rules": ["be nice"]}
+    path.write_text(json.dumps(good) + "\nnot json\n" + json.dumps({"hook_code": "x"}) + "\n")
+    res = CliRunner().invoke(app, ["tasks", "list", str(path)])
+    assert res.exit_code == 0
+    assert row(res.output, "syn_task.jsonl:1", tmp_path.name, "", "llm_judge", "1", "-", "-")
+    assert f"rejected: {path}:2: not valid JSON" in res.output
+    assert f"rejected: {path}:3: missing or empty `prompt`" in res.output
+    assert "1 task(s) loaded, 2 rejected" in res.output
+
+
+def test_show_hides_checker_code(task_set: Path) -> None:
+    res = CliRunner().invoke(app, ["tasks", "show", str(task_set), "task_good"])
+    assert res.exit_code == 0, res.output
+    assert "prompt:\nprompt of task_good\n" in res.output
+    assert "workspace files:\n  in.txt\n" in res.output
+    assert "checker (entry reward/check.py):\n  reward/check.py\n" in res.output
+    assert "reference: reference/solve.sh" in res.output
+    assert "def grade" not in res.output
+    res = CliRunner().invoke(app, ["tasks", "show", str(task_set), "task_nope"])
+    assert res.exit_code == 1
+
+
+def test_missing_set_exits_2(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["tasks", "list", str(tmp_path / "nope")])
+    assert res.exit_code == 2
+    assert "task set not found" in res.output
