@@ -95,7 +95,7 @@ class ProxyApp:
             if token is not None and self.deps.sessions.by_path_token(token) is None:
                 return json_response(openai_error(401, "unknown session token"), 401)
             return self.models()
-        dialect = DIALECTS.get(COUNT_TOKENS if route == COUNT_TOKENS else route.rstrip("/"))
+        dialect = DIALECTS.get("/v1/messages" if route == COUNT_TOKENS else route.rstrip("/"))
         if dialect is None:
             return json_response(openai_error(404, f"no route {request.method} {route}"), 404)
         if request.method != "POST":

@@ -118,7 +118,8 @@ def check_chat(raw: bytes) -> dict[str, Any]:
         finishes[-1] is not None and all(f is None for f in finishes[:-1]),
         "finish_reason not only on last chunk",
     )
-    content, reasoning, calls = "", "", []
+    content, reasoning = "", ""
+    calls: list[dict[str, Any]] = []
     for c in chunks:
         delta = c["choices"][0]["delta"]
         content += delta.get("content") or ""
@@ -173,7 +174,7 @@ def check_responses(raw: bytes) -> dict[str, Any]:
                 data.get("output_index") == k and data.get("item_id") == item_id,
                 f"{names[i]} for another item",
             )
-            if names[i].endswith(".delta"):
+            if str(names[i]).endswith(".delta"):
                 text += data["delta"]
             elif names[i] in ("response.output_text.done", "response.reasoning_summary_text.done"):
                 _need(data["text"] == text, "done text differs from its deltas")

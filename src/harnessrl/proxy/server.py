@@ -100,6 +100,15 @@ class ThreadedProxyServer:
     def stop(self) -> None:
         if self._thread.is_alive():
             asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(timeout=30)
+            asyncio.run_coroutine_threadsafe(_cancel_pending(), self.loop).result(timeout=30)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=10)
             self.loop.close()
+
+
+async def _cancel_pending() -> None:
+    """Cancel what is left on the loop (generations whose client went away) and wait for them."""
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,351 @@
+"""The live proxy's behaviour at its edges: sessions and auth, 4xx shapes, engine faults, keep-alives,
+clients that disconnect, retry replay, capture flushing. Real uvicorn on 127.0.0.1, scripted engine,
+real Qwen3 tokenizer."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from harnessrl.config import ProxyConfig
+from harnessrl.proxy import grammar
+from harnessrl.proxy.server import ThreadedProxyServer
+from harnessrl.proxy.sse import parse_stream
+from harnessrl.proxy.testing import scripted_proxy
+from harnessrl.types import ChatMessage, ModelCall, ToolCall
+
+TOOL_TURN = ChatMessage(role="assistant", tool_calls=[ToolCall(name="exec", arguments={"command": "ls"})])
+ANTHROPIC = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+RESPONSES = {"model": "m", "input": "hi"}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ThreadedProxyServer]:
+    s = scripted_proxy(["done"], config=ProxyConfig(max_body_bytes=4000)).start()
+    yield s
+    s.stop()
+
+
+_counter = iter(range(10**6))
+
+
+def open_session(server: ThreadedProxyServer) -> Any:
+    return server.server.deps.sessions.open(f"r{next(_counter)}")
+
+
+def calls(server: ThreadedProxyServer, rollout_id: str) -> list[ModelCall]:
+    return server.server.deps.sessions.calls(rollout_id)
+
+
+# -- probes, sessions, auth ----------------------------------------------------------------------------
+
+
+def test_probes_and_models(server: ThreadedProxyServer) -> None:
+    assert httpx.head(server.url + "/").status_code == 200
+    assert httpx.get(server.url + "/").json() == {"status": "ok"}
+    models = httpx.get(server.url + "/v1/models").json()
+    assert [m["id"] for m in models["data"]] == ["harnessrl"]
+    assert httpx.get(server.url + "/r/nope/v1/models").status_code == 401
+
+
+def test_unknown_tokens_get_401_in_each_api_shape(server: ThreadedProxyServer) -> None:
+    r = httpx.post(server.url + "/r/bogus/v1/messages", json=ANTHROPIC)
+    assert (r.status_code, r.json()["type"], r.json()["error"]["type"]) == (
+        401,
+        "error",
+        "authentication_error",
+    )
+    r = httpx.post(server.url + "/v1/chat/completions", json=CHAT, headers={"authorization": "Bearer nope"})
+    assert (r.status_code, r.json()["error"]["type"]) == (401, "authentication_error")
+    r = httpx.post(server.url + "/v1/responses", json=RESPONSES)
+    assert r.status_code == 401
+
+
+def test_token_as_api_key_reaches_only_its_own_session(server: ThreadedProxyServer) -> None:
+    a, b = open_session(server), open_session(server)
+    r = httpx.post(server.url + "/v1/messages", json=ANTHROPIC, headers={"x-api-key": a.token})
+    assert r.status_code == 200 and r.json()["content"] == [{"type": "text", "text": "done"}]
+    r = httpx.post(
+        server.url + "/v1/chat/completions", json=CHAT, headers={"authorization": f"Bearer {b.token}"}
+    )
+    assert r.json()["choices"][0]["message"]["content"] == "done"
+    # a path token wins over a (different, valid) API key: b's key cannot write into a's session
+    r = httpx.post(
+        b.openai_base_url + "/responses", json=RESPONSES, headers={"authorization": f"Bearer {a.token}"}
+    )
+    assert r.status_code == 200
+    assert [c.dialect for c in calls(server, a.rollout_id)] == ["anthropic"]
+    assert [c.dialect for c in calls(server, b.rollout_id)] == ["openai_chat", "openai_responses"]
+    assert [c.index for c in calls(server, b.rollout_id)] == [0, 1]
+
+
+def test_closed_session_flushes_jsonl_and_then_401(tmp_path: Path) -> None:
+    server = scripted_proxy(["done"], capture_dir=str(tmp_path)).start()
+    try:
+        sessions = server.server.deps.sessions
+        info = sessions.open("roll-1")
+        for _ in range(2):
+            assert (
+                httpx.post(info.base_url + "/v1/messages", json={**ANTHROPIC, "stream": True}).status_code
+                == 200
+            )
+        closed = sessions.close("roll-1")
+        lines = (tmp_path / "roll-1" / "calls.jsonl").read_text().splitlines()
+        assert [ModelCall.model_validate_json(x) for x in lines] == closed
+        assert [c.index for c in closed] == [0, 1]
+        assert closed[1].replay_of == closed[0].call_id  # same body, no retry header: a replay
+        assert httpx.post(info.base_url + "/v1/messages", json=ANTHROPIC).status_code == 401
+    finally:
+        server.stop()
+
+
+def test_open_mode_maps_any_key_to_the_default_session() -> None:
+    server = scripted_proxy(["done"], open_mode=True).start()
+    try:
+        r = httpx.post(server.url + "/v1/messages", json=ANTHROPIC, headers={"x-api-key": "anything"})
+        assert r.status_code == 200
+        assert [c.dialect for c in server.server.deps.sessions.calls("default")] == ["anthropic"]
+        assert httpx.post(server.url + "/r/unknown/v1/messages", json=ANTHROPIC).status_code == 401
+    finally:
+        server.stop()
+
+
+# -- 4xx -----------------------------------------------------------------------------------------------
+
+
+def test_body_limit_is_413(server: ThreadedProxyServer) -> None:
+    info = open_session(server)
+    big = {**ANTHROPIC, "messages": [{"role": "user", "content": "x" * 5000}]}
+    r = httpx.post(info.base_url + "/v1/messages", json=big)
+    assert r.status_code == 413
+    assert r.json()["error"]["type"] == "request_too_large"
+    assert calls(server, info.rollout_id) == []
+
+
+BAD: list[tuple[str, Any, str | None]] = [
+    ("/v1/messages", b"{not json", None),
+    ("/v1/messages", b"[1, 2]", None),
+    ("/v1/messages", {**ANTHROPIC, "messages": "hi"}, "messages"),
+    ("/v1/messages", {**ANTHROPIC, "stop_sequences": ["x"]}, "stop_sequences"),
+    ("/v1/messages", {**ANTHROPIC, "tool_choice": {"type": "any"}}, "tool_choice"),
+    (
+        "/v1/messages",
+        {**ANTHROPIC, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},
+        "messages[0].content[0].type",
+    ),
+    (
+        "/v1/messages",
+        {
+            **ANTHROPIC,
+            "messages": [
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}
+            ],
+        },
+        "messages",
+    ),
+    ("/v1/chat/completions", {**CHAT, "n": 2}, "n"),
+    (
+        "/v1/chat/completions",
+        {
+            **CHAT,
+            "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
+        },
+        "messages[0].content[0].type",
+    ),
+    ("/v1/chat/completions", {**CHAT, "tool_choice": "required"}, "tool_choice"),
+    (
+        "/v1/chat/completions",
+        {**CHAT, "messages": [{"role": "tool", "content": "x", "tool_call_id": "c"}]},
+        "messages",
+    ),
+    ("/v1/responses", {**RESPONSES, "input": [{"type": "input_image"}]}, "input[0].type"),
+    (
+        "/v1/responses",
+        {**RESPONSES, "input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]},
+        "messages",
+    ),
+    ("/v1/responses", {**RESPONSES, "previous_response_id": "resp_1"}, "previous_response_id"),
+]
+
+
+@pytest.mark.parametrize(("route", "body", "param"), BAD)
+def test_bad_requests_are_400_naming_the_field(
+    server: ThreadedProxyServer, route: str, body: Any, param: str | None
+) -> None:
+    info = open_session(server)
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    r = httpx.post(info.base_url + route, content=content, headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    if route == "/v1/messages":
+        assert r.json()["error"]["type"] == "invalid_request_error"
+        if param is not None:
+            assert param in r.json()["error"]["message"]
+    else:
+        assert r.json()["error"]["param"] == param
+    assert calls(server, info.rollout_id) == []
+
+
+def test_wrong_content_type_is_400(server: ThreadedProxyServer) -> None:
+    info = open_session(server)
+    r = httpx.post(
+        info.base_url + "/v1/messages", content=json.dumps(ANTHROPIC), headers={"content-type": "text/plain"}
+    )
+    assert r.status_code == 400 and "content-type" in r.json()["error"]["message"]
+
+
+# -- engine faults -------------------------------------------------------------------------------------
+
+
+def test_engine_fault_fails_that_call_only() -> None:
+    server = scripted_proxy(["done"], fault_calls={0, 2}).start()
+    try:
+        info = server.server.deps.sessions.open("faults")
+        r = httpx.post(info.base_url + "/v1/messages", json=ANTHROPIC)
+        assert (r.status_code, r.json()["error"]["type"]) == (500, "api_error")
+        assert "injected fault on call 0" in r.json()["error"]["message"]
+        r = httpx.post(info.openai_base_url + "/chat/completions", json=CHAT)
+        assert r.status_code == 200
+        r = httpx.post(info.base_url + "/v1/messages", json={**ANTHROPIC, "stream": True, "max_tokens": 99})
+        assert r.status_code == 200
+        assert grammar.check_anthropic(r.content)["error"]["type"] == "api_error"
+        recorded = server.server.deps.sessions.calls("faults")
+        assert [(c.finish_reason, c.output_ids == []) for c in recorded] == [
+            ("error", True),
+            ("stop", False),
+            ("error", True),
+        ]
+        assert recorded[0].error == "EngineError: injected fault on call 0"
+    finally:
+        server.stop()
+
+
+# -- keep-alives and disconnects -------------------------------------------------------------------------
+
+
+def _timed_chunks(url: str, body: dict[str, Any]) -> list[tuple[float, bytes]]:
+    out: list[tuple[float, bytes]] = []
+    start = time.monotonic()
+    with httpx.stream("POST", url, json=body, timeout=30) as r:
+        assert r.status_code == 200
+        for chunk in r.iter_raw():
+            out.append((time.monotonic() - start, chunk))
+    return out
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "openai_chat"])
+def test_keepalives_while_a_slow_engine_generates(dialect: str) -> None:
+    server = scripted_proxy(["done"], delay_s=1.2, config=ProxyConfig(keepalive_s=0.2)).start()
+    try:
+        info = server.server.deps.sessions.open("slow")
+        if dialect == "anthropic":
+            url, body, ping = info.base_url + "/v1/messages", {**ANTHROPIC, "stream": True}, b"event: ping"
+        else:
+            url, body, ping = (
+                info.openai_base_url + "/chat/completions",
+                {**CHAT, "stream": True},
+                b": keep-alive",
+            )
+        chunks = _timed_chunks(url, body)
+        raw = b"".join(c for _, c in chunks)
+        assert raw.count(ping) >= 4
+        times = [0.0] + [t for t, _ in chunks]
+        assert max(b - a for a, b in itertools.pairwise(times)) < 0.2 + 0.35
+        if dialect == "anthropic":
+            assert chunks[0][1].startswith(b"event: message_start")
+            assert grammar.check_anthropic(raw)["content"] == [{"type": "text", "text": "done"}]
+        else:
+            assert grammar.check_chat(raw)["content"] == "done"
+    finally:
+        server.stop()
+
+
+def test_client_disconnect_mid_stream_keeps_a_partial_call() -> None:
+    server = scripted_proxy(["done"], delay_s=0.8, config=ProxyConfig(keepalive_s=0.1)).start()
+    try:
+        sessions = server.server.deps.sessions
+        info = sessions.open("gone")
+        host, port = server.url.removeprefix("http://").split(":")
+        body = json.dumps({**ANTHROPIC, "stream": True}).encode()
+        head = f"POST /r/{info.token}/v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(head.encode() + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+            received = b""
+            while b"message_start" not in received:
+                received += sock.recv(65536)
+        deadline = time.monotonic() + 5
+        while not sessions.calls("gone") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (call,) = sessions.calls("gone")
+        assert call.partial is True
+        assert call.error is None and call.finish_reason == "stop"
+        assert len(call.output_ids) == len(call.output_logprobs) > 0
+        # the server keeps serving
+        r = httpx.post(info.base_url + "/v1/messages", json={**ANTHROPIC, "max_tokens": 50})
+        assert r.status_code == 200
+    finally:
+        server.stop()
+
+
+# -- retries, token counting, tags ---------------------------------------------------------------------
+
+
+def test_retry_is_replayed_without_sampling() -> None:
+    server = scripted_proxy([TOOL_TURN, "done"]).start()
+    try:
+        engine = server.server.deps.engine
+        info = server.server.deps.sessions.open("retry")
+        url = info.base_url + "/v1/messages"
+        first = httpx.post(url, json=ANTHROPIC, headers={"x-stainless-retry-count": "0"}).json()
+        again = httpx.post(url, json=ANTHROPIC, headers={"x-stainless-retry-count": "1"}).json()
+        fresh = httpx.post(url, json=ANTHROPIC, headers={"x-stainless-retry-count": "0"}).json()
+        assert engine.calls == 2  # type: ignore[attr-defined]
+        assert again["content"] == first["content"] and again["id"] != first["id"]
+        assert fresh["content"][0]["input"] == {"command": "ls"}
+        a, b, c = server.server.deps.sessions.calls("retry")
+        assert (b.replay_of, b.output_ids, b.prompt_ids, b.tags) == (
+            a.call_id,
+            a.output_ids,
+            a.prompt_ids,
+            ["retry_replay"],
+        )
+        assert c.replay_of is None and c.request_digest == a.request_digest
+    finally:
+        server.stop()
+
+
+def test_count_tokens_equals_the_rendered_prompt(server: ThreadedProxyServer) -> None:
+    info = open_session(server)
+    body = {**ANTHROPIC, "system": [{"type": "text", "text": "be brief"}]}
+    count = httpx.post(info.base_url + "/v1/messages/count_tokens", json=body).json()
+    httpx.post(info.base_url + "/v1/messages", json=body)
+    (call,) = calls(server, info.rollout_id)
+    assert count == {"input_tokens": len(call.prompt_ids)}
+
+
+def test_compaction_request_is_tagged(server: ThreadedProxyServer) -> None:
+    info = open_session(server)
+    ask = "Your task is to create a detailed summary of the conversation so far, paying close attention to..."
+    body = {
+        **ANTHROPIC,
+        "messages": [{"role": "user", "content": "fix it"}, {"role": "assistant", "content": "ok"}],
+    }
+    body["messages"].append({"role": "user", "content": ask})
+    httpx.post(info.base_url + "/v1/messages", json=body)
+    httpx.post(info.base_url + "/v1/messages", json=ANTHROPIC)
+    tagged, plain = calls(server, info.rollout_id)
+    assert tagged.tags == ["compaction_request"] and plain.tags == []
+    assert tagged.render == "retokenized" and plain.render == "rendered"
+
+
+def test_parse_stream_reads_events_and_skips_comments() -> None:
+    raw = b": keep-alive\n\nevent: ping\ndata: {}\n\ndata: [DONE]\n\n"
+    assert parse_stream(raw) == [("ping", "{}"), (None, "[DONE]")]
