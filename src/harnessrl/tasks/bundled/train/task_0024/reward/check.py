@@ -1,0 +1,85 @@
+"""task_0024 (code_fix): stats.median even-length index bug and ValueError on empty input for mean/median; variance must keep working."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+KEYS = ('tests_pass', 'tests_unmodified', 'median_even_hidden', 'mean_empty_valueerror', 'median_empty_valueerror', 'variance_unchanged')
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _probe(ws: Path, code: str, timeout: float = 20.0):
+    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
+        )
+        lines = done.stdout.strip().splitlines()
+        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
+    except Exception:
+        return None
+
+
+def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
+    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
+            timeout=timeout,
+        )
+        return done.returncode, done.stdout + done.stderr
+    except Exception as exc:
+        return -1, repr(exc)
+
+
+import hashlib
+
+TEST_SHA = "2c29bdd70227f0a9d01f55cffc588edaf887e53e700e6b913d4193108bfa6a7d"
+PROBE = """
+import json, stats
+def err(f, *a):
+    try:
+        f(*a)
+    except Exception as e:
+        return type(e).__name__
+    return "no error"
+print(json.dumps([stats.median([10, 2]), stats.median([5, 5, 1, 9, 7, 3]), err(stats.mean, []),
+                  err(stats.median, []), stats.variance([2, 4, 4, 4, 5, 5, 7, 9])]))
+"""
+
+
+def _score(ws: Path, s: dict) -> None:
+    test = ws / "test_stats.py"
+    s["tests_unmodified"] = float(test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA)
+    code, out = _unittest(ws)
+    s["tests_pass"] = float(code == 0 and "Ran 6 tests" in out and s["tests_unmodified"] == 1.0)
+    got = _probe(ws, PROBE)
+    if not isinstance(got, list) or len(got) != 5:
+        return
+    s["median_even_hidden"] = float(got[0] == 6.0 and got[1] == 5.0)
+    s["mean_empty_valueerror"] = float(got[2] == "ValueError")
+    s["median_empty_valueerror"] = float(got[3] == "ValueError")
+    s["variance_unchanged"] = float(got[4] == 4.0)
+
+
+def grade(transcript: list, workspace_path: str) -> dict:
+    """Each value is 0.0 or 1.0; the task score is their mean. Never raises."""
+    scores = {key: 0.0 for key in KEYS}
+    try:
+        _score(Path(workspace_path), scores)
+    except BaseException:  # garbage in the workspace must cost metrics, not crash the checker
+        pass
+    return scores
+
+
+def main() -> None:
+    workspace_path = sys.argv[1] if len(sys.argv) > 1 else "."
+    print(json.dumps(grade([], workspace_path), indent=2))
+
+
+if __name__ == "__main__":
+    main()
