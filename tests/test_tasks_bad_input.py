@@ -37,6 +37,8 @@ def test_folder_bad_tasks_are_rejected_rest_loads(tmp_path: Path) -> None:
     _task_dir(split, "task_0004", "python3 /opt/evil/check.py /root/.openclaw/workspace\n")
     (_task_dir(split, "task_0005") / "input_files" / "link").symlink_to("/etc/passwd")
     (_task_dir(split, "task_0006") / "reward" / "check.py").unlink()
+    judged = _task_dir(split, "task_0007") / "data_entry.json"
+    judged.write_text(judged.read_text().replace('"automated"', '"llm_judge"'))
     load = load_tasks(split)
     assert [t.id for t in load.tasks] == ["task_0000"]
     errors = [str(e) for e in load.rejected]
@@ -47,6 +49,7 @@ def test_folder_bad_tasks_are_rejected_rest_loads(tmp_path: Path) -> None:
         f"{split}/task_0004/reward/reward.sh: checker path '/opt/evil/check.py' is outside the task",
         f"{split}/task_0005/input_files/link: symlinks are not allowed in task folders",
         f"{split}/task_0006/reward: checker entry 'reward/check.py' is not among the task's reward files",
+        f"{split}/task_0007/data_entry.json: grading_type llm_judge needs rubric rules",
     ]
     assert load.rejected[1].line == 4
 
@@ -75,6 +78,7 @@ def test_jsonl_bad_lines_report_file_and_line(tmp_path: Path) -> None:
         _line(hook_code="python3 /opt/evil/test.py /root/.openclaw/workspace"),
         _line(hook_code="python3 reward/missing.py /root/.openclaw/workspace"),
         "[1, 2]",
+        json.dumps({"prompt": "nothing grades this", "input_files": [{"file_path": "a", "content": "a"}]}),
         _line(
             input_files=[
                 {"file_path": "reward/test.py", "content": "x"},
@@ -84,7 +88,7 @@ def test_jsonl_bad_lines_report_file_and_line(tmp_path: Path) -> None:
     ]
     path.write_text("\n".join(lines) + "\n")
     load = load_tasks(path)
-    assert [t.id for t in load.tasks] == ["syn_task.jsonl:1", "syn_task.jsonl:9"]
+    assert [t.id for t in load.tasks] == ["syn_task.jsonl:1", "syn_task.jsonl:10"]
     assert [str(e) for e in load.rejected] == [
         f"{path}:2: not valid JSON: Expecting property name enclosed in double quotes",
         f"{path}:3: missing or empty `prompt`",
@@ -93,8 +97,9 @@ def test_jsonl_bad_lines_report_file_and_line(tmp_path: Path) -> None:
         f"{path}:6: checker path '/opt/evil/test.py' is outside the task",
         f"{path}:7: checker 'reward/missing.py' (hook_code) is not among the reward/ files",
         f"{path}:8: line is not a JSON object",
+        f"{path}:9: grading_type llm_judge needs rubric rules",
     ]
-    assert [e.line for e in load.rejected] == [2, 3, 4, 5, 6, 7, 8]
+    assert [e.line for e in load.rejected] == [2, 3, 4, 5, 6, 7, 8, 9]
 
 
 MD_OK = (
@@ -122,9 +127,9 @@ def test_pinchbench_bad_tasks(tmp_path: Path) -> None:
         f"{tmp_path}/c_noprompt.md:5: missing or empty `## Prompt` section",
         f"{tmp_path}/d_yaml.md:3: invalid YAML front matter: expected ',' or ']', but got '<stream end>'",
         f"{tmp_path}/e_missing.md:4: workspace source 'nope.csv' not found",
-        f"{tmp_path}/f_nochecks.md:1: grading_type automated needs an `## Automated Checks` block",
+        f"{tmp_path}/f_nochecks.md:3: grading_type automated needs a code checker",
     ]
-    assert [e.line for e in load.rejected] == [4, 5, 3, 4, 1]
+    assert [e.line for e in load.rejected] == [4, 5, 3, 4, 3]
 
 
 def test_duplicate_ids_rejected(tmp_path: Path) -> None:

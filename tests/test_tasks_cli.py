@@ -60,7 +60,9 @@ def test_check_passing_split(task_set: Path) -> None:
 
 
 def test_check_reports_failures(task_set: Path) -> None:
-    res = CliRunner().invoke(app, ["tasks", "check", str(task_set), "--split", "train", "--timeout", "20"])
+    res = CliRunner().invoke(
+        app, ["tasks", "check", str(task_set), "--split", "train", "--timeout", "20", "-j", "2"]
+    )
     assert res.exit_code == 1, res.output
     assert row(res.output, "task_good", "0.000", "1.000", "ok")
     assert row(res.output, "task_free", "1.000", "1.000", "FAIL")
@@ -118,3 +120,23 @@ def test_missing_set_exits_2(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["tasks", "list", str(tmp_path / "nope")])
     assert res.exit_code == 2
     assert "task set not found" in res.output
+
+
+def test_vanished_source_fails_check_without_crashing(task_set: Path) -> None:
+    from harnessrl.tasks import load_tasks
+    from harnessrl.verify.selfcheck import self_check
+
+    [task] = load_tasks(task_set / "test").tasks
+    (task_set / "test" / "task_noref" / "input_files" / "in.txt").unlink()
+    result = self_check(task, timeout_s=20)
+    assert not result.ok
+    assert result.untouched is not None
+    assert result.untouched.error is not None and result.untouched.error.startswith("cannot run: ")
+
+
+@pytest.mark.slow
+def test_check_bundled_set() -> None:
+    """The issue's acceptance check: every bundled task < 1.0 untouched and exactly 1.0 solved."""
+    res = CliRunner().invoke(app, ["tasks", "check", "bundled", "-j", "2"])
+    assert res.exit_code == 0, res.output
+    assert " 0 failed" in res.output and ", 0 rejected" in res.output

@@ -28,6 +28,16 @@ GRADING_TYPES = ("automated", "llm_judge", "hybrid")
 DEFAULT_MOUNT = "/root/.openclaw/workspace"
 
 
+def require_graders(grading: str, has_checker: bool, has_rubric: bool, where: str, line: int | None) -> None:
+    """Raise TaskError unless the task has what its grading type needs (a checker and/or rubric rules)."""
+    if grading not in GRADING_TYPES:
+        raise TaskError(f"unknown grading_type {grading!r} (expected one of {GRADING_TYPES})", where, line)
+    if grading in ("automated", "hybrid") and not has_checker:
+        raise TaskError(f"grading_type {grading} needs a code checker", where, line)
+    if grading in ("llm_judge", "hybrid") and not has_rubric:
+        raise TaskError(f"grading_type {grading} needs rubric rules", where, line)
+
+
 def is_task_dir(path: Path) -> bool:
     """A folder that looks like one ClawGym task (used by layout detection)."""
     return path.is_dir() and any((path / n).exists() for n in ("data_entry.json", "input_files", "reward"))
@@ -106,12 +116,14 @@ def load_task_dir(task_dir: Path, split: str) -> Task:
     if not isinstance(meta, dict):
         raise TaskError("`metadata` must be an object", entry_path)
     grading = meta.get("grading_type") or data.get("grading_type") or "automated"
-    if grading not in GRADING_TYPES:
-        raise TaskError(f"unknown grading_type {grading!r} (expected one of {GRADING_TYPES})", entry_path)
     mount = str(data.get("input_mount_dir") or DEFAULT_MOUNT)
     inputs = task_dir / "input_files"
     workspace = scan_dir(inputs) if inputs.exists() or inputs.is_symlink() else []
-    rubric_value = meta.get("rules") or meta.get("rule") or data.get("rules") or data.get("rule")
+    rubric = rules_from_clawgym(
+        meta.get("rules") or meta.get("rule") or data.get("rules") or data.get("rule"), entry_path
+    )
+    checker = _checker(task_dir, mount)
+    require_graders(grading, checker is not None, bool(rubric), entry_path, None)
     known = {"task_id", "user_query", "metadata", "input_mount_dir", "rules", "rule", "grading_type"}
     extra = {k: v for k, v in meta.items() if k not in {"category", "grading_type", "rule", "rules"}}
     extra.update({k: v for k, v in data.items() if k not in known})
@@ -122,8 +134,8 @@ def load_task_dir(task_dir: Path, split: str) -> Task:
         category=str(meta.get("category") or ""),
         grading_type=grading,
         workspace=workspace,
-        checker=_checker(task_dir, mount),
-        rubric=rules_from_clawgym(rubric_value, entry_path),
+        checker=checker,
+        rubric=rubric,
         input_mount_dir=mount,
         reference=_reference(task_dir),
         source=str(task_dir),

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harnessrl.tasks.clawgym_folder import DEFAULT_MOUNT, GRADING_TYPES, entry_from_command
+from harnessrl.tasks.clawgym_folder import DEFAULT_MOUNT, entry_from_command, require_graders
 from harnessrl.tasks.rubric import rules_from_clawgym
 from harnessrl.types import Checker, Task, TaskError, TaskFile, safe_relpath
 
@@ -99,8 +99,7 @@ def parse_line(obj: Any, path: Path, line: int, split: str) -> Task:
     grading = obj.get("grading_type")
     if grading is None:
         grading = ("hybrid" if rubric else "automated") if checker else "llm_judge"
-    if grading not in GRADING_TYPES:
-        raise TaskError(f"unknown grading_type {grading!r}", where, line)
+    require_graders(str(grading), checker is not None, bool(rubric), where, line)
     known = {"prompt", "input_files", "rules", "rule", "grading_type", "category", "input_mount_dir"}
     return Task(
         id=template_id(obj.get("origin_template")) or f"{path.name}:{line}",

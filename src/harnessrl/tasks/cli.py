@@ -8,6 +8,7 @@ cannot be found. Rubric-only tasks are listed but not checked (judging needs a m
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Annotated
 
 import typer
@@ -97,16 +98,17 @@ def _fmt(result: CheckResult | None) -> str:
     return f"{result.score:.3f}" + (f" ({result.error})" if result.error else "")
 
 
-def _run_checks(console: Console, tasks: list[Task], timeout: float) -> list[SelfCheck]:
+def _run_checks(console: Console, tasks: list[Task], timeout: float, jobs: int) -> list[SelfCheck]:
+    """Self-check every task, `jobs` at a time (threads: the work happens in subprocesses)."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    results: list[SelfCheck] = []
     with Progress(*columns, console=console, transient=True) as progress:
-        bar = progress.add_task("checking", total=len(tasks))
-        for task in tasks:
-            progress.update(bar, description=f"checking {task.id}")
-            results.append(self_check(task, timeout_s=timeout))
-            progress.advance(bar)
-    return results
+        bar = progress.add_task("checking tasks", total=len(tasks))
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = [pool.submit(self_check, task, timeout) for task in tasks]
+            for future in as_completed(futures):
+                future.result()
+                progress.advance(bar)
+        return [f.result() for f in futures]
 
 
 @app.command()
@@ -114,11 +116,12 @@ def check(
     path: PathArg,
     split: SplitOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per checker / reference run.")] = 120.0,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Tasks checked at once.")] = 1,
 ) -> None:
     """Run each checker on the untouched workspace and on the reference solution's workspace."""
     console = _console()
     load = _load(console, path, split)
-    results = _run_checks(console, load.tasks, timeout)
+    results = _run_checks(console, load.tasks, timeout, jobs)
     table = Table("id", "untouched", "reference", "result")
     for r in results:
         verdict = "ok" if r.ok else "FAIL"

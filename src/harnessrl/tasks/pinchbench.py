@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from harnessrl.tasks.clawgym_folder import GRADING_TYPES
+from harnessrl.tasks.clawgym_folder import require_graders
 from harnessrl.tasks.files import scan_dir
 from harnessrl.tasks.rubric import rules_from_markdown
 from harnessrl.types import Checker, Task, TaskError, TaskFile, safe_relpath
@@ -160,14 +160,9 @@ def load_markdown(md: Path, split: str = "") -> Task:
         line = _line_of(text, "## Prompt") if "prompt" in secs else body_line
         raise TaskError("missing or empty `## Prompt` section", where, line)
     grading = meta.get("grading_type") or "automated"
-    if grading not in GRADING_TYPES:
-        raise TaskError(f"unknown grading_type {grading!r}", where, _line_of(text, "grading_type"))
     checker = _checker(secs, md, text)
     rubric = rules_from_markdown(secs.get("llm judge rubric", ""))
-    if grading in ("automated", "hybrid") and checker is None:
-        raise TaskError(f"grading_type {grading} needs an `## Automated Checks` block", where, 1)
-    if grading in ("llm_judge", "hybrid") and not rubric:
-        raise TaskError(f"grading_type {grading} needs an `## LLM Judge Rubric` section", where, 1)
+    require_graders(grading, checker is not None, bool(rubric), where, _line_of(text, "grading_type"))
     entries = meta.get("workspace_files") or []
     if not isinstance(entries, list):
         raise TaskError("`workspace_files` must be a list", where, _line_of(text, "workspace_files"))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harnessrl.tasks.files import materialize_workspace, write_files
-from harnessrl.types import Task, TaskFile
+from harnessrl.types import Task, TaskError, TaskFile, VerifierError
 from harnessrl.verify.checker import CheckResult, checker_env, run_checker
 from harnessrl.verify.runner import CommandRunner, LocalRunner
 
@@ -57,10 +57,20 @@ def _run_reference(ref: TaskFile, ws: Path, tmp: Path, timeout_s: float, runner:
 
 
 def self_check(task: Task, timeout_s: float = 120.0, runner: CommandRunner | None = None) -> SelfCheck:
-    """Run the checker on the untouched workspace, then on the reference solution's workspace."""
+    """Run the checker on the untouched workspace, then on the reference solution's workspace.
+
+    A task whose files cannot be written (a source vanished, a path is refused) fails the self-check
+    with the reason as the untouched result's error; nothing is raised.
+    """
     if task.checker is None:
         return SelfCheck(task.id, None, None)
-    runner = runner or LocalRunner()
+    try:
+        return _self_check(task, timeout_s, runner or LocalRunner())
+    except (TaskError, VerifierError, OSError) as e:
+        return SelfCheck(task.id, CheckResult(score=0.0, error=f"cannot run: {e}"), None)
+
+
+def _self_check(task: Task, timeout_s: float, runner: CommandRunner) -> SelfCheck:
     tmp = Path(tempfile.mkdtemp(prefix="harnessrl-selfcheck-"))
     try:
         ws = tmp / "workspace"
