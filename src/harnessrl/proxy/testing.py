@@ -51,14 +51,16 @@ def scripted_deps(
     delay_s: float = 0.0,
     open_mode: bool = False,
     capture_dir: str | None = None,
+    enable_thinking: bool = False,
 ) -> ProxyDeps:
     """ProxyDeps over `ScriptedEngine(ChatFormat(qwen3_tokenizer()), turns)` (turns: messages, texts or
-    `engines.scripted.Script`s). The engine repeats its last turn when a prompt has more turns."""
+    `engines.scripted.Script`s); with `enable_thinking`, turns' reasoning is emitted as `<think>`.
+    The engine repeats its last turn when a prompt has more turns."""
     from harnessrl.chat.format import ChatFormat
     from harnessrl.chat.tokenizers import qwen3_tokenizer
     from harnessrl.engines.scripted import ScriptedEngine
 
-    fmt = ChatFormat(qwen3_tokenizer())
+    fmt = ChatFormat(qwen3_tokenizer(), enable_thinking=enable_thinking)
     engine: Generator = ScriptedEngine(fmt, list(turns), fault_calls=fault_calls, exhausted="repeat_last")
     if delay_s > 0:
         engine = SlowEngine(engine, delay_s)
