@@ -1,0 +1,136 @@
+"""What every harness adapter is: the Harness protocol and the records that cross it.
+
+An adapter never talks to the proxy or the trainer: it gets an Endpoint (a URL as seen from inside
+the sandbox, and the rollout's session token as API key), writes its harness's config files into the
+sandbox HOME, returns the command line to run, and reads the final message out of what the harness
+printed. `harnesses.run.run_harness` glues one adapter to one Sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from harnessrl.sandbox.spec import ExecResult
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """The model endpoint of one rollout, as the harness inside the sandbox must address it."""
+
+    base_url: str
+    """API root without `/v1` (e.g. `http://127.0.0.1:18080/r/<token>`); adapters append what their
+    SDK expects."""
+    api_key: str
+    """The rollout's session token; harnesses send it as their API key."""
+    model: str | None = None
+    """Model name the harness asks for; None = the adapter's default (a name the harness knows)."""
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """A stdio MCP server the harness starts inside the sandbox."""
+
+    name: str
+    command: list[str]
+    """Executable and arguments, as seen inside the sandbox."""
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HarnessContext:
+    """Everything an adapter needs to configure one launch."""
+
+    prompt: str
+    endpoint: Endpoint
+    workspace: str
+    """Workspace path inside the sandbox (the harness's working directory)."""
+    home: str
+    """HOME inside the sandbox."""
+    host_home: Path
+    """The same HOME folder on the host, where config files are written before launch."""
+    install_dir: Path
+    """What `ensure_installed()` returned (bound read-only at the same path inside)."""
+    mcp_servers: tuple[McpServer, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+    """Adapter-specific switches (claude-code: `bare`; openclaw: `api`)."""
+
+    def write_home_file(self, rel: str, text: str) -> str:
+        """Write a file under HOME (host side); return its path as seen inside the sandbox."""
+        path = self.host_home / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return f"{self.home}/{rel}"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """The command to run inside the sandbox."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+
+
+class HarnessResult(BaseModel):
+    """How one harness run ended, as far as the harness itself says."""
+
+    ok: bool
+    """Exited 0 and reported no error."""
+    exit_code: int
+    final_message: str = ""
+    """The harness's last assistant message (what it would show the user)."""
+    timed_out: bool = False
+    error: str = ""
+    """Why the run is not ok: the harness's own error report, or the tail of its stderr."""
+    turns: int | None = None
+    """Model turns the harness reports, when it reports them."""
+
+
+class Harness(Protocol):
+    """One unmodified agent harness: install, configure, launch headless, read the result."""
+
+    name: str
+    package: str
+    """npm package spec, pinned (`@openai/codex@0.171.0`)."""
+
+    def ensure_installed(self, cache_root: Path | None = None) -> Path:
+        """Install (once, under a file lock) and return the install folder."""
+        ...
+
+    def prepare(self, ctx: HarnessContext) -> LaunchSpec:
+        """Write config into ctx.host_home and return the launch command."""
+        ...
+
+    def parse(self, res: ExecResult) -> HarnessResult:
+        """Final message and status from the harness's output."""
+        ...
+
+
+def mcp_servers_json(servers: tuple[McpServer, ...]) -> dict[str, dict[str, Any]]:
+    """`{name: {command, args, env}}`: the stdio-server shape Claude Code and OpenClaw both read."""
+    return {s.name: {"command": s.command[0], "args": s.command[1:], "env": s.env} for s in servers}
+
+
+def json_lines(text: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSONL stream, skipping lines that are not JSON objects (log noise)."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            yield obj
+
+
+def stderr_tail(res: ExecResult, limit: int = 2000) -> str:
+    """Why a run failed, when the harness did not say: the end of stderr (or the start error)."""
+    return (res.error or res.stderr.strip() or res.stdout.strip())[-limit:]

@@ -1,0 +1,101 @@
+"""Codex CLI (`@openai/codex`), headless: `codex exec --json PROMPT`.
+
+It speaks OpenAI Responses (`POST {base_url}/responses`, streamed); this version rejects
+`wire_api = "chat"`. Everything is set in `$CODEX_HOME/config.toml`: a model provider pointing at the
+endpoint with its key read from an env var, approvals and Codex's own sandbox off (we are the sandbox),
+update checks and analytics off. TMPDIR stays the sandbox's /tmp, outside CODEX_HOME (Codex refuses a
+temp folder inside its home). Left out: profiles, `codex login`, reasoning-effort tuning.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harnessrl.harnesses.base import (
+    HarnessContext,
+    HarnessResult,
+    LaunchSpec,
+    json_lines,
+    stderr_tail,
+)
+from harnessrl.harnesses.install import npm_install
+from harnessrl.sandbox.spec import ExecResult
+
+VERSION = "0.171.0"
+KEY_ENV = "HARNESSRL_API_KEY"
+
+
+def toml_str(value: str) -> str:
+    """A TOML basic string (JSON string escaping is a valid subset of TOML's)."""
+    return json.dumps(value)
+
+
+def config_toml(ctx: HarnessContext, model: str) -> str:
+    lines = [
+        f"model = {toml_str(model)}",
+        'model_provider = "harnessrl"',
+        'approval_policy = "never"',
+        'sandbox_mode = "danger-full-access"',
+        "check_for_update_on_startup = false",
+        "",
+        "[model_providers.harnessrl]",
+        'name = "harnessrl"',
+        f"base_url = {toml_str(ctx.endpoint.base_url + '/v1')}",
+        f"env_key = {toml_str(KEY_ENV)}",
+        'wire_api = "responses"',
+        "",
+        "[analytics]",
+        "enabled = false",
+    ]
+    for server in ctx.mcp_servers:
+        lines += ["", f"[mcp_servers.{toml_str(server.name)}]", f"command = {toml_str(server.command[0])}"]
+        lines.append(f"args = [{', '.join(toml_str(a) for a in server.command[1:])}]")
+        if server.env:
+            pairs = ", ".join(f"{toml_str(k)} = {toml_str(v)}" for k, v in server.env.items())
+            lines.append(f"env = {{ {pairs} }}")
+    return "\n".join(lines) + "\n"
+
+
+class Codex:
+    name = "codex"
+    package = f"@openai/codex@{VERSION}"
+    default_model = "gpt-5.5"
+
+    def ensure_installed(self, cache_root: Path | None = None) -> Path:
+        return npm_install(f"{self.name}-{VERSION}", [[self.package]], cache_root)
+
+    def prepare(self, ctx: HarnessContext) -> LaunchSpec:
+        model = ctx.endpoint.model or self.default_model
+        ctx.write_home_file(".codex/config.toml", config_toml(ctx, model))
+        exe = str(ctx.install_dir / "node_modules" / ".bin" / "codex")
+        argv = [exe, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--json"]
+        env = {"CODEX_HOME": f"{ctx.home}/.codex", KEY_ENV: ctx.endpoint.api_key, "RUST_LOG": "error"}
+        return LaunchSpec(argv=[*argv, ctx.prompt], env=env, cwd=ctx.workspace)
+
+    def parse(self, res: ExecResult) -> HarnessResult:
+        """Final message = text of the last `agent_message` item; `turn.failed` / `error` events = error."""
+        final, errors, turns, completed = "", [], 0, False
+        for event in json_lines(res.stdout):
+            kind = event.get("type")
+            item = event.get("item") or {}
+            if kind == "item.completed" and item.get("type") == "agent_message":
+                final = str(item.get("text", ""))
+            elif kind == "turn.completed":
+                turns += 1
+                completed = True
+            elif kind in ("turn.failed", "error"):
+                err = event.get("error")
+                errors.append(
+                    str(err.get("message", err) if isinstance(err, dict) else event.get("message", err))
+                )
+        ok = res.returncode == 0 and completed and not errors and not res.timed_out
+        error = "; ".join(errors) if errors else ("" if ok else stderr_tail(res))
+        return HarnessResult(
+            ok=ok,
+            exit_code=res.returncode,
+            final_message=final,
+            timed_out=res.timed_out,
+            error=error,
+            turns=turns or None,
+        )

