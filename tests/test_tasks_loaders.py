@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harnessrl.tasks import bundled_path, load_tasks, materialize_checker, materialize_workspace
 from harnessrl.tasks.rubric import rules_from_markdown
-from harnessrl.types import RubricRule
+from harnessrl.types import RubricRule, Task
 
 CHECK_PY = "def grade(transcript, workspace_path):\n    return {'a': 1.0}\n"
 
@@ -259,6 +259,7 @@ def test_markdown_rubric_bullets_and_plain_text() -> None:
 
 def test_bundled_set_loads() -> None:
     load = load_tasks("bundled")
+    assert Task.model_validate_json(load.tasks[0].model_dump_json()) == load.tasks[0]
     assert bundled_path().is_dir()
     assert load.rejected == []
     assert {t.split for t in load.tasks} == {"train", "test"}

@@ -139,19 +139,23 @@ async def test_missing_file_scores_zero_without_asking(judge_server: tuple[FakeJ
     rules[1] = rules[1].model_copy(update={"name": "escape"})
     (ws / "data").mkdir()
     (ws / "data" / "x.csv").write_text("a,b\n")
+    (ws / "data" / "blob.bin").write_bytes(b"\x00\x01binary")
+    rules.append(rule("good", levels={"none": "x", "1": "y"}).model_copy(update={"name": "badlevels"}))
     judge = make_judge(url, retries=0)
     try:
         result = await judge.score(Task(id="t", prompt="p", rubric=rules), ws)
     finally:
         await judge.aclose()
-    assert result.per_rule == {"good": 0.0, "escape": 0.0, "digest": 1.0}
+    assert result.per_rule == {"good": 0.0, "escape": 0.0, "digest": 1.0, "badlevels": 0.0}
     assert result.errors == {
         "good": "file 'nope.md' is missing",
         "escape": "path '../outside.md' escapes the task directory",
+        "badlevels": "rule levels ['1', 'none'] are not all numbers",
     }
     [only] = fake.requests
     user = only["messages"][1]["content"]
-    assert "Files in the workspace:\n- data/x.csv\n- report.md" in user
+    assert "Files in the workspace:\n- data/blob.bin\n- data/x.csv\n- report.md" in user
+    assert "=== data/blob.bin ===" not in user and "=== data/x.csv ===\na,b\n" in user
     assert "=== report.md ===\n# Report\nTotal: 42" in user
 
 

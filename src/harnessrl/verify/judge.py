@@ -78,14 +78,21 @@ def _read_text(path: Path, limit: int) -> str:
         return fh.read(limit).decode("utf-8", errors="replace")
 
 
+def _is_binary(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return b"\x00" in fh.read(4096)
+
+
 def workspace_digest(workspace: Path, limit: int = EVIDENCE_CHARS) -> str:
-    """File list plus the text of the first files, at most `limit` characters in all."""
+    """File list plus the text of the first files (binary files listed only), at most `limit` chars."""
     files = sorted(p for p in workspace.rglob("*") if p.is_file() and not p.is_symlink())[:DIGEST_FILES]
     parts = ["Files in the workspace:", *(f"- {p.relative_to(workspace).as_posix()}" for p in files)]
     budget = limit - sum(len(p) + 1 for p in parts)
     for p in files:
         if budget <= 0:
             break
+        if _is_binary(p):
+            continue
         body = _read_text(p, budget)
         parts.append(f"\n=== {p.relative_to(workspace).as_posix()} ===\n{body}")
         budget -= len(body) + 10
@@ -137,11 +144,14 @@ class RubricJudge:
 
     async def score_rule(self, task: Task, rule: RubricRule, workspace: Path) -> tuple[float, str | None]:
         """-> (score, None) or (0.0, reason). Retries unparsable answers and HTTP failures."""
+        try:
+            levels = sorted(rule_levels(rule))
+        except ValueError:
+            return 0.0, f"rule levels {sorted(rule.scores)} are not all numbers"
         evidence, reason = evidence_for(rule, workspace)
         if evidence is None:
             return 0.0, reason
         messages = judge_messages(task, rule, evidence)
-        levels = sorted(rule_levels(rule))
         last = ""
         for _ in range(self.config.max_retries + 1):
             try:
