@@ -63,12 +63,20 @@ WRONG: dict[str, str] = {
     "task_0020": "echo '2026-03-03,0,,,' >> data/daily_stats.csv",
     "task_0021": "(head -1 employees.csv; tail -n +2 employees.csv | sort) > e.csv && mv e.csv employees.csv",
     "task_0022": "echo T-004 >> out/flagged.txt",
+    "task_0023": "sed -i 's/<= limit/< limit/' textutils.py",
+    "task_0024": "echo '# tweak' >> test_stats.py",
+    "task_0025": "sed -i 's/ or year % 400 == 0//' billing/dates.py",
+    "task_0026": "sed -i 's| + 50) // 100|) // 100|' shop/cart.py",
+    "task_0027": "sed -i 's/v = value.strip().lower()/v = value.lower()/' kvconfig.py",
+    "task_0028": "sed -i 's|(total + per_page - 1) // per_page|total // per_page + 1|' api/pagination.py",
     "task_0034": "echo 22 > count.txt",
     "task_0035": "echo hi > logs/.keep",
     "task_0036": "sed -i 's/^- \\[ \\] Priya: draft/- [ ] Priya:  draft/' meeting_notes.md",
     "task_0037": "tr 'A-Z' 'a-z' < contacts.csv > lower.csv && mv lower.csv contacts.csv",
     "task_0038": "sed -i 's/3.83/3.8/' survey/results.json",
     "task_0039": "sed -i 's/2011$/1998/' catalog.csv",
+    "task_0040": "sed -i 's/if not 1 <= n <= 3999:/if n < 1:/' roman.py",
+    "task_0041": "sed -i 's/if idx < len(row) and /if /' tools/csvsum.py",
 }
 
 

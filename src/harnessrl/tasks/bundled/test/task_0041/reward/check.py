@@ -1,0 +1,96 @@
+"""task_0041 (code_fix): csvsum CLI skips empty/short rows, two-decimal output, clean unknown-column error with exit 1. Probed as a subprocess."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+KEYS = ('tests_pass', 'tests_unmodified', 'short_rows_skipped', 'spaces_and_negatives', 'unknown_column_clean', 'usage_exit_2')
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _probe(ws: Path, code: str, timeout: float = 20.0):
+    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
+        )
+        lines = done.stdout.strip().splitlines()
+        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
+    except Exception:
+        return None
+
+
+def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
+    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
+            timeout=timeout,
+        )
+        return done.returncode, done.stdout + done.stderr
+    except Exception as exc:
+        return -1, repr(exc)
+
+
+import hashlib
+import tempfile
+
+TEST_SHA = "10dd57f40553582ebc86f4605c33791801b9cbbd1c3b5cdd9bca1d507ef7653e"
+
+
+def _run(ws: Path, *args: str) -> tuple[int, str, str]:
+    try:
+        done = subprocess.run(
+            [sys.executable, "-B", str(ws / "tools" / "csvsum.py"), *args],
+            cwd=ws, capture_output=True, text=True, timeout=20,
+        )
+        return done.returncode, done.stdout.strip(), done.stderr
+    except Exception:
+        return -1, "", ""
+
+
+def _score(ws: Path, s: dict) -> None:
+    test = ws / "tools" / "test_csvsum.py"
+    s["tests_unmodified"] = float(test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-B", "-m", "unittest", "discover", "-s", "tools", "-v"],
+            cwd=ws, capture_output=True, text=True, timeout=60,
+        )
+        code, out = done.returncode, done.stdout + done.stderr
+    except Exception:
+        code, out = -1, ""
+    s["tests_pass"] = float(code == 0 and "Ran 4 tests" in out and s["tests_unmodified"] == 1.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "d.csv"
+        data.write_text("id,qty,price\r\n1,2, 3.5 \r\n2\r\n3,1,-1.25\r\n4,5,\r\n", encoding="utf-8")
+        s["short_rows_skipped"] = float(_run(ws, str(data), "qty")[:2] == (0, "8.00"))
+        s["spaces_and_negatives"] = float(_run(ws, str(data), "price")[:2] == (0, "2.25"))
+        rc, out, err = _run(ws, str(data), "weight")
+        s["unknown_column_clean"] = float(
+            rc == 1 and "unknown column: weight" in err and "Traceback" not in err and out == ""
+        )
+        s["usage_exit_2"] = float(_run(ws, str(data))[0] == 2)
+
+
+def grade(transcript: list, workspace_path: str) -> dict:
+    """Each value is 0.0 or 1.0; the task score is their mean. Never raises."""
+    scores = {key: 0.0 for key in KEYS}
+    try:
+        _score(Path(workspace_path), scores)
+    except BaseException:  # garbage in the workspace must cost metrics, not crash the checker
+        pass
+    return scores
+
+
+def main() -> None:
+    workspace_path = sys.argv[1] if len(sys.argv) > 1 else "."
+    print(json.dumps(grade([], workspace_path), indent=2))
+
+
+if __name__ == "__main__":
+    main()
