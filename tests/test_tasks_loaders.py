@@ -7,7 +7,14 @@ import os
 import stat
 from pathlib import Path
 
-from harnessrl.tasks import bundled_path, load_tasks, materialize_checker, materialize_workspace
+from harnessrl.config import TasksConfig
+from harnessrl.tasks import (
+    bundled_path,
+    load_configured,
+    load_tasks,
+    materialize_checker,
+    materialize_workspace,
+)
 from harnessrl.tasks.rubric import rules_from_markdown
 from harnessrl.types import RubricRule, Task
 
@@ -72,6 +79,8 @@ def test_folder_layout_split_and_root(tmp_path: Path) -> None:
     assert [(f.path, f.executable) for f in task.workspace] == [("notes.txt", False), ("src/run.sh", True)]
     assert task.reference is not None and task.reference.path == "reference/solve.sh"
     assert [t.id for t in load_tasks(tmp_path, split="train").tasks] == ["task_0000", "task_0001"]
+    configured = load_configured(TasksConfig(path=str(tmp_path), split="train", limit=1))
+    assert [t.id for t in configured.tasks] == ["task_0000"]
     assert [t.id for t in load_tasks(tmp_path / "test").tasks] == ["task_0100"]
     single = load_tasks(tmp_path / "test" / "task_0100")
     assert [(t.id, t.split) for t in single.tasks] == [("task_0100", "test")]

@@ -4,6 +4,13 @@ Everything loads into the shared `harnessrl.types.Task`; `load_tasks` detects th
 """
 
 from harnessrl.tasks.files import materialize_checker, materialize_workspace
-from harnessrl.tasks.loader import TaskSetLoad, bundled_path, load_tasks
+from harnessrl.tasks.loader import TaskSetLoad, bundled_path, load_configured, load_tasks
 
-__all__ = ["TaskSetLoad", "bundled_path", "load_tasks", "materialize_checker", "materialize_workspace"]
+__all__ = [
+    "TaskSetLoad",
+    "bundled_path",
+    "load_configured",
+    "load_tasks",
+    "materialize_checker",
+    "materialize_workspace",
+]

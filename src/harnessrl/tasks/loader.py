@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harnessrl.config import TasksConfig
 from harnessrl.tasks.clawgym_folder import is_task_dir, load_split_dir, try_load_task_dir
 from harnessrl.tasks.clawgym_jsonl import load_jsonl
 from harnessrl.tasks.pinchbench import load_markdown, load_markdown_dir
@@ -110,3 +111,11 @@ def load_tasks(path: str | Path, split: str | None = None) -> TaskSetLoad:
     if split is not None:
         out.tasks = [t for t in out.tasks if t.split == split]
     return out
+
+
+def load_configured(cfg: TasksConfig) -> TaskSetLoad:
+    """`load_tasks(cfg.path, cfg.split)`, then the first `cfg.limit` tasks (in load order) if set."""
+    load = load_tasks(cfg.path, split=cfg.split)
+    if cfg.limit is not None:
+        load.tasks = load.tasks[: cfg.limit]
+    return load
