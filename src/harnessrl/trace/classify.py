@@ -148,16 +148,17 @@ def final_calls(calls: list[TraceCall]) -> set[int]:
 
 
 class _Consumption:
-    """Answers "does a later call's prompt contain this call's output ids verbatim?" with bytes.find."""
+    """Answers "does a later call's prompt contain this call's output ids verbatim?" with bytes.find.
 
-    def __init__(self, records: list[ModelCall]) -> None:
+    Only the part of each later prompt that was new to the tree when it arrived is searched (plus an
+    overlap of len(output) - 1): tokens it shared with earlier calls were either searched in those
+    calls already or predate the output. This keeps the check proportional to the environment tokens
+    a harness adds, not to whole prompts.
+    """
+
+    def __init__(self, records: list[ModelCall], calls: list[TraceCall]) -> None:
         self._records = records
-        self._prompts: dict[int, bytes] = {}
-
-    def _prompt(self, j: int) -> bytes:
-        if j not in self._prompts:
-            self._prompts[j] = array("q", self._records[j].prompt_ids).tobytes()
-        return self._prompts[j]
+        self._calls = calls
 
     def consumed_later(self, i: int) -> bool:
         out = self._records[i].output_ids
@@ -165,7 +166,11 @@ class _Consumption:
             return False
         needle = array("q", out).tobytes()
         for j in range(i + 1, len(self._records)):
-            hay = self._prompt(j)
+            prompt = self._records[j].prompt_ids
+            lo = max(self._calls[j].matched - len(out) + 1, 0)
+            if len(prompt) - lo < len(out):
+                continue
+            hay = array("q", prompt[lo:]).tobytes()
             pos = hay.find(needle)
             while pos >= 0:
                 if pos % 8 == 0:
@@ -181,7 +186,7 @@ def mark_leaves(trie: PrefixTrie, records: list[ModelCall], calls: list[TraceCal
     reproduced the final answer token for token is not a dead leaf.
     """
     final = final_calls(calls)
-    consumption = _Consumption(records)
+    consumption = _Consumption(records, calls)
     dead_nodes: list[TrieNode] = []
     for i, call in enumerate(calls):
         node = trie.call_end.get(i)
