@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harnessrl.chat.format import ChatFormat
 from harnessrl.chat.tito import Prompt, Turn, build_prompt, find_turn, messages_match
@@ -226,3 +228,38 @@ def test_claude_code_capture_call_two_is_spliced(tok: Any, shared_fixtures: Path
         "\n<|im_start|>user\n<tool_response>\n(Bash completed with no output)\n</tool_response><|im_end|>\n"
         "<|im_start|>assistant\n"
     )
+
+
+_TEXT = st.text(alphabet=st.characters(exclude_characters="<>", exclude_categories=("Cs",)), max_size=12)
+_ARGS = st.dictionaries(
+    st.text(max_size=4), st.one_of(st.integers(), _TEXT, st.booleans(), st.none()), max_size=3
+)
+_CALLS = st.lists(st.builds(ToolCall, name=st.sampled_from(["Bash", "Read"]), arguments=_ARGS), max_size=2)
+# One step: what the model says (text, calls), then what the harness adds (tool results, or a user turn).
+_STEPS = st.lists(
+    st.tuples(_TEXT, _CALLS, st.lists(_TEXT, min_size=1, max_size=2), st.booleans()), max_size=4
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(first=_TEXT, steps=_STEPS, thinking=st.booleans())
+def test_every_call_extends_the_previous_one_exactly(
+    tok: Any, first: str, steps: list[tuple[str, list[ToolCall], list[str], bool]], thinking: bool
+) -> None:
+    """A simulated session: each call is spliced onto the previous call's ids; with thinking on (no
+    reasoning), Qwen3's template is prefix-stable, so the splice also equals a fresh render."""
+    fmt = ChatFormat(tok, enable_thinking=thinking)
+    history: list[Turn] = []
+    msgs = [m("system", "agent"), m("user", first)]
+    previous: Prompt | None = None
+    for i, (text, calls, env, as_user) in enumerate(steps):
+        prompt = record(fmt, f"c{i}", msgs, history, m("assistant", text.strip(), tool_calls=calls))
+        if previous is not None:
+            before = previous.ids + history[-2].output_ids
+            assert (prompt.render, prompt.spliced_from) == ("spliced", f"c{i - 1}")
+            assert prompt.ids[: len(before)] == before
+        if thinking:
+            assert prompt.ids == fmt.render(msgs, [BASH])
+        echoed = history[-1].output.model_copy(update={"tool_calls": [c.model_copy() for c in calls]})
+        msgs = [*msgs, echoed, *(m("user" if as_user else "tool", e) for e in env)]
+        previous = prompt

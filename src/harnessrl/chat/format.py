@@ -77,6 +77,14 @@ def tool_call_text(message: ChatMessage) -> str:
     return text
 
 
+def token_id(tokenizer: Any, token: str) -> int | None:
+    """The id of one whole token, or None if the vocabulary lacks it (a dict lookup, no vocab copy)."""
+    tid = tokenizer.convert_tokens_to_ids(token)
+    if not isinstance(tid, int) or (tid == tokenizer.unk_token_id and token != tokenizer.unk_token):
+        return None
+    return tid
+
+
 class ChatFormat:
     """Renders canonical chats to token ids through a tokenizer's chat template, and parses outputs."""
 
@@ -87,14 +95,14 @@ class ChatFormat:
         self.tokenizer = tokenizer
         self.enable_thinking = enable_thinking
         self.native_tools = "tools" in template and "tool_calls" in template
-        vocab = tokenizer.get_vocab()
-        self.end_text: str = "<|im_end|>" if "<|im_end|>" in vocab else str(tokenizer.eos_token)
-        stops = [vocab[self.end_text]]
-        if tokenizer.eos_token_id is not None:
-            stops.append(int(tokenizer.eos_token_id))
-        if "<|endoftext|>" in vocab:
-            stops.append(vocab["<|endoftext|>"])
-        self.stop_token_ids: tuple[int, ...] = tuple(dict.fromkeys(stops))
+        im_end = token_id(tokenizer, "<|im_end|>")
+        eos = token_id(tokenizer, str(tokenizer.eos_token))
+        if im_end is None and eos is None:
+            raise ValueError("the tokenizer has neither <|im_end|> nor an eos token")
+        self.end_text: str = "<|im_end|>" if im_end is not None else str(tokenizer.eos_token)
+        stops = [im_end, eos, token_id(tokenizer, "<|endoftext|>")]
+        self.stop_token_ids: tuple[int, ...] = tuple(dict.fromkeys(t for t in stops if t is not None))
+        """End-of-turn ids: `<|im_end|>`, the eos token and `<|endoftext|>`, those the vocabulary has."""
         self.assistant_start_ids: tuple[int, ...] = tuple(self.encode("<|im_start|>assistant"))
 
     # -- encoding --------------------------------------------------------------------------------
