@@ -168,3 +168,12 @@ def test_materialize_revalidates_paths(tmp_path: Path) -> None:
     with pytest.raises(TaskError, match="passes through a symlink"):
         materialize_workspace(task, ws)
     assert not (tmp_path / "x.txt").exists()
+
+
+def test_single_markdown_file_with_bad_value_is_rejected(tmp_path: Path) -> None:
+    md = tmp_path / "t.md"
+    md.write_text(MD_OK.replace("grading_type: automated", "grading_type: automated\ntimeout_seconds: soon"))
+    load = load_tasks(md)
+    assert load.tasks == []
+    [err] = load.rejected
+    assert str(err).startswith(f"{md}: invalid task: could not convert string to float: 'soon'")

@@ -2,7 +2,8 @@
 
 `check` exits 1 when any task fails its self-check (untouched workspace scores 1.0, reference below
 1.0, or a checker/reference error) or when any task was rejected while loading; 2 when the set
-cannot be found. Rubric-only tasks are listed but not checked (judging needs a model).
+cannot be found. Rubric-only tasks are listed but not checked (judging needs a model). Checkers and
+reference scripts run through `LocalRunner`, unsandboxed: only check task sets you trust.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from pathlib import Path
 from harnessrl.config import TasksConfig
 from harnessrl.tasks.clawgym_folder import is_task_dir, load_split_dir, try_load_task_dir
 from harnessrl.tasks.clawgym_jsonl import load_jsonl
-from harnessrl.tasks.pinchbench import load_markdown, load_markdown_dir
+from harnessrl.tasks.pinchbench import load_markdown_dir, try_load_markdown
 from harnessrl.types import Task, TaskError
 
 BUNDLED = "bundled"
@@ -101,10 +101,11 @@ def load_tasks(path: str | Path, split: str | None = None) -> TaskSetLoad:
     elif root.suffix == ".jsonl":
         out.extend(*load_jsonl(root))
     elif root.suffix == ".md":
-        try:
-            out.tasks.append(load_markdown(root, root.parent.name))
-        except TaskError as e:
-            out.rejected.append(e)
+        result = try_load_markdown(root)
+        if isinstance(result, Task):
+            out.tasks.append(result)
+        else:
+            out.rejected.append(result)
     else:
         raise TaskError("not a task set (expected a folder, a .jsonl file or a .md task)", str(root))
     _drop_duplicates(out)

@@ -193,12 +193,17 @@ def load_markdown_dir(root: Path) -> tuple[list[Task], list[TaskError]]:
     tasks: list[Task] = []
     rejected: list[TaskError] = []
     for md in sorted(root.rglob("*.md")):
-        if not looks_like_task(md):
-            continue
-        try:
-            tasks.append(load_markdown(md, md.parent.name))
-        except TaskError as e:
-            rejected.append(e)
-        except (ValidationError, OSError, UnicodeDecodeError, ValueError, TypeError) as e:
-            rejected.append(TaskError(f"invalid task: {e}", str(md)))
+        if looks_like_task(md):
+            result = try_load_markdown(md)
+            (tasks if isinstance(result, Task) else rejected).append(result)  # type: ignore[arg-type]
     return tasks, rejected
+
+
+def try_load_markdown(md: Path) -> Task | TaskError:
+    """`load_markdown` (split = the file's folder name), with every failure as a TaskError."""
+    try:
+        return load_markdown(md, md.parent.name)
+    except TaskError as e:
+        return e
+    except (ValidationError, OSError, UnicodeDecodeError, ValueError, TypeError) as e:
+        return TaskError(f"invalid task: {e}", str(md))

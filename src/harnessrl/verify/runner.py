@@ -5,9 +5,11 @@ The checker and reference scripts only ever run through a `CommandRunner`, so a 
 command in its own process group and, on timeout, kill the whole group (checkers spawn pytest and
 other children); it never raises for a failing command: the outcome is data in `RunOutput`.
 
-`LocalRunner` gives no isolation: the command sees the host filesystem and network. Output goes to
-temporary files (no pipe can fill up and stall the child) and at most `max_output_bytes` of each
-stream are kept (the head of stdout, which a checker's JSON starts, and the tail of stderr).
+`LocalRunner` gives no isolation: the command sees the host filesystem and network, and a child that
+calls `setsid` leaves the process group and outlives the kill (a PID-namespace sandbox closes that).
+Output goes to temporary files (no pipe can fill up and stall the child) and at most
+`max_output_bytes` of each stream are kept (the head of stdout, where a checker's JSON starts, and the
+tail of stderr).
 """
 
 from __future__ import annotations
