@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -198,3 +199,30 @@ def test_caller_mistakes_raise(ws: Path) -> None:
         run_checker(Task(id="t", prompt="p"), ws)
     with pytest.raises(VerifierError, match="is not a directory"):
         run_checker(task_with(GRADE), ws / "nope")
+
+
+def _reward_sh_score(task: Task, ws: Path, tmp: Path) -> float:
+    """What the task's own reward.sh prints, with its hard-coded mount paths pointed at real folders."""
+    from harnessrl.tasks import materialize_checker
+    from harnessrl.verify.checker import checker_env
+
+    root = tmp / "reward_sh_root"
+    materialize_checker(task, root)
+    assert task.checker is not None and task.checker.command is not None
+    mount = task.input_mount_dir
+    script = task.checker.command.replace(f"{mount}/reward/", f"{root}/reward/").replace(mount, str(ws))
+    out = LocalRunner().run(["bash", "-c", script], tmp, checker_env(tmp, sys.executable), 60)
+    assert out.returncode == 0, out.stderr
+    return float(out.stdout.strip())
+
+
+def test_score_matches_reward_sh(shared_fixtures: Path, tmp_path: Path) -> None:
+    [task] = load_tasks(shared_fixtures / "clawgym-format" / "example_split").tasks
+    ws = tmp_path / "ws"
+    materialize_workspace(task, ws)
+    (ws / "build").mkdir()
+    for answer in ('["Linus", "Ada"]', '["Ada", "Linus"]', "{}"):
+        (ws / "build" / "overdue.json").write_text(answer)
+        ours = run_checker(task, ws)
+        assert ours.score == _reward_sh_score(task, ws, tmp_path)
+    assert [run_checker(task, ws).score, _reward_sh_score(task, ws, tmp_path)] == [0.25, 0.25]
