@@ -126,7 +126,8 @@ def run_checker(
 ) -> CheckResult:
     """Score `workspace` with the task's code checker. Failures are data (score 0.0 + error), never raised.
 
-    Raises VerifierError only for caller mistakes: the task has no checker, or the workspace is missing.
+    Raises VerifierError only for caller mistakes (the task has no checker, the workspace is missing)
+    and TaskError when the checker files cannot be written (a source file vanished after loading).
     `python` is the interpreter for the checker (default: the one running harnessrl).
     """
     if task.checker is None:
