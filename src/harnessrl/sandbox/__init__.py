@@ -5,7 +5,9 @@
 command). See `sandbox.py` for the lifecycle and `bwrap.py` for what is and is not isolated.
 """
 
+from harnessrl.sandbox.pool import SandboxPool
+from harnessrl.sandbox.runner import SandboxCommandRunner
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
 
-__all__ = ["ExecResult", "Sandbox", "SandboxSpec"]
+__all__ = ["ExecResult", "Sandbox", "SandboxCommandRunner", "SandboxPool", "SandboxSpec"]

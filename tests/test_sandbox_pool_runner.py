@@ -1,0 +1,117 @@
+"""SandboxPool (prewarmed sandboxes) and SandboxCommandRunner (checkers in a fresh sandbox)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from harnessrl.sandbox import Sandbox, SandboxSpec
+from harnessrl.sandbox.bwrap import bwrap_path, python_prefixes
+from harnessrl.sandbox.pool import SandboxPool
+from harnessrl.sandbox.runner import SandboxCommandRunner, named_dirs
+from harnessrl.tasks.loader import load_tasks
+from harnessrl.verify.selfcheck import self_check
+
+pytestmark = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+
+
+async def test_pool_prewarms_refills_and_closes(tmp_path: Path) -> None:
+    spec = SandboxSpec(base_dir=tmp_path)
+    async with SandboxPool(spec, size=2) as pool:
+        assert pool.idle == 2
+        first = await pool.acquire()
+        assert (pool.hits, first.alive) == (1, True)
+        res = await first.exec(["echo", "ok"])
+        assert res.stdout == "ok\n"
+        await first.destroy()
+        for _ in range(100):  # the refill runs in the background
+            if pool.idle == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert pool.idle == 2
+        other = await pool.acquire(SandboxSpec(base_dir=tmp_path, mount_dir="/root/.openclaw/workspace"))
+        assert pool.hits == 1  # a different spec bypasses the pool
+        assert (await other.exec(["pwd"])).stdout == "/root/.openclaw/workspace\n"
+        await other.destroy()
+        idle = list(pool._ready)
+    assert [sb.alive for sb in idle] == [False, False]
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_pool_rejects_shared_workspace(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="must own its workspace"):
+        SandboxPool(SandboxSpec(workspace=tmp_path), size=1)
+
+
+async def test_pool_counts_failed_prewarms_and_acquire_raises(tmp_path: Path) -> None:
+    from harnessrl.types import SandboxError
+
+    spec = SandboxSpec(base_dir=tmp_path / "b", ro_binds=(tmp_path / "missing",))
+    async with SandboxPool(spec, size=2) as pool:
+        assert (pool.idle, pool.failed) == (0, 2)
+        with pytest.raises(SandboxError):
+            await pool.acquire()
+
+
+def test_named_dirs_binds_workspace_and_script_folders_only(tmp_path: Path) -> None:
+    ws, scripts, cwd = tmp_path / "ws", tmp_path / "scripts", tmp_path / "cwd"
+    for d in (ws, scripts, cwd):
+        d.mkdir()
+    (scripts / "solve.sh").write_text("true")
+    argv = [
+        "/usr/bin/python3",
+        str(cwd / "driver.py"),
+        str(ws),
+        str(scripts / "solve.sh"),
+        "/tmp",
+        "/",
+        "rel",
+    ]
+    assert named_dirs(argv, cwd) == (ws, scripts)
+
+
+def test_runner_runs_in_fresh_sandbox_with_named_paths(tmp_path: Path) -> None:
+    cwd, ws = tmp_path / "check", tmp_path / "ws"
+    cwd.mkdir()
+    ws.mkdir()
+    (ws / "answer.txt").write_text("42")
+    script = f"cat {ws}/answer.txt; echo -n x > {cwd}/result; echo $HOME; ls -A /root 2>/dev/null"
+    env = {"HOME": str(cwd), "PATH": "/usr/bin:/bin"}
+    out = SandboxCommandRunner().run(["sh", "-c", script, str(ws)], cwd, env, 10)
+    # /root shows only what the interpreter binds put there (pyenv installs live under /root).
+    under_root = sorted({p.parts[2] for p in map(Path, python_prefixes()) if p.parts[1:2] == ("root",)})
+    assert (out.returncode, out.stdout, out.timed_out) == (
+        0,
+        f"42{cwd}\n" + "".join(f"{n}\n" for n in under_root),
+        False,
+    )
+    assert (cwd / "result").read_text() == "x"
+    slow = SandboxCommandRunner().run(["sleep", "30"], cwd, {"PATH": "/usr/bin:/bin"}, 0.3)
+    assert (slow.returncode, slow.timed_out) == (-15, True)
+
+
+async def test_runner_inside_a_running_event_loop(tmp_path: Path) -> None:
+    out = SandboxCommandRunner().run(["echo", "hi"], tmp_path, {"PATH": "/usr/bin:/bin"}, 10)
+    assert out == (0, "hi\n", "", False)
+
+
+def test_bundled_task_checker_and_reference_run_sandboxed() -> None:
+    """The verifier's own self-check, with every checker and reference process inside bubblewrap."""
+    tasks = load_tasks("bundled").tasks
+    task = next(t for t in tasks if t.reference is not None and t.checker is not None)
+    result = self_check(task, runner=SandboxCommandRunner())
+    assert result.reference_error is None
+    assert result.reference is not None and result.reference.score == 1.0
+    assert result.untouched is not None and result.untouched.score < 1.0
+    assert result.ok
+
+
+async def test_no_sandbox_folders_leak_from_runner(tmp_path: Path) -> None:
+    before = {p for p in os.listdir("/tmp") if p.startswith("hrl-sb-")}
+    SandboxCommandRunner().run(["true"], tmp_path, {"PATH": "/usr/bin:/bin"}, 10)
+    after = {p for p in os.listdir("/tmp") if p.startswith("hrl-sb-")}
+    assert after - before == set()
+    assert Sandbox is not None
