@@ -1,0 +1,114 @@
+"""`harnessrl tree show|stats`: look at the prefix trees of captured rollouts.
+
+    harnessrl tree show runs/rollouts/r0001                 # indented text
+    harnessrl tree show calls.jsonl --html tree.html --tokenizer qwen3
+    harnessrl tree stats runs/rollouts/*                    # aggregated counts as JSON
+
+A rollout is a directory (`calls.jsonl`, optional `rollout.json`) or a calls JSONL file. Without
+`--tokenizer` token ids are shown; with it (a tokenizer.json file, a folder holding one, or `qwen3`
+for the packaged Qwen3 tokenizer) text is decoded with the `tokenizers` library (no torch). The
+`[trace]` section of `--config` and `-o trace.key=value` overrides choose the filters. Exit code 2
+when an input cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harnessrl.config import ConfigError, TraceConfig, load_config
+from harnessrl.trace.build import trace_rollout
+from harnessrl.trace.load import TraceInputError, load_rollout
+from harnessrl.trace.render import Decode, render_html, render_text
+from harnessrl.trace.stats import aggregate_stats
+
+app = typer.Typer(help="Prefix trees of rollouts: show them, count their tokens.", no_args_is_help=True)
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config ([trace] section).")]
+OverrideOpt = Annotated[
+    list[str] | None, typer.Option("--override", "-o", help="e.g. trace.keep_subagents=true")
+]
+
+
+def _trace_config(config: Path | None, overrides: list[str] | None) -> TraceConfig:
+    try:
+        return load_config(config, overrides or []).trace
+    except ConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+
+
+def load_decoder(spec: str) -> Decode:
+    """A decode function from a tokenizer.json path, a folder with one, or `qwen3`."""
+    from tokenizers import Tokenizer
+
+    if spec == "qwen3":
+        from harnessrl.chat.tokenizers import qwen3_tokenizer_dir
+
+        path = qwen3_tokenizer_dir() / "tokenizer.json"
+    else:
+        path = Path(spec)
+        if path.is_dir():
+            path = path / "tokenizer.json"
+    if not path.is_file():
+        raise TraceInputError(f"{path}: no tokenizer.json")
+    tok = Tokenizer.from_file(str(path))
+
+    def decode(ids: list[int]) -> str:
+        return str(tok.decode(ids, skip_special_tokens=False))
+
+    return decode
+
+
+@app.command()
+def show(
+    path: Annotated[str, typer.Argument(help="Rollout directory or calls JSONL file.")],
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML page.")
+    ] = None,
+    tokenizer: Annotated[
+        str | None, typer.Option("--tokenizer", help="tokenizer.json, its folder, or qwen3.")
+    ] = None,
+    config: ConfigOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Print a rollout's prefix tree: per node its kind, token counts, kept or dropped and why."""
+    cfg = _trace_config(config, override)
+    try:
+        rollout = load_rollout(path)
+        decode = load_decoder(tokenizer) if tokenizer else None
+    except TraceInputError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    tree = trace_rollout(rollout, cfg)
+    typer.echo(render_text(tree, decode), nl=False)
+    if html is not None:
+        html.write_text(render_html(tree, decode), encoding="utf-8")
+        typer.echo(f"wrote {html}")
+
+
+@app.command()
+def stats(
+    paths: Annotated[list[str], typer.Argument(help="Rollout directories or calls JSONL files.")],
+    per_rollout: Annotated[
+        bool, typer.Option("--per-rollout", help="Also print each rollout's stats.")
+    ] = False,
+    config: ConfigOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Print tree statistics aggregated over rollouts (JSON): the three token counts and their ratios."""
+    cfg = _trace_config(config, override)
+    per: dict[str, dict[str, object]] = {}
+    for p in paths:
+        try:
+            per[p] = trace_rollout(load_rollout(p), cfg).stats
+        except TraceInputError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
+    out: dict[str, object] = {"aggregate": aggregate_stats(list(per.values()))}
+    if per_rollout:
+        out["rollouts"] = per
+    typer.echo(json.dumps(out, indent=2))
