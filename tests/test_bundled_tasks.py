@@ -69,6 +69,11 @@ WRONG: dict[str, str] = {
     "task_0026": "sed -i 's| + 50) // 100|) // 100|' shop/cart.py",
     "task_0027": "sed -i 's/v = value.strip().lower()/v = value.lower()/' kvconfig.py",
     "task_0028": "sed -i 's|(total + per_page - 1) // per_page|total // per_page + 1|' api/pagination.py",
+    "task_0029": "sed -i 's/| 2026-02 | 389 | -23 |/| 2026-02 | 389 | 23 |/' reports/signups.md",
+    "task_0030": "sed -i 's/^- INC-307 (auth)$/- INC-307/' incident_review.md",
+    "task_0031": "sed -i 's/| kestrel-3b | 40.4 | - |/| kestrel-3b | 40.4 | 0.0 |/' eval/results.md",
+    "task_0032": "echo '- Support' >> finance/budget_review.md",
+    "task_0033": "sed -i 's/72.7%/66.7%/' ci/test_report.md",
     "task_0034": "echo 22 > count.txt",
     "task_0035": "echo hi > logs/.keep",
     "task_0036": "sed -i 's/^- \\[ \\] Priya: draft/- [ ] Priya:  draft/' meeting_notes.md",
@@ -77,6 +82,8 @@ WRONG: dict[str, str] = {
     "task_0039": "sed -i 's/2011$/1998/' catalog.csv",
     "task_0040": "sed -i 's/if not 1 <= n <= 3999:/if n < 1:/' roman.py",
     "task_0041": "sed -i 's/if idx < len(row) and /if /' tools/csvsum.py",
+    "task_0042": "sed -i 's/^| 2026-10-05 |/| 2026-10-07 |/' analytics/traffic_report.md",
+    "task_0043": "sed -i 's/^| Mei Lin |/| mlin |/' repo/contributors.md",
 }
 
 
