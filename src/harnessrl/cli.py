@@ -22,6 +22,7 @@ app = typer.Typer(
 _GROUPS: list[tuple[str, str, str]] = [
     ("harnessrl.tasks.cli", "app", "tasks"),
     ("harnessrl.trace.cli", "app", "tree"),
+    ("harnessrl.rollout.cli", "rollout", "rollout"),
 ]
 
 

@@ -1,0 +1,88 @@
+"""The on-disk layout of one rollout, written by the runner and read by `tree show`, training, eval.
+
+<rollout_dir>/rollout.json      the Rollout record without its calls (status, reward, timings)
+<rollout_dir>/calls.jsonl       one ModelCall per line, in arrival order
+<rollout_dir>/harness.stdout    what the harness printed (its JSON event stream)
+<rollout_dir>/harness.stderr
+<rollout_dir>/workspace/        the final workspace
+<rollout_dir>/workspace.diff    unified diff initial -> final (text files; binary files named only)
+<rollout_dir>/reward.json       reward and the checker's per-metric detail
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+from harnessrl.sandbox.spec import ExecResult
+from harnessrl.types import ModelCall, Rollout
+
+MAX_DIFF_FILE_BYTES = 1 << 20
+
+
+def _files(root: Path) -> dict[str, Path]:
+    if not root.is_dir():
+        return {}
+    return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _text(path: Path | None) -> list[str] | None:
+    """Lines of a text file; None for binary or oversized files."""
+    if path is None:
+        return []
+    data = path.read_bytes()
+    if len(data) > MAX_DIFF_FILE_BYTES or b"\x00" in data:
+        return None
+    try:
+        return data.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError:
+        return None
+
+
+def workspace_diff(initial: Path, final: Path) -> str:
+    """Unified diff of every changed, added or removed file between two folders."""
+    a, b = _files(initial), _files(final)
+    out: list[str] = []
+    for rel in sorted(a.keys() | b.keys()):
+        pa, pb = a.get(rel), b.get(rel)
+        if pa is not None and pb is not None and pa.read_bytes() == pb.read_bytes():
+            continue
+        la, lb = _text(pa), _text(pb)
+        if la is None or lb is None:
+            out.append(f"Binary file {rel} differs\n")
+            continue
+        src = f"a/{rel}" if pa is not None else "/dev/null"
+        dst = f"b/{rel}" if pb is not None else "/dev/null"
+        out.extend(difflib.unified_diff(la, lb, src, dst))
+        if out and not out[-1].endswith("\n"):
+            out[-1] += "\n\\ No newline at end of file\n"
+    return "".join(out)
+
+
+def write_artifacts(
+    rdir: Path, rollout: Rollout, raw: ExecResult | None, initial: Path, workspace: Path
+) -> None:
+    """Write everything but the workspace itself (already in place) for one finished rollout."""
+    head = rollout.model_dump(mode="json", exclude={"calls"})
+    head["n_calls"] = len(rollout.calls)
+    (rdir / "rollout.json").write_text(json.dumps(head, indent=2) + "\n", encoding="utf-8")
+    (rdir / "calls.jsonl").write_text(
+        "".join(c.model_dump_json() + "\n" for c in rollout.calls), encoding="utf-8"
+    )
+    (rdir / "harness.stdout").write_text(raw.stdout if raw else "", encoding="utf-8")
+    (rdir / "harness.stderr").write_text((raw.stderr or raw.error) if raw else "", encoding="utf-8")
+    (rdir / "workspace.diff").write_text(workspace_diff(initial, workspace), encoding="utf-8")
+    reward = {"reward": rollout.reward, "status": rollout.status_label, "detail": rollout.reward_detail}
+    (rdir / "reward.json").write_text(json.dumps(reward, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def read_rollout(rdir: str | Path) -> Rollout:
+    """Load a rollout folder written by `write_artifacts` (calls included)."""
+    rdir = Path(rdir)
+    head = json.loads((rdir / "rollout.json").read_text(encoding="utf-8"))
+    head.pop("n_calls", None)
+    calls_path = rdir / "calls.jsonl"
+    lines = calls_path.read_text(encoding="utf-8").splitlines() if calls_path.exists() else []
+    head["calls"] = [ModelCall.model_validate_json(line) for line in lines if line.strip()]
+    return Rollout.model_validate(head)

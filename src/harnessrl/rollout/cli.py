@@ -1,0 +1,127 @@
+"""`harnessrl rollout`: run tasks through a harness, one folder per rollout, and a summary table."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from harnessrl.config import Config, ConfigError, load_config
+from harnessrl.rollout.runner import RolloutJob, dump_summary, summarize
+from harnessrl.rollout.session import RolloutStack
+from harnessrl.tasks import load_tasks
+from harnessrl.types import EngineError, Rollout, RolloutStatus, TaskError
+
+
+def _config(config: Path | None, overrides: list[str], **flags: object) -> Config:
+    # JSON strings are valid TOML strings, so each flag becomes an ordinary dotted override.
+    extra = [f"{k}={json.dumps(v)}" for k, v in flags.items() if v is not None]
+    try:
+        return load_config(config, [*extra, *overrides])
+    except ConfigError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
+def _table(rollouts: list[Rollout]) -> Table:
+    table = Table("rollout", "task", "harness", "status", "reward", "calls", "out tok", "secs")
+    for r in rollouts:
+        style = "green" if r.status is RolloutStatus.OK else "red"
+        table.add_row(
+            r.rollout_id,
+            r.task_id,
+            r.harness,
+            f"[{style}]{r.status_label}[/{style}]",
+            "-" if r.reward is None else f"{r.reward:.3f}",
+            str(len(r.calls)),
+            str(sum(len(c.output_ids) for c in r.calls)),
+            f"{r.ended_at - r.started_at:.1f}",
+        )
+    return table
+
+
+async def _run(cfg: Config, console: Console) -> list[Rollout]:
+    load = load_tasks(cfg.tasks.path, split=cfg.tasks.split)
+    for err in load.rejected:
+        console.print(f"rejected: {err}", markup=False)
+    tasks = load.tasks[: cfg.tasks.limit] if cfg.tasks.limit else load.tasks
+    if not tasks:
+        raise TaskError(f"no tasks to run in {cfg.tasks.path!r} (split={cfg.tasks.split!r})")
+    h = cfg.rollout.harness
+    jobs = [
+        RolloutJob(t, h, rollout_id=f"{t.id}-{h.replace(':', '_')}-{i}")
+        for t in tasks
+        for i in range(cfg.rollout.n)
+    ]
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=not sys.stdout.isatty()) as progress:
+        bar = progress.add_task("rollouts", total=len(jobs))
+        done: list[Rollout] = []
+
+        def on_done(r: Rollout) -> None:
+            done.append(r)
+            failed = sum(1 for x in done if x.status is not RolloutStatus.OK)
+            calls = sum(len(x.calls) for x in done)
+            tokens = sum(len(c.output_ids) for x in done for c in x.calls)
+            running = min(cfg.rollout.concurrency, len(jobs) - len(done))
+            progress.update(
+                bar,
+                advance=1,
+                description=f"done {len(done)} failed {failed} running {running} "
+                f"calls {calls} tokens {tokens}",
+            )
+
+        async with RolloutStack.from_config(cfg, tasks) as stack:
+            assert stack.runner is not None
+            return await stack.runner.run_many(jobs, on_done=on_done)
+
+
+def rollout(
+    tasks: Annotated[str | None, typer.Option(help="Task set (default: the bundled set).")] = None,
+    split: Annotated[str | None, typer.Option(help="Only tasks of this split.")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many tasks.")] = None,
+    harness: Annotated[str | None, typer.Option(help="claude-code | codex | openclaw | shell.")] = None,
+    engine: Annotated[str | None, typer.Option(help="hf | scripted (scripted replays references).")] = None,
+    model: Annotated[str | None, typer.Option(help="`default` or a local HF checkpoint.")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Rollouts per task.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Rollouts at once.")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Agent timeout per rollout, seconds.")] = None,
+    out: Annotated[str | None, typer.Option(help="Output folder (one sub-folder per rollout).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.")] = None,
+    override: Annotated[
+        list[str] | None, typer.Option("-o", help="Dotted override, e.g. engine.dtype=bfloat16.")
+    ] = None,
+) -> None:
+    """Run every task through one harness N times; write one folder per rollout; print a summary."""
+    cfg = _config(
+        config,
+        override or [],
+        **{
+            "tasks.path": tasks,
+            "tasks.split": split,
+            "tasks.limit": limit,
+            "rollout.harness": harness,
+            "engine.type": engine,
+            "engine.model": model,
+            "rollout.n": n,
+            "rollout.concurrency": concurrency,
+            "rollout.timeout_s": timeout,
+            "rollout.out_dir": out,
+        },
+    )
+    console = Console() if sys.stdout.isatty() else Console(width=200, soft_wrap=True)
+    try:
+        rollouts = asyncio.run(_run(cfg, console))
+    except (TaskError, EngineError) as e:
+        console.print(f"error: {e}", markup=False)
+        raise typer.Exit(2) from None
+    console.print(_table(rollouts))
+    summary = summarize(rollouts)
+    dump_summary(rollouts, Path(cfg.rollout.out_dir) / "summary.json")
+    console.print(f"summary: {summary}", markup=False, highlight=False)

@@ -1,0 +1,274 @@
+"""The rollout runner: one task through one unmodified harness, in a sandbox, against the proxy.
+
+    runner = RolloutRunner(sessions, endpoint=("127.0.0.1", proxy_port), settings=RunnerSettings(...))
+    rollout = await runner.run(RolloutJob(task, "claude-code", rollout_id="r0", group_id="t0/claude-code"))
+
+For each rollout, in this order (every step's failure becomes a status, never an exception):
+
+    1. materialise the task workspace into <out_dir>/<rollout_id>/workspace    (task files only)
+    2. create the sandbox (workspace bound rw at the task's mount dir, only the model endpoint
+       reachable)                                                    -> sandbox_error
+    3. open a proxy session; the harness gets `<endpoint inside>/r/<token>` and the token as API key
+    4. launch the harness headless; wait up to `timeout_s`          -> timeout / harness_error
+    5. close the session: the captured calls (partial ones too)     -> engine_error if a call failed
+       in the engine (the trajectory is not the policy's doing)
+    6. destroy the agent sandbox, then score the final workspace with the task's checker in its own
+       sandbox (reward files copied in only now)                     -> verifier_error
+    7. write the artifacts: rollout.json, calls.jsonl, harness.stdout/.stderr, workspace.diff,
+       reward.json
+
+The agent sandbox is destroyed before scoring: nothing the agent started can touch the workspace
+while the checker reads it. Statuses follow DESIGN invariant 3 (exactly one per rollout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import shutil
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harnessrl.config import SandboxConfig, VerifyConfig
+from harnessrl.harnesses.base import Endpoint, HarnessResult, McpServer
+from harnessrl.harnesses.registry import get_harness
+from harnessrl.harnesses.run import harness_binds, run_harness
+from harnessrl.proxy.sessions import SessionStore
+from harnessrl.rollout.artifacts import write_artifacts
+from harnessrl.sandbox import Sandbox, SandboxSpec
+from harnessrl.sandbox.spec import ExecResult
+from harnessrl.tasks import materialize_workspace
+from harnessrl.types import HarnessError, ModelCall, Rollout, RolloutStatus, SandboxError, Task, VerifierError
+from harnessrl.verify import RubricJudge, score_task
+from harnessrl.verify.runner import CommandRunner
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RolloutJob:
+    """One rollout to run."""
+
+    task: Task
+    harness: str
+    """Registry name: claude-code | codex | openclaw | shell."""
+    rollout_id: str
+    group_id: str = ""
+    """GRPO group; default `<task id>/<harness>`."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Adapter switches (claude-code: `bare`; openclaw: `api`; shell: `command`)."""
+    mcp_servers: tuple[McpServer, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """How every rollout of a runner is run (built from RolloutConfig/SandboxConfig/VerifyConfig)."""
+
+    out_dir: Path
+    timeout_s: float = 600.0
+    """Agent wall-clock limit."""
+    concurrency: int = 4
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
+    harness_cache: Path | None = None
+    """Where harnesses are installed (None = the default cache)."""
+    model_name: str | None = None
+    """Model name the harness asks for (None = the adapter's default)."""
+
+
+class RolloutRunner:
+    """Runs rollouts against an already running proxy (see the module docstring)."""
+
+    def __init__(
+        self,
+        sessions: SessionStore,
+        endpoint: tuple[str, int],
+        settings: RunnerSettings,
+        *,
+        judge: RubricJudge | None = None,
+        checker_runner: Callable[[], CommandRunner | None] | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.endpoint = endpoint
+        self.settings = settings
+        self.judge = judge
+        self._checker_runner = checker_runner or self._default_checker_runner
+        self._slots = asyncio.Semaphore(max(1, settings.concurrency))
+
+    def _default_checker_runner(self) -> CommandRunner | None:
+        if self.settings.sandbox.backend != "bwrap":
+            return None  # LocalRunner: a separate process, no isolation (the local backend warned already)
+        from harnessrl.sandbox.runner import SandboxCommandRunner
+
+        return SandboxCommandRunner()
+
+    async def run_many(
+        self, jobs: Sequence[RolloutJob], on_done: Callable[[Rollout], None] | None = None
+    ) -> list[Rollout]:
+        """Run jobs concurrently (at most `concurrency` at once); results in job order."""
+
+        async def one(job: RolloutJob) -> Rollout:
+            async with self._slots:
+                rollout = await self.run(job)
+            if on_done is not None:
+                on_done(rollout)
+            return rollout
+
+        return list(await asyncio.gather(*(one(j) for j in jobs)))
+
+    async def run(self, job: RolloutJob) -> Rollout:
+        """Run one rollout to exactly one status; never raises for the rollout's own failures."""
+        rdir = self.settings.out_dir / job.rollout_id
+        if rdir.exists():
+            shutil.rmtree(rdir)
+        rdir.mkdir(parents=True)
+        rollout = Rollout(
+            rollout_id=job.rollout_id,
+            task_id=job.task.id,
+            harness=job.harness,
+            group_id=job.group_id or f"{job.task.id}/{job.harness}",
+            started_at=time.time(),
+            workdir=str(rdir),
+        )
+        workspace = rdir / "workspace"
+        materialize_workspace(job.task, workspace)
+        initial = rdir / ".initial"
+        shutil.copytree(workspace, initial, symlinks=True)
+        raw: ExecResult | None = None
+        try:
+            raw = await self._agent_phase(job, rollout, workspace)
+            if rollout.status is RolloutStatus.OK or rollout.status is RolloutStatus.HARNESS_ERROR:
+                await self._score(job.task, workspace, rollout)
+        except Exception as e:  # a bug of ours must still end as data, with the traceback kept
+            log.exception("rollout %s failed unexpectedly", job.rollout_id)
+            _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"internal error: {e!r}")
+            rollout.reward_detail["traceback"] = traceback.format_exc()
+        finally:
+            rollout.ended_at = time.time()
+            write_artifacts(rdir, rollout, raw, initial, workspace)
+            shutil.rmtree(initial, ignore_errors=True)
+        return rollout
+
+    async def _agent_phase(self, job: RolloutJob, rollout: Rollout, workspace: Path) -> ExecResult | None:
+        """Steps 2-5: sandbox, session, harness, calls. Sets the status; returns the harness output."""
+        try:
+            harness = get_harness(job.harness)
+        except (KeyError, HarnessError) as e:
+            _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"unknown harness {job.harness!r}: {e}")
+            return None
+        spec = SandboxSpec(
+            backend=self.settings.sandbox.backend,
+            workspace=workspace,
+            mount_dir=job.task.input_mount_dir,
+            ro_binds=harness_binds(self.settings.harness_cache),
+            endpoint=self.endpoint,
+            memory_mb=self.settings.sandbox.memory_mb,
+        )
+        try:
+            sandbox = await Sandbox.create(spec)
+        except SandboxError as e:
+            _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
+            return None
+        info = self.sessions.open(job.rollout_id)
+        raw: ExecResult | None = None
+        result: HarnessResult | None = None
+        try:
+            inside = sandbox.endpoint_url or self.sessions.server_url
+            endpoint = Endpoint(
+                base_url=f"{inside}/r/{info.token}", api_key=info.token, model=self.settings.model_name
+            )
+            result, raw = await run_harness(
+                harness,
+                sandbox,
+                endpoint,
+                job.task.prompt,
+                timeout_s=job.task.timeout_s or self.settings.timeout_s,
+                mcp_servers=job.mcp_servers,
+                options=job.options,
+                cache_root=self.settings.harness_cache,
+            )
+        except SandboxError as e:
+            _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
+        except HarnessError as e:
+            _set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
+        finally:
+            rollout.calls = self.sessions.close(job.rollout_id)
+            with contextlib.suppress(Exception):
+                await sandbox.destroy()
+        if result is not None:
+            _status_from_harness(rollout, result)
+        return raw
+
+    async def _score(self, task: Task, workspace: Path, rollout: Rollout) -> None:
+        """Step 6: the checker (and judge) on the final workspace; failures -> verifier_error."""
+        try:
+            score = await score_task(
+                task,
+                workspace,
+                self.settings.verify,
+                judge=self.judge,
+                transcript=_transcript(rollout.calls),
+                runner=self._checker_runner(),
+            )
+        except VerifierError as e:
+            rollout.reward = 0.0
+            _set_status(rollout, RolloutStatus.VERIFIER_ERROR, str(e))
+            return
+        rollout.reward = score.reward
+        rollout.reward_detail.update(score.detail)
+        code = score.detail.get("code") or {}
+        if code.get("error") and rollout.status is RolloutStatus.OK:
+            _set_status(rollout, RolloutStatus.VERIFIER_ERROR, f"checker: {code['error']}")
+
+
+def _set_status(rollout: Rollout, status: RolloutStatus, reason: str) -> None:
+    """The first failure wins: a rollout keeps the status of what went wrong first."""
+    if rollout.status is RolloutStatus.OK:
+        rollout.status = status
+        rollout.status_reason = reason[-2000:]
+
+
+def _status_from_harness(rollout: Rollout, result: HarnessResult) -> None:
+    rollout.exit_code = result.exit_code
+    rollout.final_message = result.final_message
+    failed = [c for c in rollout.calls if c.error]
+    if result.timed_out:
+        _set_status(rollout, RolloutStatus.TIMEOUT, f"harness ran past its timeout ({result.error})")
+    elif failed:
+        first = failed[0]
+        _set_status(rollout, RolloutStatus.ENGINE_ERROR, f"call {first.index}: {first.error}")
+    elif not result.ok:
+        _set_status(rollout, RolloutStatus.HARNESS_ERROR, result.error or f"exit code {result.exit_code}")
+
+
+def _transcript(calls: list[ModelCall]) -> list[dict[str, Any]]:
+    """What ClawGym checkers get as `transcript`: the assistant turns, in order."""
+    return [
+        {"role": "assistant", "content": c.text, "tool_calls": [t.model_dump() for t in c.tool_calls]}
+        for c in calls
+    ]
+
+
+def summarize(rollouts: Sequence[Rollout]) -> dict[str, Any]:
+    """Counts per status label, mean reward over ok rollouts, calls and tokens (for logs and tables)."""
+    counts: dict[str, int] = {}
+    for r in rollouts:
+        counts[r.status_label] = counts.get(r.status_label, 0) + 1
+    ok = [r.reward for r in rollouts if r.status is RolloutStatus.OK and r.reward is not None]
+    return {
+        "rollouts": len(rollouts),
+        "status": counts,
+        "mean_reward_ok": sum(ok) / len(ok) if ok else None,
+        "calls": sum(len(r.calls) for r in rollouts),
+        "output_tokens": sum(len(c.output_ids) for r in rollouts for c in r.calls),
+    }
+
+
+def dump_summary(rollouts: Sequence[Rollout], path: Path) -> None:
+    path.write_text(json.dumps(summarize(rollouts), indent=2) + "\n", encoding="utf-8")

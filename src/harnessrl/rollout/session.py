@@ -1,0 +1,115 @@
+"""Build everything a batch of rollouts needs from a Config, in one place (used by `rollout`, `train`).
+
+    async with RolloutStack.from_config(cfg, tasks) as stack:
+        rollouts = await stack.runner.run_many(jobs)
+
+The stack owns the engine, the chat format, the proxy server (in this event loop) and the runner.
+With `engine.type = "scripted"` and no `engine.script`, every task is answered by its reference
+solution as a single shell tool call of the chosen harness, then a final "done": the known-good
+action sequence used to check a harness end to end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from harnessrl.config import Config
+from harnessrl.protocols import Engine
+from harnessrl.proxy.deps import default_deps
+from harnessrl.proxy.server import ProxyServer
+from harnessrl.proxy.sessions import SessionStore
+from harnessrl.rollout.runner import RolloutRunner, RunnerSettings
+from harnessrl.types import ChatMessage, EngineError, Task, ToolCall
+
+SHELL_TOOLS: dict[str, tuple[str, str]] = {
+    "claude-code": ("Bash", "command"),
+    "codex": ("exec_command", "cmd"),
+    "openclaw": ("exec", "command"),
+}
+"""Harness -> (name of its shell tool, argument holding the command line), as seen in real traffic."""
+
+
+def shell_turn(harness: str, command: str) -> ChatMessage:
+    """One assistant turn that runs `command` through the harness's own shell tool."""
+    try:
+        name, key = SHELL_TOOLS[harness]
+    except KeyError:
+        raise EngineError(f"no known shell tool for harness {harness!r}; give engine.script") from None
+    return ChatMessage(role="assistant", tool_calls=[ToolCall(name=name, arguments={key: command})])
+
+
+def reference_command(task: Task) -> str:
+    """The task's reference solution as one shell command line (`bash -c '<solve.sh>'`)."""
+    if task.reference is None:
+        raise EngineError(f"task {task.id!r} has no reference solution to script")
+    ref = task.reference
+    text = ref.content if ref.content is not None else ref.source.read_text() if ref.source else ""
+    body = "\n".join(line for line in text.splitlines() if line.strip() and not line.startswith("#!"))
+    if "\n" not in body:
+        return body
+    return "bash -c " + "'" + body.replace("'", "'\\''") + "'"
+
+
+def reference_engine(cfg: Config, tasks: list[Task], harness: str) -> Engine:
+    """A scripted engine answering each task (matched by its prompt) with its reference solution."""
+    from harnessrl.chat.format import ChatFormat
+    from harnessrl.engines.models import load_tokenizer
+    from harnessrl.engines.scripted import Script, ScriptedEngine
+
+    scripts = [
+        Script(turns=[shell_turn(harness, reference_command(t)), "done"], match=t.prompt) for t in tasks
+    ]
+    return ScriptedEngine(ChatFormat(load_tokenizer(cfg.engine.model)), scripts)
+
+
+def build_engine_for(cfg: Config, tasks: list[Task]) -> Engine:
+    from harnessrl.engines import build_engine
+
+    if cfg.engine.type == "scripted" and cfg.engine.script is None:
+        return reference_engine(cfg, tasks, cfg.rollout.harness)
+    return build_engine(cfg.engine)
+
+
+@dataclass
+class RolloutStack:
+    """Engine + proxy + runner, started and stopped together."""
+
+    cfg: Config
+    engine: Engine
+    server: ProxyServer
+    runner: RolloutRunner | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Config, tasks: list[Task], engine: Engine | None = None) -> RolloutStack:
+        from harnessrl.chat.format import ChatFormat
+
+        engine = engine or build_engine_for(cfg, tasks)
+        sessions = SessionStore(capture_dir=None)
+        deps = default_deps(
+            engine, ChatFormat(engine.tokenizer), sessions, config=cfg.proxy, sampling=cfg.engine.sampling
+        )
+        return cls(cfg=cfg, engine=engine, server=ProxyServer(deps))
+
+    async def __aenter__(self) -> RolloutStack:
+        await self.server.start()
+        settings = RunnerSettings(
+            out_dir=Path(self.cfg.rollout.out_dir),
+            timeout_s=self.cfg.rollout.timeout_s,
+            concurrency=self.cfg.rollout.concurrency,
+            sandbox=self.cfg.sandbox,
+            verify=self.cfg.verify,
+        )
+        host = "127.0.0.1" if self.server.host in ("0.0.0.0", "") else self.server.host
+        self.runner = RolloutRunner(self.server.deps.sessions, (host, self.server.port), settings)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.server.stop()
+        close: Any = getattr(self.engine, "close", None)
+        if close is not None:
+            await close()

@@ -1,0 +1,152 @@
+"""The rollout runner end to end with the trivial `shell` harness: real bubblewrap sandboxes, the real
+proxy on a real port, the scripted engine, real checkers. One batch holds a good rollout and one of
+each fault; each must end in its own status without touching the others."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harnessrl.config import SandboxConfig
+from harnessrl.proxy.server import ProxyServer
+from harnessrl.proxy.testing import scripted_deps
+from harnessrl.rollout import RolloutJob, RolloutRunner, RunnerSettings, read_rollout, summarize
+from harnessrl.types import Checker, RolloutStatus, Task, TaskFile
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+
+CHECK = """
+import json, sys
+from pathlib import Path
+def grade(transcript, workspace_path):
+    p = Path(workspace_path) / "out.txt"
+    ok = p.is_file()
+    return {"exists": float(ok), "content": float(ok and p.read_text() == "hi")}
+def main():
+    print(json.dumps(grade([], sys.argv[1])))
+if __name__ == "__main__":
+    main()
+"""
+
+# One model call through the endpoint the sandbox forwards (curl is the "harness" here).
+CURL = (
+    'curl -sf -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
+    '-H "authorization: Bearer $HARNESSRL_API_KEY" '
+    '-d \'{"model":"m","messages":[{"role":"user","content":"say hi"}]}\' > reply.json'
+)
+
+
+def make_task(tmp: Path) -> Task:
+    return Task(
+        id="t0",
+        prompt="write hi to out.txt",
+        workspace=[TaskFile(path="README.md", content="task\n")],
+        checker=Checker(files=[TaskFile(path="reward/check.py", content=CHECK)]),
+        input_mount_dir="/root/.openclaw/workspace",
+        source=str(tmp),
+    )
+
+
+@pytest.fixture
+async def proxy():
+    deps = scripted_deps(["hi"], fault_calls={2})
+    async with ProxyServer(deps, port=0) as server:
+        yield server
+
+
+def runner_for(server: ProxyServer, out: Path, timeout_s: float = 30.0) -> RolloutRunner:
+    settings = RunnerSettings(out_dir=out, timeout_s=timeout_s, concurrency=4, sandbox=SandboxConfig())
+    return RolloutRunner(
+        server.deps.sessions, ("127.0.0.1", server.port), settings, checker_runner=lambda: None
+    )
+
+
+async def test_batch_of_good_and_faulty_rollouts(proxy: ProxyServer, tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    bad_mount = task.model_copy(update={"input_mount_dir": "/dev/null/ws"})
+    runner = runner_for(proxy, tmp_path / "runs", timeout_s=8.0)
+    # Call order matters for the engine fault (the engine's 3rd call fails): run the good one first.
+    good = await runner.run(
+        RolloutJob(task, "shell", "good", options={"command": f"{CURL} && printf hi > out.txt"})
+    )
+    half = await runner.run(
+        RolloutJob(task, "shell", "half", options={"command": f"{CURL} && touch out.txt"})
+    )
+    jobs = [
+        RolloutJob(task, "shell", "engine", options={"command": f"{CURL}; printf hi > out.txt"}),
+        RolloutJob(task, "shell", "crash", options={"command": "printf hi > out.txt; exit 3"}),
+        RolloutJob(task, "shell", "hang", options={"command": "sleep 1000"}),
+        RolloutJob(bad_mount, "shell", "nosandbox", options={"command": "true"}),
+        RolloutJob(task, "no-such-harness", "noharness"),
+    ]
+    engine, crash, hang, nosb, noharness = await runner.run_many(jobs)
+
+    assert good.status is RolloutStatus.OK and good.reward == 1.0
+    assert half.status is RolloutStatus.OK and half.reward == 0.5
+    assert [len(good.calls), len(half.calls)] == [1, 1]
+    assert good.calls[0].dialect == "openai_chat" and good.calls[0].text == "hi"
+    assert good.group_id == "t0/shell"
+
+    assert engine.status is RolloutStatus.ENGINE_ERROR, engine.status_reason
+    assert engine.reward is None and len(engine.calls) == 1 and engine.calls[0].error
+    assert crash.status is RolloutStatus.HARNESS_ERROR and crash.exit_code == 3
+    assert crash.reward == 1.0  # scored all the same: the workspace is data
+    assert hang.status is RolloutStatus.TIMEOUT and hang.reward is None
+    assert nosb.status is RolloutStatus.SANDBOX_ERROR and nosb.calls == []
+    assert noharness.status is RolloutStatus.HARNESS_ERROR and "unknown harness" in noharness.status_reason
+
+    summary = summarize([good, half, engine, crash, hang, nosb, noharness])
+    assert summary["status"] == {
+        "ok": 2,
+        "engine_error": 1,
+        "harness_error": 2,
+        "timeout": 1,
+        "sandbox_error": 1,
+    }
+    assert summary["mean_reward_ok"] == 0.75
+
+
+async def test_artifacts_round_trip(proxy: ProxyServer, tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    runner = runner_for(proxy, tmp_path / "runs")
+    r = await runner.run(
+        RolloutJob(task, "shell", "r1", options={"command": f"{CURL} && printf hi > out.txt"})
+    )
+    rdir = tmp_path / "runs" / "r1"
+    for name in (
+        "rollout.json",
+        "calls.jsonl",
+        "harness.stdout",
+        "harness.stderr",
+        "workspace.diff",
+        "reward.json",
+    ):
+        assert (rdir / name).is_file(), name
+    assert (rdir / "workspace" / "out.txt").read_text() == "hi"
+    assert not (rdir / "workspace" / "reward").exists()  # the checker never lands in the workspace
+    diff = (rdir / "workspace.diff").read_text()
+    assert "+++ b/out.txt" in diff and "+hi" in diff
+    assert json.loads((rdir / "reward.json").read_text())["reward"] == 1.0
+    back = read_rollout(rdir)
+    assert back.calls == r.calls and back.reward == 1.0 and back.status is RolloutStatus.OK
+
+
+async def test_agent_cannot_see_reward_or_other_rollouts(proxy: ProxyServer, tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    runner = runner_for(proxy, tmp_path / "runs")
+    await runner.run(RolloutJob(task, "shell", "first", options={"command": "printf secret > mine.txt"}))
+    probe = (
+        "ls -a > listing.txt; "
+        "find / -path /proc -prune -o -path /usr -prune -o -path '*reward*' -name check.py -print "
+        "2>/dev/null > found.txt; "
+        f"cat {tmp_path}/runs/first/workspace/mine.txt > leak.txt 2>&1; true"
+    )
+    r = await runner.run(RolloutJob(task, "shell", "second", options={"command": probe}))
+    ws = tmp_path / "runs" / "second" / "workspace"
+    assert r.status is RolloutStatus.OK
+    assert (ws / "found.txt").read_text() == ""
+    assert "secret" not in (ws / "leak.txt").read_text()
+    assert "reward" not in (ws / "listing.txt").read_text().split()
