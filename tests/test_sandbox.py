@@ -144,6 +144,14 @@ async def test_memory_limit_applies(tmp_path: Path) -> None:
     assert "MemoryError" in res.stderr
 
 
+async def test_file_size_limit_applies(tmp_path: Path) -> None:
+    async with await Sandbox.create(SandboxSpec(base_dir=tmp_path, max_file_mb=1)) as sb:
+        res = await sb.exec(["sh", "-c", "head -c 3000000 /dev/zero > big.bin"])
+        size = (sb.host_workspace / "big.bin").stat().st_size
+    assert res.returncode != 0
+    assert size == 1024 * 1024
+
+
 async def test_bad_bind_raises_sandbox_error_and_cleans_up(tmp_path: Path) -> None:
     spec = SandboxSpec(base_dir=tmp_path, ro_binds=(tmp_path / "does-not-exist",))
     with pytest.raises(SandboxError, match="does-not-exist"):

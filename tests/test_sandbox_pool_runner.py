@@ -12,6 +12,7 @@ from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.bwrap import bwrap_path, python_prefixes
 from harnessrl.sandbox.pool import SandboxPool
 from harnessrl.sandbox.runner import SandboxCommandRunner, named_dirs
+from harnessrl.sandbox.sandbox import default_base_dir
 from harnessrl.tasks.loader import load_tasks
 from harnessrl.verify.selfcheck import self_check
 
@@ -110,8 +111,10 @@ def test_bundled_task_checker_and_reference_run_sandboxed() -> None:
 
 
 async def test_no_sandbox_folders_leak_from_runner(tmp_path: Path) -> None:
-    before = {p for p in os.listdir("/tmp") if p.startswith("hrl-sb-")}
+    base = default_base_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    before = {p for p in os.listdir(base) if p.startswith("hrl-sb-")}
     SandboxCommandRunner().run(["true"], tmp_path, {"PATH": "/usr/bin:/bin"}, 10)
-    after = {p for p in os.listdir("/tmp") if p.startswith("hrl-sb-")}
+    after = {p for p in os.listdir(base) if p.startswith("hrl-sb-")}
     assert after - before == set()
     assert Sandbox is not None

@@ -45,6 +45,17 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _ids = itertools.count()
 
 
+def default_base_dir() -> Path:
+    """See SandboxSpec.base_dir."""
+    env = os.environ.get("HARNESSRL_SANDBOX_DIR")
+    if env:
+        return Path(env)
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return shm / "harnessrl"
+    return Path(tempfile.gettempdir())
+
+
 def _kill_and_remove(pid: int | None, root: Path) -> None:
     """Finaliser: SIGKILL the agent's process group (bwrap: the whole pid namespace), remove the folder."""
     if pid is not None:
@@ -58,7 +69,7 @@ class Sandbox:
 
     def __init__(self, spec: SandboxSpec) -> None:
         self.spec = spec
-        base = spec.base_dir or Path(tempfile.gettempdir())
+        base = spec.base_dir or default_base_dir()
         base.mkdir(parents=True, exist_ok=True)
         self.root = Path(tempfile.mkdtemp(prefix="hrl-sb-", dir=base))
         self.host_workspace = spec.workspace.resolve() if spec.workspace else self.root / "workspace"
@@ -147,6 +158,8 @@ class Sandbox:
             limits["RLIMIT_DATA"] = self.spec.memory_mb * 1024 * 1024
         if self.spec.cpu_s is not None:
             limits["RLIMIT_CPU"] = self.spec.cpu_s
+        if self.spec.max_file_mb is not None:
+            limits["RLIMIT_FSIZE"] = self.spec.max_file_mb * 1024 * 1024
         return limits
 
     async def exec(
