@@ -1,10 +1,12 @@
 """The bundled sample task set: layout, and that every checker separates wrong from right.
 
-For every task under `src/harnessrl/tasks/bundled/<split>/task_XXXX/` we run its `reward/check.py` as a
-subprocess (`python check.py <workspace>`) on three copies of `input_files/`: untouched (must score
-< 1.0), after `reference/solve.sh` (must score exactly 1.0), and after the reference followed by a
-deliberately wrong edit (listed in WRONG, must score < 1.0). A fourth copy has every file overwritten
-with garbage bytes: the checker must still print a dict of 0.0/1.0 values (it never raises).
+Every task under `src/harnessrl/tasks/bundled/<split>/task_XXXX/` is loaded with
+`load_tasks("bundled")` and scored through the verifier API: `self_check` (what `harnessrl tasks check`
+runs) gives the untouched workspace (must score < 1.0) and the `reference/solve.sh` workspace (exactly
+1.0); `run_checker` scores the reference followed by a deliberately wrong edit (WRONG, must score
+< 1.0). A fourth workspace has every file overwritten with garbage bytes and is scored the way
+`reward.sh` does it, `python check.py <workspace>`: the checker must still print a dict of 0.0/1.0
+values (it never raises).
 
 All runs happen once per session in a small thread pool (checkers spend their time in subprocesses);
 the per-task tests then read the cached scores so that each failure names its task.
@@ -25,9 +27,15 @@ from pathlib import Path
 
 import pytest
 
+from harnessrl.tasks import load_tasks, materialize_workspace
+from harnessrl.types import Task
+from harnessrl.verify import CheckResult, run_checker
+from harnessrl.verify.selfcheck import self_check
+
 BUNDLED = Path(__file__).resolve().parents[1] / "src" / "harnessrl" / "tasks" / "bundled"
 TASK_DIRS = sorted(BUNDLED.glob("*/task_*"))
 TASK_IDS = [d.name for d in TASK_DIRS]
+LOADED = load_tasks("bundled")
 CATEGORIES = {"warmup", "file_edit", "data_processing", "code_fix", "report_writing"}
 # Scripts call `python3`: make it this interpreter (a pyenv shim costs ~1 s per start).
 ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -89,7 +97,7 @@ WRONG: dict[str, str] = {
 
 @dataclass
 class Scores:
-    """Checker outputs of one task on its four workspaces (None: the checker printed no JSON dict)."""
+    """Metrics of one task on its four workspaces (None: no valid metrics dict came back)."""
 
     untouched: dict[str, float] | None = None
     reference: dict[str, float] | None = None
@@ -102,7 +110,17 @@ def _mean(scores: dict[str, float] | None) -> float:
     return sum(scores.values()) / len(scores) if scores else 0.0
 
 
-def _check(task_dir: Path, workspace: Path, errors: list[str]) -> dict[str, float] | None:
+def _metrics(result: CheckResult | None, what: str, errors: list[str]) -> dict[str, float] | None:
+    if result is None or result.error is not None:
+        errors.append(
+            f"{what}: {result.error if result else 'not run'} {result.stderr_tail if result else ''}"
+        )
+        return None
+    return result.metrics
+
+
+def _check_main(task_dir: Path, workspace: Path, errors: list[str]) -> dict[str, float] | None:
+    """Run `python check.py <workspace>` as reward.sh does; the printed JSON dict."""
     done = subprocess.run(
         [sys.executable, "-B", str(task_dir / "reward" / "check.py"), str(workspace)],
         capture_output=True,
@@ -112,9 +130,7 @@ def _check(task_dir: Path, workspace: Path, errors: list[str]) -> dict[str, floa
     try:
         data = json.loads(done.stdout)
     except json.JSONDecodeError:
-        errors.append(
-            f"{task_dir.name}: rc={done.returncode} stdout={done.stdout!r} stderr={done.stderr[-500:]}"
-        )
+        errors.append(f"main(): rc={done.returncode} out={done.stdout!r} err={done.stderr[-500:]}")
         return None
     return data if isinstance(data, dict) else None
 
@@ -124,7 +140,7 @@ def _sh(script: str, workspace: Path, errors: list[str]) -> None:
         ["bash", "-c", script], cwd=workspace, env=ENV, capture_output=True, text=True, timeout=60
     )
     if done.returncode != 0:
-        errors.append(f"{workspace.name}: {script[:80]!r} failed: {done.stderr[-500:]}")
+        errors.append(f"{script[:80]!r} failed: {done.stderr[-500:]}")
 
 
 def _garble(workspace: Path) -> None:
@@ -133,20 +149,28 @@ def _garble(workspace: Path) -> None:
             path.write_bytes(b"\x00\xff garbage {[ not json, not csv\n\xfe")
 
 
-def _score_task(task_dir: Path, tmp: Path) -> Scores:
+def _solved_workspace(task: Task, ws: Path, errors: list[str]) -> None:
+    materialize_workspace(task, ws)
+    assert task.reference is not None and task.reference.source is not None
+    _sh(f"bash {task.reference.source}", ws, errors)
+
+
+def _score_task(task: Task, tmp: Path) -> Scores:
     out = Scores()
-    solve = f"bash {task_dir / 'reference' / 'solve.sh'}"
-    names = ["untouched", "reference", "garbage"] + (["wrong"] if task_dir.name in WRONG else [])
-    for name in names:
-        ws = tmp / task_dir.name / name
-        shutil.copytree(task_dir / "input_files", ws)
-        if name != "untouched":
-            _sh(solve, ws, out.errors)
-        if name == "wrong":
-            _sh(WRONG[task_dir.name], ws, out.errors)
-        if name == "garbage":
-            _garble(ws)
-        setattr(out, name, _check(task_dir, ws, out.errors))
+    checked = self_check(task)
+    out.untouched = _metrics(checked.untouched, "untouched", out.errors)
+    out.reference = _metrics(checked.reference, "reference", out.errors)
+    if checked.reference_error:
+        out.errors.append(checked.reference_error)
+    if task.id in WRONG:
+        ws = tmp / task.id / "wrong"
+        _solved_workspace(task, ws, out.errors)
+        _sh(WRONG[task.id], ws, out.errors)
+        out.wrong = _metrics(run_checker(task, ws), "wrong", out.errors)
+    ws = tmp / task.id / "garbage"
+    _solved_workspace(task, ws, out.errors)
+    _garble(ws)
+    out.garbage = _check_main(TASK_DIRS[TASK_IDS.index(task.id)], ws, out.errors)
     return out
 
 
@@ -155,10 +179,21 @@ def all_scores() -> dict[str, Scores]:
     tmp = Path(tempfile.mkdtemp(prefix="bundled-"))
     try:
         with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-            results = pool.map(lambda d: _score_task(d, tmp), TASK_DIRS)
-            return dict(zip(TASK_IDS, results, strict=True))
+            results = pool.map(lambda t: _score_task(t, tmp), LOADED.tasks)
+            return {t.id: r for t, r in zip(LOADED.tasks, results, strict=True)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_loader_accepts_every_task() -> None:
+    assert LOADED.rejected == []
+    assert sorted(t.id for t in LOADED.tasks) == sorted(TASK_IDS)
+    for task in LOADED.tasks:
+        task_dir = TASK_DIRS[TASK_IDS.index(task.id)]
+        assert task.split == task_dir.parent.name
+        assert task.reference is not None and task.reference.path == "reference/solve.sh"
+        assert task.checker is not None and task.checker.entry == "reward/check.py"
+        assert not any(f.path.startswith(("reward/", "reference/")) for f in task.workspace)
 
 
 def test_set_size_and_split() -> None:
@@ -211,6 +246,5 @@ def test_checker_scores(task_id: str, all_scores: dict[str, Scores]) -> None:
         assert s.wrong is not None and _mean(s.wrong) < 1.0
 
 
-def test_wrong_solutions_cover_most_tasks() -> None:
-    assert set(WRONG) <= set(TASK_IDS)
-    assert len(WRONG) >= len(TASK_IDS) // 2
+def test_every_task_has_a_wrong_answer() -> None:
+    assert sorted(WRONG) == sorted(TASK_IDS)
