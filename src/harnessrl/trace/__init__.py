@@ -4,11 +4,12 @@
     tree = trace_rollout(rollout, cfg.trace)     # TraceTree: every node, kept or dropped, and why
     sample = tree.to_sample()                    # TreeSample for rl/ (no nodes if tree.filter_reason)
     tree.stats                                   # per-rollout counts; aggregate_stats([...]) for many
+    rollout = with_filter_status(rollout, tree)  # status filtered:over_branching when dropped whole
 
 No torch here: records in, plain lists out.
 """
 
-from harnessrl.trace.build import build_trace, trace_rollout
+from harnessrl.trace.build import build_trace, trace_rollout, with_filter_status
 from harnessrl.trace.stats import aggregate_stats, tree_stats
 from harnessrl.trace.tree import CallKind, DropReason, TraceCall, TraceNode, TraceTree
 from harnessrl.trace.trie import PrefixTrie
@@ -24,4 +25,5 @@ __all__ = [
     "build_trace",
     "trace_rollout",
     "tree_stats",
+    "with_filter_status",
 ]

@@ -19,7 +19,7 @@ from harnessrl.trace.classify import ThreadTracker, choose_main_group, group_key
 from harnessrl.trace.stats import tree_stats
 from harnessrl.trace.tree import CallKind, DropReason, TraceCall, TraceNode, TraceTree
 from harnessrl.trace.trie import PrefixTrie, TrieNode
-from harnessrl.types import ModelCall, Rollout
+from harnessrl.types import ModelCall, Rollout, RolloutStatus
 
 _KIND_REASON: dict[CallKind, DropReason] = {
     "subagent": "subagent",
@@ -173,3 +173,13 @@ def trace_rollout(rollout: Rollout, config: TraceConfig | None = None) -> TraceT
     return build_trace(
         rollout.calls, config, rollout_id=rollout.rollout_id, group_id=rollout.group_id, reward=rollout.reward
     )
+
+
+def with_filter_status(rollout: Rollout, tree: TraceTree) -> Rollout:
+    """The rollout marked filtered:<reason> when its tree dropped it whole; unchanged otherwise.
+
+    Only an `ok` rollout is re-labelled: a timeout or error keeps the status that explains it.
+    """
+    if tree.filter_reason is None or rollout.status is not RolloutStatus.OK:
+        return rollout
+    return rollout.model_copy(update={"status": RolloutStatus.FILTERED, "status_reason": tree.filter_reason})
