@@ -166,3 +166,15 @@ def test_cli_show_and_stats(tmp_path: Path) -> None:
     res = _cli("tree", "show", str(d), "-o", "trace.max_live_leaves=many")
     assert res.returncode == 2
     assert "trace.max_live_leaves" in res.stderr
+
+
+def test_trace_never_imports_torch() -> None:
+    code = (
+        "import sys, harnessrl.trace, harnessrl.trace.cli\n"
+        "from harnessrl.trace.cli import load_decoder\n"
+        "assert load_decoder('qwen3')([151644, 872]) == '<|im_start|>user'\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers')))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "[]\n"
