@@ -1,0 +1,230 @@
+"""Benchmark: what bubblewrap isolation costs per rollout, against plain subprocesses, side by side.
+
+    .venv/bin/python benchmarks/sandbox.py                  # ~1 minute on two busy cores
+    .venv/bin/python benchmarks/sandbox.py --rollouts 32 --concurrency 1 8
+
+A trivial rollout = a fresh workspace + the `shell` harness writing hello.txt + teardown. Three ways:
+- `subprocess`: baseline, no isolation: mkdtemp, `sh -c` in its own session, rmtree;
+- `sandbox`: Sandbox.create (folders, bwrap, in-sandbox agent) + exec + destroy;
+- `pool`: a SandboxPool of `concurrency` prewarmed sandboxes: acquire + exec + destroy (creation is
+  paid in the background, off the rollout's critical path, as the rollout runner uses it).
+Prints per-rollout latency p50/p99 and rollouts/minute at each concurrency, the isolation cost
+(p50 minus the baseline's p50; goal <= 30 ms), and the endpoint bridge's overhead per HTTP request
+and on a 16 MiB download (inside client -> agent -> unix socket -> host forwarder -> TCP server,
+against the same client run on the host). Left out: real harnesses (their own start-up, seconds,
+dwarfs all of this) and memory use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from harnessrl.sandbox import Sandbox, SandboxPool, SandboxSpec
+from harnessrl.sandbox.bwrap import agent_python
+from harnessrl.sandbox.sandbox import default_base_dir
+
+COMMAND = "printf hi > hello.txt"
+CLIENT = """
+import http.client, sys, time
+host, port, n, big = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+t = time.perf_counter()
+for _ in range(n):
+    c = http.client.HTTPConnection(host, port); c.request("GET", "/small"); c.getresponse().read(); c.close()
+small = (time.perf_counter() - t) / n
+t = time.perf_counter()
+c = http.client.HTTPConnection(host, port); c.request("GET", "/big"); got = len(c.getresponse().read())
+assert got == big, got
+print(small, time.perf_counter() - t)
+"""
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
+
+
+async def baseline_rollout(base: Path) -> None:
+    ws = Path(tempfile.mkdtemp(dir=base))
+    proc = await asyncio.create_subprocess_exec("sh", "-c", COMMAND, cwd=ws, start_new_session=True)
+    assert await proc.wait() == 0
+    assert (ws / "hello.txt").read_text() == "hi"
+    shutil.rmtree(ws)
+
+
+async def sandbox_rollout(sb: Sandbox) -> None:
+    try:
+        res = await sb.exec(["sh", "-c", COMMAND], timeout_s=30)
+        assert res.returncode == 0 and (sb.host_workspace / "hello.txt").read_text() == "hi", res
+    finally:
+        await sb.destroy()
+
+
+async def measure(n: int, conc: int, one: Callable[[], Awaitable[None]]) -> tuple[list[float], float]:
+    """Run `n` rollouts, `conc` at a time; return per-rollout latencies and total wall time."""
+    sem = asyncio.Semaphore(conc)
+    lat: list[float] = []
+
+    async def timed() -> None:
+        async with sem:
+            t = time.perf_counter()
+            await one()
+            lat.append(time.perf_counter() - t)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(timed() for _ in range(n)))
+    return lat, time.perf_counter() - start
+
+
+async def rollouts(n: int, concurrencies: list[int], base: Path) -> None:
+    spec = SandboxSpec(base_dir=base)
+    print(f"\n{n} trivial rollouts per row (`{COMMAND}`), latency per rollout in ms")
+    print(
+        f"{'conc':>4} {'mode':<10} {'p50':>8} {'p99':>8} {'per min':>9} {'p50 - base':>11} {'rate/base':>9}"
+    )
+    for conc in concurrencies:
+        rows: dict[str, tuple[list[float], float]] = {}
+        rows["subprocess"] = await measure(n, conc, lambda: baseline_rollout(base))
+        rows["sandbox"] = await measure(n, conc, lambda: _fresh(spec))
+        async with SandboxPool(spec, size=conc) as pool:
+            rows["pool"] = await measure(n, conc, lambda: _pooled(pool))
+        base_p50, base_rate = statistics.median(rows["subprocess"][0]), n / rows["subprocess"][1] * 60
+        for mode, (lat, wall) in rows.items():
+            p50, rate = statistics.median(lat), n / wall * 60
+            cost = f"{(p50 - base_p50) * 1e3:+.1f}" if mode != "subprocess" else ""
+            print(
+                f"{conc:>4} {mode:<10} {p50 * 1e3:>8.1f} {pct(lat, 0.99) * 1e3:>8.1f} {rate:>9.0f} "
+                f"{cost:>11} {rate / base_rate:>9.2f}"
+            )
+
+
+async def _fresh(spec: SandboxSpec) -> None:
+    await sandbox_rollout(await Sandbox.create(spec))
+
+
+async def _pooled(pool: SandboxPool) -> None:
+    await sandbox_rollout(await pool.acquire())
+
+
+async def create_destroy(n: int, base: Path) -> None:
+    print(f"\nsandbox create + destroy, {n} sequential, ms")
+    for backend in ("bwrap", "local"):
+        spec = SandboxSpec(base_dir=base, backend=backend)
+        lat = []
+        for _ in range(n):
+            t = time.perf_counter()
+            sb = await Sandbox.create(spec)
+            await sb.destroy()
+            lat.append(time.perf_counter() - t)
+        print(f"  {backend:<6} p50 {statistics.median(lat) * 1e3:7.1f}   p99 {pct(lat, 0.99) * 1e3:7.1f}")
+
+
+async def bridge(n: int, base: Path) -> None:
+    big = 16 * 1024 * 1024
+    payload = b"x" * big
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        line = (await reader.readuntil(b"\r\n\r\n")).split(b" ")[1]
+        body = payload if line == b"/big" else b"ok"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        direct = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-c", CLIENT, "127.0.0.1", str(port), str(n), str(big)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        d_small, d_big = map(float, direct.stdout.split())
+        async with await Sandbox.create(SandboxSpec(base_dir=base, endpoint=("127.0.0.1", port))) as sb:
+            res = await sb.exec(
+                ["python3", "-c", CLIENT, "127.0.0.1", "18080", str(n), str(big)], timeout_s=120
+            )
+            assert res.returncode == 0, res.stderr
+            b_small, b_big = map(float, res.stdout.split())
+    print(f"\nendpoint bridge, {n} requests (new connection each) and one 16 MiB response")
+    print(f"  per request: direct {d_small * 1e3:.2f} ms, bridged {b_small * 1e3:.2f} ms")
+    print(f"  16 MiB:      direct {big / d_big / 2**20:.0f} MiB/s, bridged {big / b_big / 2**20:.0f} MiB/s")
+
+
+def floors(n: int) -> None:
+    """What the machine gives right now: the unavoidable parts of a sandbox, timed bare."""
+    python, _ = agent_python()
+    probes = {
+        "/bin/true": ["/bin/true"],
+        "bwrap --unshare-all /bin/true": [
+            *(
+                "bwrap",
+                "--ro-bind",
+                "/usr",
+                "/usr",
+                "--symlink",
+                "usr/bin",
+                "/bin",
+                "--symlink",
+                "usr/lib",
+                "/lib",
+            ),
+            *(
+                "--symlink",
+                "usr/lib64",
+                "/lib64",
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "--unshare-all",
+                "/bin/true",
+            ),
+        ],
+        "python3 -I -S -c pass": [python, "-I", "-S", "-c", "pass"],
+    }
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; floors (p50 of {n}, ms):")
+    for name, argv in probes.items():
+        lat = []
+        for _ in range(n):
+            t = time.perf_counter()
+            subprocess.run(argv, check=True)
+            lat.append(time.perf_counter() - t)
+        print(f"  {name:<32} {statistics.median(lat) * 1e3:7.1f}")
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rollouts", type=int, default=64, help="rollouts per (concurrency, mode) row")
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    ap.add_argument("--create", type=int, default=30, help="sequential create+destroy samples")
+    ap.add_argument("--requests", type=int, default=200, help="HTTP requests for the bridge test")
+    args = ap.parse_args()
+    logging.getLogger("harnessrl.sandbox.sandbox").setLevel(logging.ERROR)  # the local backend's warning
+    # Both sides work in the sandboxes' default folder (/dev/shm when writable), so the baseline pays
+    # the same filesystem costs.
+    root = default_base_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="hrl-bench-", dir=root))
+    try:
+        floors(args.create)
+        await create_destroy(args.create, base)
+        await rollouts(args.rollouts, args.concurrency, base)
+        await bridge(args.requests, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
