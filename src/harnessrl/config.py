@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harnessrl.train.config import TrainerConfig
+
 
 class Section(BaseModel):
     """Base for config sections: unknown keys are errors (a typo must not be silently ignored)."""
@@ -125,6 +127,23 @@ class TrainConfig(Section):
     """Global seed."""
     out_dir: str = "runs/train"
     """Checkpoints and logs."""
+    tasks_per_step: int = Field(default=2, ge=1)
+    """Tasks drawn per step (epoch-wise shuffled by `seed`, so every task comes up once per epoch)."""
+    group_size: int = Field(default=2, ge=1)
+    """Rollouts per GRPO group; a group is one (task, harness) pair."""
+    harnesses: list[str] = Field(default_factory=list)
+    """Harnesses mixed in one batch (groups never mix them); empty = `[rollout.harness]`."""
+    harnesses_per_task: int = Field(default=0, ge=0)
+    """How many of `harnesses` each drawn task runs under (drawn per step); 0 = all of them."""
+    harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Adapter switches per harness name, e.g. `{"claude-code" = {bare = true}}`."""
+    save_every: int = Field(default=0, ge=0)
+    """Checkpoint every this many steps (0 = only at the end); the last step is always saved."""
+    resume: bool = False
+    """Continue from the latest checkpoint under `out_dir` (same schedule, next step)."""
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    """Optimizer and loss settings; its `lr` and `seed` are replaced by `train.lr` and `train.seed`,
+    its `temperature` by `engine.sampling.temperature` (log-probs must match what was sampled)."""
 
 
 class TraceConfig(Section):
