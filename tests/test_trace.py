@@ -357,3 +357,19 @@ def test_trace_rollout_and_aggregate_stats() -> None:
     assert agg["ratio_per_call_to_unique"] == 35 / 22
     t3 = build_trace(_moving_tail(), TraceConfig(max_live_leaves=1))
     assert aggregate_stats([t1.stats, t3.stats])["filtered"] == {"over_branching": 1}
+
+
+def test_undelivered_output_is_not_the_final_answer() -> None:
+    # The harness disconnected during c1 (partial) and c2 failed: neither output reached it.
+    calls = [
+        mc(0, [1, 2, 3], [4]),
+        mc(1, [1, 2, 3, 4, 5], [6], partial=True),
+        mc(2, [1, 2, 3, 4, 5], [7], error="engine failed"),
+    ]
+    tree = build_trace(calls)
+    assert _kinds(tree) == [
+        ("c0", "main", True, None),
+        ("c1", "main", False, "dead_leaf"),
+        ("c2", "main", False, "dead_leaf"),
+    ]
+    assert tree.to_sample().paths == [[0]]

@@ -53,6 +53,7 @@ def _insert_all(records: list[ModelCall], trie: PrefixTrie) -> list[TraceCall]:
             render=rec.render,
             prompt_len=len(rec.prompt_ids),
             output_len=len(rec.output_ids),
+            delivered=not rec.partial and rec.error is None,
         )
         seq = rec.prompt_ids + rec.output_ids
         if seq:

@@ -128,14 +128,16 @@ class ThreadTracker:
 def final_calls(calls: list[TraceCall]) -> set[int]:
     """Indices of the calls whose output is a thread's final answer (never dead): the last main-thread
     call, the last main-thread call before each new segment, the last call of each sub-agent group and
-    every summary request."""
+    every summary request. Only delivered outputs count: one the harness never received answers nothing."""
     final: set[int] = set()
     last_main = -1
     last_sub: dict[str, int] = {}
     for i, c in enumerate(calls):
+        if c.restart and last_main >= 0:
+            final.add(last_main)
+        if not c.delivered:
+            continue
         if c.kind in ("main", "compacted"):
-            if c.restart and last_main >= 0:
-                final.add(last_main)
             last_main = i
         elif c.kind == "subagent":
             last_sub[c.group] = i

@@ -55,6 +55,8 @@ class TraceCall:
     them (a compaction restart, or a retokenized continuation)."""
     logprob_mismatch: bool = False
     """output_logprobs did not have one entry per output id (padded with 0.0 / truncated)."""
+    delivered: bool = True
+    """False when the harness never received the output (the client disconnected, or the call failed)."""
 
 
 @dataclass
