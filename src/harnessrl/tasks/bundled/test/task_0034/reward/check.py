@@ -1,42 +1,41 @@
 """task_0034 (warmup): count.txt holds the line count of words.txt (23) as bare digits; words.txt unchanged."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('count_exists', 'count_is_digits', 'count_correct', 'words_untouched')
+KEYS = ("count_exists", "count_is_digits", "count_correct", "words_untouched")
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-WORDS = ["apple", "birch", "cobalt", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper", "kelp", "lumen", "maple", "nectar", "onyx", "pepper", "quartz", "raven", "sable", "tundra", "umber", "violet", "walnut"]
+WORDS = [
+    "apple",
+    "birch",
+    "cobalt",
+    "delta",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "indigo",
+    "juniper",
+    "kelp",
+    "lumen",
+    "maple",
+    "nectar",
+    "onyx",
+    "pepper",
+    "quartz",
+    "raven",
+    "sable",
+    "tundra",
+    "umber",
+    "violet",
+    "walnut",
+]
 
 
 def _score(ws: Path, s: dict) -> None:

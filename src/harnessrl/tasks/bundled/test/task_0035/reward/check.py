@@ -1,44 +1,18 @@
 """task_0035 (warmup): run.sh gets its executable bit with unchanged content; logs/.keep exists and is empty."""
 
 import json
-import subprocess
+import os
 import sys
 from pathlib import Path
 
-KEYS = ('run_executable', 'run_unchanged', 'logs_dir', 'keep_exists', 'keep_empty')
+KEYS = ("run_executable", "run_unchanged", "logs_dir", "keep_exists", "keep_empty")
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-import os
-
-RUN = "#!/usr/bin/env bash\necho \"starting worker\"\n"
+RUN = '#!/usr/bin/env bash\necho "starting worker"\n'
 
 
 def _score(ws: Path, s: dict) -> None:

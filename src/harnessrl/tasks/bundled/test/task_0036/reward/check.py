@@ -1,39 +1,23 @@
-"""task_0036 (file_edit): ACTION lines moved into a final "## Action items" checklist "- [ ] owner: task", in order; other lines kept."""
+"""task_0036 (file_edit): ACTION lines moved into a final "## Action items" checklist "- [ ] owner: task", in
+order; other lines kept.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('notes_exists', 'action_lines_removed', 'section_is_last', 'checklist_items_exact', 'checklist_order', 'other_lines_kept')
+KEYS = (
+    "notes_exists",
+    "action_lines_removed",
+    "section_is_last",
+    "checklist_items_exact",
+    "checklist_order",
+    "other_lines_kept",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 ITEMS = [
@@ -64,7 +48,7 @@ def _score(ws: Path, s: dict) -> None:
     if not heads or lines[heads[-1]] != "## Action items":
         return
     s["section_is_last"] = 1.0
-    tail = [line for line in lines[heads[-1] + 1:] if line.strip()]
+    tail = [line for line in lines[heads[-1] + 1 :] if line.strip()]
     s["checklist_items_exact"] = float(sorted(tail) == sorted(ITEMS))
     s["checklist_order"] = float(tail == ITEMS)
     s["other_lines_kept"] = float([x for x in lines[: heads[-1]] if x.strip()] == OTHER)

@@ -1,39 +1,24 @@
-"""task_0038 (data_processing): survey tally excluding test responses (missing flag = real), per-answer counts, skipped answers, rounded mean."""
+"""task_0038 (data_processing): survey tally excluding test responses (missing flag = real), per-answer
+counts, skipped answers, rounded mean.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('results_is_object', 'responses_count', 'test_rows_excluded', 'remote_counts', 'office_counts', 'satisfaction_avg', 'no_missing_as_answer')
+KEYS = (
+    "results_is_object",
+    "responses_count",
+    "test_rows_excluded",
+    "remote_counts",
+    "office_counts",
+    "satisfaction_avg",
+    "no_missing_as_answer",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 def _score(ws: Path, s: dict) -> None:

@@ -1,43 +1,27 @@
-"""task_0039 (data_processing): books deduplicated by digits-only ISBN keeping the latest year, sorted by author last name then title."""
+"""task_0039 (data_processing): books deduplicated by digits-only ISBN keeping the latest year, sorted by
+author last name then title.
+"""
 
+import csv
+import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('catalog_exists', 'header_exact', 'isbn_digits_only', 'one_row_per_book', 'latest_year_kept', 'sort_by_last_name', 'title_tiebreak')
+KEYS = (
+    "catalog_exists",
+    "header_exact",
+    "isbn_digits_only",
+    "one_row_per_book",
+    "latest_year_kept",
+    "sort_by_last_name",
+    "title_tiebreak",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-import csv
-import io
 
 EXPECTED = [
     ["9780743273565", "The Great Gatsby", "F. Scott Fitzgerald", "2004"],
@@ -59,7 +43,9 @@ def _score(ws: Path, s: dict) -> None:
     body = [r for r in rows[1:] if len(r) == 4]
     isbns = [r[0] for r in body]
     s["isbn_digits_only"] = float(bool(body) and all(i.isdigit() and len(i) == 13 for i in isbns))
-    s["one_row_per_book"] = float(sorted(isbns) == sorted(e[0] for e in EXPECTED) and len(body) == len(rows) - 1)
+    s["one_row_per_book"] = float(
+        sorted(isbns) == sorted(e[0] for e in EXPECTED) and len(body) == len(rows) - 1
+    )
     got = {r[0]: r for r in body}
     s["latest_year_kept"] = float(all(got.get(e[0], [""] * 4)[3] == e[3] for e in EXPECTED))
     s["sort_by_last_name"] = float([r[2] for r in body] == [e[2] for e in EXPECTED])

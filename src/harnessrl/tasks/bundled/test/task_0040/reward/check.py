@@ -1,11 +1,21 @@
-"""task_0040 (code_fix): roman.to_roman/from_roman with subtractive notation, round trip over 1..3999, ValueError out of range."""
+"""task_0040 (code_fix): roman.to_roman/from_roman with subtractive notation, round trip over 1..3999,
+ValueError out of range.
+"""
 
+import hashlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('tests_pass', 'tests_unmodified', 'to_roman_hidden', 'from_roman_hidden', 'round_trip_all', 'range_errors')
+KEYS = (
+    "tests_pass",
+    "tests_unmodified",
+    "to_roman_hidden",
+    "from_roman_hidden",
+    "round_trip_all",
+    "range_errors",
+)
 
 
 def _text(path: Path) -> str:
@@ -28,15 +38,16 @@ def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
     """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
     try:
         done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
+            [sys.executable, "-B", "-m", "unittest", "-v"],
+            cwd=ws,
+            capture_output=True,
+            text=True,
             timeout=timeout,
         )
         return done.returncode, done.stdout + done.stderr
     except Exception as exc:
         return -1, repr(exc)
 
-
-import hashlib
 
 TEST_SHA = "5a090d1c0caff895ad4fe44b46d28ccf4cb91949ca234846d19017cc26f1b4c4"
 PROBE = """
@@ -57,7 +68,9 @@ print(json.dumps([
 
 def _score(ws: Path, s: dict) -> None:
     test = ws / "test_roman.py"
-    s["tests_unmodified"] = float(test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA)
+    s["tests_unmodified"] = float(
+        test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA
+    )
     code, out = _unittest(ws)
     s["tests_pass"] = float(code == 0 and "Ran 4 tests" in out and s["tests_unmodified"] == 1.0)
     got = _probe(ws, PROBE)

@@ -1,43 +1,27 @@
-"""task_0041 (code_fix): csvsum CLI skips empty/short rows, two-decimal output, clean unknown-column error with exit 1. Probed as a subprocess."""
+"""task_0041 (code_fix): csvsum CLI skips empty/short rows, two-decimal output, clean unknown-column error
+with exit 1. Probed as a subprocess.
+"""
 
+import hashlib
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-KEYS = ('tests_pass', 'tests_unmodified', 'short_rows_skipped', 'spaces_and_negatives', 'unknown_column_clean', 'usage_exit_2')
+KEYS = (
+    "tests_pass",
+    "tests_unmodified",
+    "short_rows_skipped",
+    "spaces_and_negatives",
+    "unknown_column_clean",
+    "usage_exit_2",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-import hashlib
-import tempfile
 
 TEST_SHA = "10dd57f40553582ebc86f4605c33791801b9cbbd1c3b5cdd9bca1d507ef7653e"
 
@@ -46,7 +30,10 @@ def _run(ws: Path, *args: str) -> tuple[int, str, str]:
     try:
         done = subprocess.run(
             [sys.executable, "-B", str(ws / "tools" / "csvsum.py"), *args],
-            cwd=ws, capture_output=True, text=True, timeout=20,
+            cwd=ws,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
         return done.returncode, done.stdout.strip(), done.stderr
     except Exception:
@@ -55,11 +42,16 @@ def _run(ws: Path, *args: str) -> tuple[int, str, str]:
 
 def _score(ws: Path, s: dict) -> None:
     test = ws / "tools" / "test_csvsum.py"
-    s["tests_unmodified"] = float(test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA)
+    s["tests_unmodified"] = float(
+        test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA
+    )
     try:
         done = subprocess.run(
             [sys.executable, "-B", "-m", "unittest", "discover", "-s", "tools", "-v"],
-            cwd=ws, capture_output=True, text=True, timeout=60,
+            cwd=ws,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         code, out = done.returncode, done.stdout + done.stderr
     except Exception:

@@ -1,42 +1,26 @@
-"""task_0042 (report_writing): weekly totals keyed by Monday (data starts on a Wednesday), top-3 pages, grand total 4115."""
+"""task_0042 (report_writing): weekly totals keyed by Monday (data starts on a Wednesday), top-3 pages, grand
+total 4115.
+"""
 
 import json
-import subprocess
+import re
 import sys
 from pathlib import Path
 
-KEYS = ('report_exists', 'weekly_header', 'week_labels_monday', 'weekly_values', 'top_pages_order', 'top_pages_values', 'total_visits')
+KEYS = (
+    "report_exists",
+    "weekly_header",
+    "week_labels_monday",
+    "weekly_values",
+    "top_pages_order",
+    "top_pages_values",
+    "total_visits",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-import re
 
 def _sections(text: str) -> dict:
     """Lower-cased heading text -> the lines under it (up to the next heading of any level)."""
@@ -82,7 +66,6 @@ def _numbers(text: str) -> list:
     return [float(m.replace(",", "")) for m in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
 
 
-
 WEEKS = [("2026-10-05", 1251), ("2026-10-12", 1393), ("2026-10-19", 1278), ("2026-10-26", 193)]
 TOP = [("/", 1809), ("/docs", 917), ("/pricing", 654)]
 
@@ -103,7 +86,9 @@ def _score(ws: Path, s: dict) -> None:
     rows = tables[0]
     s["weekly_header"] = float([c.lower() for c in rows[0]] == ["week starting", "visits"])
     body = [r for r in rows[1:] if len(r) == 2]
-    s["week_labels_monday"] = float([r[0] for r in body] == [w[0] for w in WEEKS] and len(body) == len(rows) - 1)
+    s["week_labels_monday"] = float(
+        [r[0] for r in body] == [w[0] for w in WEEKS] and len(body) == len(rows) - 1
+    )
     s["weekly_values"] = float([(r[0], _num(r[1])) for r in body] == WEEKS)
 
 

@@ -1,39 +1,25 @@
-"""task_0043 (report_writing): contributor table grouped by email (alias merged), bots excluded, sorted with tie-break, shares, summary."""
+"""task_0043 (report_writing): contributor table grouped by email (alias merged), bots excluded, sorted with
+tie-break, shares, summary.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('report_exists', 'table_header', 'bots_excluded', 'alias_merged', 'commit_counts', 'sort_order', 'shares', 'summary_numbers')
+KEYS = (
+    "report_exists",
+    "table_header",
+    "bots_excluded",
+    "alias_merged",
+    "commit_counts",
+    "sort_order",
+    "shares",
+    "summary_numbers",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 def _sections(text: str) -> dict:
@@ -80,8 +66,13 @@ def _numbers(text: str) -> list:
     return [float(m.replace(",", "")) for m in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
 
 
-
-ROWS = [("Ana Ruiz", 14, "35.0%"), ("Kofi Boateng", 11, "27.5%"), ("Mei Lin", 11, "27.5%"), ("Olaf Berg", 3, "7.5%"), ("Sam Okafor", 1, "2.5%")]
+ROWS = [
+    ("Ana Ruiz", 14, "35.0%"),
+    ("Kofi Boateng", 11, "27.5%"),
+    ("Mei Lin", 11, "27.5%"),
+    ("Olaf Berg", 3, "7.5%"),
+    ("Sam Okafor", 1, "2.5%"),
+]
 
 
 def _score(ws: Path, s: dict) -> None:

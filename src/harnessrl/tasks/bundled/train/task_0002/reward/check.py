@@ -1,39 +1,14 @@
 """task_0002 (warmup): draft_report.md renamed to report_final.md with identical bytes; no leftover copy."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('final_exists', 'draft_gone', 'content_unchanged', 'no_extra_markdown')
+KEYS = ("final_exists", "draft_gone", "content_unchanged", "no_extra_markdown")
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 CONTENT = "# Q3 field report\n\nWe visited 14 sites and logged 212 observations.\n\n- Site 7 needs a new gate.\n- Site 11 flooded twice.\n"

@@ -1,39 +1,16 @@
-"""task_0005 (warmup): backup/raw.csv is a byte-identical copy of data/raw.csv, which stays in place unchanged."""
+"""task_0005 (warmup): backup/raw.csv is a byte-identical copy of data/raw.csv, which stays in place
+unchanged.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('backup_dir', 'backup_exists', 'backup_identical', 'original_kept')
+KEYS = ("backup_dir", "backup_exists", "backup_identical", "original_kept")
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 RAW = "sensor,reading\ns1,0.42\ns2,0.57\ns3,0.61\n"

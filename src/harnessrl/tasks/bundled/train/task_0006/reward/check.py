@@ -1,42 +1,23 @@
-"""task_0006 (warmup): every cache/**/*.tmp deleted; the other cache files and the folders remain with their content."""
+"""task_0006 (warmup): every cache/**/*.tmp deleted; the other cache files and the folders remain with their
+content.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('top_level_tmp_gone', 'nested_tmp_gone', 'other_files_kept', 'folders_kept')
+KEYS = ("top_level_tmp_gone", "nested_tmp_gone", "other_files_kept", "folders_kept")
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-KEEP = {"cache/index.json": "{\"entries\": 3}\n", "cache/img/logo.png.meta": "w=64 h=64\n", "cache/tmpl/page.html": "<p>hi</p>\n"}
+KEEP = {
+    "cache/index.json": '{"entries": 3}\n',
+    "cache/img/logo.png.meta": "w=64 h=64\n",
+    "cache/tmpl/page.html": "<p>hi</p>\n",
+}
 
 
 def _score(ws: Path, s: dict) -> None:

@@ -1,44 +1,32 @@
-"""task_0007 (file_edit): settings.ini [server] port=9090, workers=4 added in [server]; [database] and comments unchanged."""
+"""task_0007 (file_edit): settings.ini [server] port=9090, workers=4 added in [server]; [database] and
+comments unchanged.
+"""
 
+import configparser
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('ini_parses', 'server_port_9090', 'server_workers_4', 'database_unchanged', 'comments_kept', 'other_server_keys_kept', 'no_new_sections')
+KEYS = (
+    "ini_parses",
+    "server_port_9090",
+    "server_workers_4",
+    "database_unchanged",
+    "comments_kept",
+    "other_server_keys_kept",
+    "no_new_sections",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-import configparser
-
-COMMENTS = ["# Service configuration, edited by ops only", "; ports below 1024 need root", "# database credentials live in the vault"]
+COMMENTS = [
+    "# Service configuration, edited by ops only",
+    "; ports below 1024 need root",
+    "# database credentials live in the vault",
+]
 DATABASE = {"host": "db.internal", "port": "5432", "name": "orders"}
 
 

@@ -1,39 +1,24 @@
-"""task_0008 (file_edit): CHANGELOG.md gets a 1.4.0 entry (Added/Fixed bullets) above 1.3.2; title and old entries byte-identical."""
+"""task_0008 (file_edit): CHANGELOG.md gets a 1.4.0 entry (Added/Fixed bullets) above 1.3.2; title and old
+entries byte-identical.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('changelog_exists', 'new_heading_first', 'added_bullet', 'fixed_bullet', 'bullets_in_right_subsections', 'old_entries_unchanged', 'title_kept')
+KEYS = (
+    "changelog_exists",
+    "new_heading_first",
+    "added_bullet",
+    "fixed_bullet",
+    "bullets_in_right_subsections",
+    "old_entries_unchanged",
+    "title_kept",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 TITLE = "# Changelog"
@@ -49,7 +34,11 @@ def _score(ws: Path, s: dict) -> None:
     s["old_entries_unchanged"] = float(text.endswith(OLD) or text.endswith(OLD.rstrip("\n")))
     headings = [line.strip() for line in lines if line.startswith("## ")]
     s["new_heading_first"] = float(headings[:2] == ["## [1.4.0] - 2026-11-20", "## [1.3.2] - 2026-10-02"])
-    new = text.split("## [1.4.0] - 2026-11-20", 1)[1].split("## [1.3.2]", 1)[0] if s["new_heading_first"] else ""
+    new = (
+        text.split("## [1.4.0] - 2026-11-20", 1)[1].split("## [1.3.2]", 1)[0]
+        if s["new_heading_first"]
+        else ""
+    )
     s["added_bullet"] = float("- CSV export for reports" in new)
     s["fixed_bullet"] = float("- Crash when the config file is empty" in new)
     added = new.split("### Added", 1)[1].split("###", 1)[0] if "### Added" in new else ""

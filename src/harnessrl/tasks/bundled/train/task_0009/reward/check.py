@@ -1,39 +1,24 @@
-"""task_0009 (file_edit): requirements.txt: requests==2.32.3, nose removed, pytest==8.3.3 added, others kept, sorted case-insensitively."""
+"""task_0009 (file_edit): requirements.txt: requests==2.32.3, nose removed, pytest==8.3.3 added, others kept,
+sorted case-insensitively.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('requirements_exists', 'requests_pinned', 'nose_removed', 'pytest_added', 'others_unchanged', 'sorted_case_insensitive', 'no_duplicates')
+KEYS = (
+    "requirements_exists",
+    "requests_pinned",
+    "nose_removed",
+    "pytest_added",
+    "others_unchanged",
+    "sorted_case_insensitive",
+    "no_duplicates",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 OTHERS = ["click==8.1.7", "Flask==3.0.3", "Jinja2==3.1.4", "numpy>=1.26", "PyYAML==6.0.2", "urllib3<3"]

@@ -1,53 +1,37 @@
-"""task_0011 (file_edit): docs/guide.md TOC rebuilt: one "- [H](#anchor)" per later "## " heading, in order, GitHub anchors; body unchanged."""
+"""task_0011 (file_edit): docs/guide.md TOC rebuilt: one "- [H](#anchor)" per later "## " heading, in order,
+GitHub anchors; body unchanged.
+"""
 
 import json
-import subprocess
+import re
 import sys
 from pathlib import Path
 
-KEYS = ('guide_exists', 'toc_entry_count', 'toc_order', 'toc_anchors_github', 'toc_format', 'body_unchanged', 'stale_entry_removed')
+KEYS = (
+    "guide_exists",
+    "toc_entry_count",
+    "toc_order",
+    "toc_anchors_github",
+    "toc_format",
+    "body_unchanged",
+    "stale_entry_removed",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-import re
-
 HEADINGS = ["Installing", "First run", "Configuring the CLI", "Upgrading from v1.x", "FAQ & troubleshooting"]
 ANCHORS = ["installing", "first-run", "configuring-the-cli", "upgrading-from-v1x", "faq--troubleshooting"]
 BODY_MARK = "## Installing"
-BODY = '## Installing\n\nRun the installer and accept the defaults.\n\n## First run\n\nStart `tidewatch init` and pick a station.\n\n## Configuring the CLI\n\nSettings live in `~/.tidewatch.toml`.\n\n## Upgrading from v1.x\n\nExport your stations first: `tidewatch export`.\n\n## FAQ & troubleshooting\n\nIf readings stop, check the gauge battery.\n'
+BODY = "## Installing\n\nRun the installer and accept the defaults.\n\n## First run\n\nStart `tidewatch init` and pick a station.\n\n## Configuring the CLI\n\nSettings live in `~/.tidewatch.toml`.\n\n## Upgrading from v1.x\n\nExport your stations first: `tidewatch export`.\n\n## FAQ & troubleshooting\n\nIf readings stop, check the gauge battery.\n"
 
 
 def _score(ws: Path, s: dict) -> None:
     text = _text(ws / "docs" / "guide.md")
     s["guide_exists"] = 1.0
-    s["body_unchanged"] = float(BODY_MARK in text and text[text.index(BODY_MARK):] == BODY)
+    s["body_unchanged"] = float(BODY_MARK in text and text[text.index(BODY_MARK) :] == BODY)
     head = text.split("## Contents", 1)[1].split(BODY_MARK, 1)[0] if "## Contents" in text else ""
     entries = [line.strip() for line in head.splitlines() if line.strip()]
     parsed = [re.fullmatch(r"- \[(.+)\]\(#([^)]*)\)", e) for e in entries]

@@ -1,39 +1,24 @@
-"""task_0012 (file_edit): .dockerignore deduplicated (first occurrence, order kept), comment kept, three patterns present once."""
+"""task_0012 (file_edit): .dockerignore deduplicated (first occurrence, order kept), comment kept, three
+patterns present once.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('file_exists', 'comment_first', 'no_duplicates', 'original_order_kept', 'required_patterns_present', 'missing_ones_appended_at_end', 'nothing_else_removed')
+KEYS = (
+    "file_exists",
+    "comment_first",
+    "no_duplicates",
+    "original_order_kept",
+    "required_patterns_present",
+    "missing_ones_appended_at_end",
+    "nothing_else_removed",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 ORDER = [".git", "node_modules/", "*.pyc", "dist/", "*.log", "coverage/", "secrets.env"]
@@ -48,7 +33,7 @@ def _score(ws: Path, s: dict) -> None:
     s["no_duplicates"] = float(len(patterns) == len(set(patterns)))
     s["original_order_kept"] = float(patterns[: len(ORDER)] == ORDER)
     s["required_patterns_present"] = float(all(p in patterns for p in REQUIRED))
-    s["missing_ones_appended_at_end"] = float(sorted(patterns[len(ORDER):]) == [".venv/", "__pycache__/"])
+    s["missing_ones_appended_at_end"] = float(sorted(patterns[len(ORDER) :]) == [".venv/", "__pycache__/"])
     s["nothing_else_removed"] = float(set(ORDER) <= set(patterns))
 
 

@@ -1,39 +1,23 @@
-"""task_0013 (file_edit): version 0.8.1 -> 0.9.0 in version.py, pyproject [project] version and README install line; dependency pin untouched."""
+"""task_0013 (file_edit): version 0.8.1 -> 0.9.0 in version.py, pyproject [project] version and README
+install line; dependency pin untouched.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('version_py_bumped', 'pyproject_version_bumped', 'readme_bumped', 'dependency_pin_untouched', 'no_other_lines_changed', 'no_stale_version')
+KEYS = (
+    "version_py_bumped",
+    "pyproject_version_bumped",
+    "readme_bumped",
+    "dependency_pin_untouched",
+    "no_other_lines_changed",
+    "no_stale_version",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 FILES = {
@@ -54,7 +38,8 @@ def _score(ws: Path, s: dict) -> None:
     s["pyproject_version_bumped"] = float('version = "0.9.0"' in got["pyproject.toml"])
     s["readme_bumped"] = float("Install with `pip install weatherkit==0.9.0`." in got["README.md"])
     s["dependency_pin_untouched"] = float(
-        '    "geotools==0.8.1",' in got["pyproject.toml"] and "Requires geotools 0.8.1 (pinned)." in got["README.md"]
+        '    "geotools==0.8.1",' in got["pyproject.toml"]
+        and "Requires geotools 0.8.1 (pinned)." in got["README.md"]
     )
     same = True
     for rel, text in FILES.items():

@@ -1,39 +1,24 @@
-"""task_0014 (data_processing): revenue per region from data/sales.csv (rounded, sorted keys) and the top product by units."""
+"""task_0014 (data_processing): revenue per region from data/sales.csv (rounded, sorted keys) and the top
+product by units.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('revenue_file_exists', 'revenue_is_object', 'regions_exact', 'totals_correct', 'totals_rounded', 'keys_sorted', 'top_product_correct')
+KEYS = (
+    "revenue_file_exists",
+    "revenue_is_object",
+    "regions_exact",
+    "totals_correct",
+    "totals_rounded",
+    "keys_sorted",
+    "top_product_correct",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 EXPECTED = {"East": 889.2, "North": 720.82, "South": 612.22, "West": 705.4}

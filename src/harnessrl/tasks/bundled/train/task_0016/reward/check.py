@@ -1,43 +1,28 @@
-"""task_0016 (data_processing): customers joined with paid orders -> customer_totals.csv (counts, 2-decimal totals, tie-broken sort)."""
+"""task_0016 (data_processing): customers joined with paid orders -> customer_totals.csv (counts, 2-decimal
+totals, tie-broken sort).
+"""
 
+import csv
+import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('totals_exists', 'header_exact', 'all_customers_once', 'counts_correct', 'totals_correct', 'two_decimals', 'sort_order', 'unknown_customer_ignored')
+KEYS = (
+    "totals_exists",
+    "header_exact",
+    "all_customers_once",
+    "counts_correct",
+    "totals_correct",
+    "two_decimals",
+    "sort_order",
+    "unknown_customer_ignored",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-import csv
-import io
 
 EXPECTED = [
     ["C03", "Juniper Labs", "1", "410.25"],
@@ -70,7 +55,9 @@ def _score(ws: Path, s: dict) -> None:
         except ValueError:
             return -1.0
 
-    s["totals_correct"] = float(all(abs(num(got.get(e[0], [""] * 4)[3]) - float(e[3])) < 0.005 for e in EXPECTED))
+    s["totals_correct"] = float(
+        all(abs(num(got.get(e[0], [""] * 4)[3]) - float(e[3])) < 0.005 for e in EXPECTED)
+    )
     s["two_decimals"] = float(all(len(r[3].split(".")[-1]) == 2 and "." in r[3] for r in body) and bool(body))
     s["sort_order"] = float(ids == [e[0] for e in EXPECTED])
 

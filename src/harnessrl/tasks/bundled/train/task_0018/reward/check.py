@@ -1,39 +1,25 @@
-"""task_0018 (data_processing): stats.json from an access log: totals, unique IPs, status counts, top path (query stripped), bytes, 5xx rate."""
+"""task_0018 (data_processing): stats.json from an access log: totals, unique IPs, status counts, top path
+(query stripped), bytes, 5xx rate.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('stats_is_object', 'total_requests', 'unique_ips', 'status_counts', 'top_path', 'top_path_hits', 'bytes_sent', 'server_error_rate')
+KEYS = (
+    "stats_is_object",
+    "total_requests",
+    "unique_ips",
+    "status_counts",
+    "top_path",
+    "top_path_hits",
+    "bytes_sent",
+    "server_error_rate",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 STATUS = {"200": 8, "401": 1, "500": 1, "404": 1, "503": 1, "304": 1, "204": 1}

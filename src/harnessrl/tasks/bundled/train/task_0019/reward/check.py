@@ -1,39 +1,25 @@
-"""task_0019 (data_processing): per-student averages (missing scores skipped), letter grades at exact boundaries, class median, top student."""
+"""task_0019 (data_processing): per-student averages (missing scores skipped), letter grades at exact
+boundaries, class median, top student.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('summary_is_object', 'students_exact', 'averages_correct', 'grades_correct', 'boundary_grades', 'missing_score_skipped', 'class_median', 'top_student')
+KEYS = (
+    "summary_is_object",
+    "students_exact",
+    "averages_correct",
+    "grades_correct",
+    "boundary_grades",
+    "missing_score_skipped",
+    "class_median",
+    "top_student",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 AVG = {"Amara": 91.7, "Benedikt": 71.7, "Carmen": 80.0, "Dmitri": 58.0, "Efua": 94.5, "Farid": 70.0}

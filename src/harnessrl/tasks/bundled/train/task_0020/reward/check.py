@@ -1,43 +1,28 @@
-"""task_0020 (data_processing): daily min/max/mean over valid readings (NA/empty skipped), one-decimal format, empty days omitted."""
+"""task_0020 (data_processing): daily min/max/mean over valid readings (NA/empty skipped), one-decimal
+format, empty days omitted.
+"""
 
+import csv
+import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('stats_exists', 'header_exact', 'days_exact', 'empty_day_omitted', 'readings_counts', 'min_max_correct', 'means_correct', 'one_decimal_format')
+KEYS = (
+    "stats_exists",
+    "header_exact",
+    "days_exact",
+    "empty_day_omitted",
+    "readings_counts",
+    "min_max_correct",
+    "means_correct",
+    "one_decimal_format",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-import csv
-import io
 
 EXPECTED = [
     ["2026-03-01", "3", "3.1", "9.8", "5.7"],
@@ -47,7 +32,9 @@ EXPECTED = [
 
 
 def _score(ws: Path, s: dict) -> None:
-    rows = [[c.strip() for c in r] for r in csv.reader(io.StringIO(_text(ws / "data" / "daily_stats.csv"))) if r]
+    rows = [
+        [c.strip() for c in r] for r in csv.reader(io.StringIO(_text(ws / "data" / "daily_stats.csv"))) if r
+    ]
     s["stats_exists"] = 1.0
     if not rows:
         return

@@ -1,39 +1,25 @@
-"""task_0022 (data_processing): currency conversion by division, per-account EUR totals, flagged ids strictly above 1000 EUR."""
+"""task_0022 (data_processing): currency conversion by division, per-account EUR totals, flagged ids strictly
+above 1000 EUR.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('totals_is_object', 'accounts_exact', 'totals_correct', 'totals_rounded', 'flagged_exists', 'flagged_ids_exact', 'boundary_excluded', 'flagged_sorted')
+KEYS = (
+    "totals_is_object",
+    "accounts_exact",
+    "totals_correct",
+    "totals_rounded",
+    "flagged_exists",
+    "flagged_ids_exact",
+    "boundary_excluded",
+    "flagged_sorted",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 TOTALS = {"ACC-A": 1805.56, "ACC-B": 2978.46, "ACC-C": 2068.52}

@@ -1,11 +1,21 @@
-"""task_0023 (code_fix): textutils.slugify collapses/strips hyphens; truncate_words keeps texts of exactly `limit` words. Tests unmodified."""
+"""task_0023 (code_fix): textutils.slugify collapses/strips hyphens; truncate_words keeps texts of exactly
+`limit` words. Tests unmodified.
+"""
 
+import hashlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('tests_pass', 'tests_unmodified', 'slug_collapses_separators', 'slug_strips_edges', 'truncate_exact_limit', 'truncate_still_cuts')
+KEYS = (
+    "tests_pass",
+    "tests_unmodified",
+    "slug_collapses_separators",
+    "slug_strips_edges",
+    "truncate_exact_limit",
+    "truncate_still_cuts",
+)
 
 
 def _text(path: Path) -> str:
@@ -28,15 +38,16 @@ def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
     """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
     try:
         done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
+            [sys.executable, "-B", "-m", "unittest", "-v"],
+            cwd=ws,
+            capture_output=True,
+            text=True,
             timeout=timeout,
         )
         return done.returncode, done.stdout + done.stderr
     except Exception as exc:
         return -1, repr(exc)
 
-
-import hashlib
 
 TEST_SHA = "2ffa7f73f6d10224f66ce8490fd746123cd2c834283bee57ff9f4054a1b56456"
 PROBE = """
@@ -52,7 +63,9 @@ print(json.dumps([
 
 def _score(ws: Path, s: dict) -> None:
     test = ws / "test_textutils.py"
-    s["tests_unmodified"] = float(test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA)
+    s["tests_unmodified"] = float(
+        test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA
+    )
     code, out = _unittest(ws)
     s["tests_pass"] = float(code == 0 and "Ran 5 tests" in out and s["tests_unmodified"] == 1.0)
     got = _probe(ws, PROBE)

@@ -1,11 +1,21 @@
-"""task_0024 (code_fix): stats.median even-length index bug and ValueError on empty input for mean/median; variance must keep working."""
+"""task_0024 (code_fix): stats.median even-length index bug and ValueError on empty input for mean/median;
+variance must keep working.
+"""
 
+import hashlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('tests_pass', 'tests_unmodified', 'median_even_hidden', 'mean_empty_valueerror', 'median_empty_valueerror', 'variance_unchanged')
+KEYS = (
+    "tests_pass",
+    "tests_unmodified",
+    "median_even_hidden",
+    "mean_empty_valueerror",
+    "median_empty_valueerror",
+    "variance_unchanged",
+)
 
 
 def _text(path: Path) -> str:
@@ -28,15 +38,16 @@ def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
     """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
     try:
         done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
+            [sys.executable, "-B", "-m", "unittest", "-v"],
+            cwd=ws,
+            capture_output=True,
+            text=True,
             timeout=timeout,
         )
         return done.returncode, done.stdout + done.stderr
     except Exception as exc:
         return -1, repr(exc)
 
-
-import hashlib
 
 TEST_SHA = "2c29bdd70227f0a9d01f55cffc588edaf887e53e700e6b913d4193108bfa6a7d"
 PROBE = """
@@ -54,7 +65,9 @@ print(json.dumps([stats.median([10, 2]), stats.median([5, 5, 1, 9, 7, 3]), err(s
 
 def _score(ws: Path, s: dict) -> None:
     test = ws / "test_stats.py"
-    s["tests_unmodified"] = float(test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA)
+    s["tests_unmodified"] = float(
+        test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA
+    )
     code, out = _unittest(ws)
     s["tests_pass"] = float(code == 0 and "Ran 6 tests" in out and s["tests_unmodified"] == 1.0)
     got = _probe(ws, PROBE)

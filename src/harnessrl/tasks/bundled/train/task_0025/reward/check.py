@@ -1,11 +1,21 @@
-"""task_0025 (code_fix): leap-year century rule and month-end clamping in add_months (also negative and >12 offsets)."""
+"""task_0025 (code_fix): leap-year century rule and month-end clamping in add_months (also negative and >12
+offsets).
+"""
 
+import hashlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('tests_pass', 'tests_unmodified', 'leap_century_hidden', 'clamp_leap_february', 'negative_months', 'multi_year_offset')
+KEYS = (
+    "tests_pass",
+    "tests_unmodified",
+    "leap_century_hidden",
+    "clamp_leap_february",
+    "negative_months",
+    "multi_year_offset",
+)
 
 
 def _text(path: Path) -> str:
@@ -28,15 +38,16 @@ def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
     """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
     try:
         done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
+            [sys.executable, "-B", "-m", "unittest", "-v"],
+            cwd=ws,
+            capture_output=True,
+            text=True,
             timeout=timeout,
         )
         return done.returncode, done.stdout + done.stderr
     except Exception as exc:
         return -1, repr(exc)
 
-
-import hashlib
 
 TEST_SHA = "9c74d029dcb3cbdd5180cc967e42218ece8dab951e49ddc5963c18246afdfd35"
 PROBE = """
@@ -51,7 +62,9 @@ print(json.dumps([d.is_leap_year(2100), d.is_leap_year(2400), str(d.add_months(d
 
 def _score(ws: Path, s: dict) -> None:
     test = ws / "billing" / "test_dates.py"
-    s["tests_unmodified"] = float(test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA)
+    s["tests_unmodified"] = float(
+        test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA
+    )
     code, out = _unittest_dir(ws / "billing")
     s["tests_pass"] = float(code == 0 and "Ran 6 tests" in out and s["tests_unmodified"] == 1.0)
     got = _probe(ws, PROBE)

@@ -1,11 +1,21 @@
-"""task_0026 (code_fix): Cart.remove decrements quantities (KeyError for unknown sku), total() rounds half-up to the cent."""
+"""task_0026 (code_fix): Cart.remove decrements quantities (KeyError for unknown sku), total() rounds half-up
+to the cent.
+"""
 
+import hashlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('tests_pass', 'tests_unmodified', 'partial_remove', 'remove_all_units', 'unknown_sku_keyerror', 'discount_rounding')
+KEYS = (
+    "tests_pass",
+    "tests_unmodified",
+    "partial_remove",
+    "remove_all_units",
+    "unknown_sku_keyerror",
+    "discount_rounding",
+)
 
 
 def _text(path: Path) -> str:
@@ -23,20 +33,6 @@ def _probe(ws: Path, code: str, timeout: float = 20.0):
     except Exception:
         return None
 
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-import hashlib
 
 TEST_SHA = "478f80bf6d18453d94f55593e82b95141c90c3b75b1f8364d1bcb31c760c4d2b"
 PROBE = """
@@ -65,11 +61,16 @@ print(json.dumps([a, b, err, d.total(15), d.total(0)]))
 
 def _score(ws: Path, s: dict) -> None:
     test = ws / "shop" / "test_cart.py"
-    s["tests_unmodified"] = float(test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA)
+    s["tests_unmodified"] = float(
+        test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA
+    )
     try:
         done = subprocess.run(
             [sys.executable, "-B", "-m", "unittest", "discover", "-s", "shop", "-v"],
-            cwd=ws, capture_output=True, text=True, timeout=60,
+            cwd=ws,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         code, out = done.returncode, done.stdout + done.stderr
     except Exception:

@@ -1,11 +1,21 @@
-"""task_0027 (code_fix): kvconfig.parse_config (blank/indented comments, first '=', strip, line-numbered errors) and parse_bool (case, spaces)."""
+"""task_0027 (code_fix): kvconfig.parse_config (blank/indented comments, first '=', strip, line-numbered
+errors) and parse_bool (case, spaces).
+"""
 
+import hashlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('tests_pass', 'tests_unmodified', 'indented_comment_skipped', 'error_names_line', 'last_duplicate_wins', 'bool_case_and_space')
+KEYS = (
+    "tests_pass",
+    "tests_unmodified",
+    "indented_comment_skipped",
+    "error_names_line",
+    "last_duplicate_wins",
+    "bool_case_and_space",
+)
 
 
 def _text(path: Path) -> str:
@@ -28,15 +38,16 @@ def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
     """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
     try:
         done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
+            [sys.executable, "-B", "-m", "unittest", "-v"],
+            cwd=ws,
+            capture_output=True,
+            text=True,
             timeout=timeout,
         )
         return done.returncode, done.stdout + done.stderr
     except Exception as exc:
         return -1, repr(exc)
 
-
-import hashlib
 
 TEST_SHA = "943b33c792658577da406f09f2a465985fa6b7e9f5541f8dd3031ee421706ac5"
 PROBE = """
@@ -58,7 +69,9 @@ print(json.dumps([a, msg, b, c]))
 
 def _score(ws: Path, s: dict) -> None:
     test = ws / "test_kvconfig.py"
-    s["tests_unmodified"] = float(test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA)
+    s["tests_unmodified"] = float(
+        test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA
+    )
     code, out = _unittest(ws)
     s["tests_pass"] = float(code == 0 and "Ran 6 tests" in out and s["tests_unmodified"] == 1.0)
     got = _probe(ws, PROBE)

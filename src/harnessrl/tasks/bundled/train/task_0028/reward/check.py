@@ -1,11 +1,21 @@
-"""task_0028 (code_fix): 1-based paginate slicing, page_count without the extra page (0 for no items), ValueError on bad arguments."""
+"""task_0028 (code_fix): 1-based paginate slicing, page_count without the extra page (0 for no items),
+ValueError on bad arguments.
+"""
 
+import hashlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('tests_pass', 'tests_unmodified', 'first_page_hidden', 'page_count_exact_multiple', 'page_count_empty', 'bad_per_page_valueerror')
+KEYS = (
+    "tests_pass",
+    "tests_unmodified",
+    "first_page_hidden",
+    "page_count_exact_multiple",
+    "page_count_empty",
+    "bad_per_page_valueerror",
+)
 
 
 def _text(path: Path) -> str:
@@ -23,20 +33,6 @@ def _probe(ws: Path, code: str, timeout: float = 20.0):
     except Exception:
         return None
 
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-import hashlib
 
 TEST_SHA = "be7b1f7bb35c88d121eb02ccc778fa316be1156f9119ea6c7349d3cb2eff618d"
 PROBE = """
@@ -58,11 +54,16 @@ print(json.dumps([
 
 def _score(ws: Path, s: dict) -> None:
     test = ws / "api" / "test_pagination.py"
-    s["tests_unmodified"] = float(test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA)
+    s["tests_unmodified"] = float(
+        test.is_file() and hashlib.sha256(test.read_bytes()).hexdigest() == TEST_SHA
+    )
     try:
         done = subprocess.run(
             [sys.executable, "-B", "-m", "unittest", "discover", "-s", "api", "-v"],
-            cwd=ws, capture_output=True, text=True, timeout=60,
+            cwd=ws,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         code, out = done.returncode, done.stdout + done.stderr
     except Exception:

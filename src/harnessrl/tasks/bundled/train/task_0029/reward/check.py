@@ -1,43 +1,31 @@
-"""task_0029 (report_writing): signups.md with Summary (total 6760, best month 2026-11), a Month/Signups/Change table, Observations bullets."""
+"""task_0029 (report_writing): signups.md with Summary (total 6760, best month 2026-11), a
+Month/Signups/Change table, Observations bullets.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('report_exists', 'sections_present', 'total_in_summary', 'best_month_in_summary', 'table_header', 'table_months_in_order', 'signups_values', 'change_values', 'observations_bullets')
+KEYS = (
+    "report_exists",
+    "sections_present",
+    "total_in_summary",
+    "best_month_in_summary",
+    "table_header",
+    "table_months_in_order",
+    "signups_values",
+    "change_values",
+    "observations_bullets",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
 SIGNUPS = [412, 389, 455, 520, 498, 610, 575, 540, 702, 688, 731, 640]
 MONTHS = [f"2026-{m:02d}" for m in range(1, 13)]
+
 
 def _sections(text: str) -> dict:
     """Lower-cased heading text -> the lines under it (up to the next heading of any level)."""
@@ -81,8 +69,6 @@ def _numbers(text: str) -> list:
     import re
 
     return [float(m.replace(",", "")) for m in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
-
-
 
 
 def _score(ws: Path, s: dict) -> None:

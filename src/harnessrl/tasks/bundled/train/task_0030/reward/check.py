@@ -1,39 +1,25 @@
-"""task_0030 (report_writing): incident review: severity table with open counts and mean minutes, longest incident, open list."""
+"""task_0030 (report_writing): incident review: severity table with open counts and mean minutes, longest
+incident, open list.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('review_exists', 'title_first', 'severity_table_header', 'severity_counts', 'open_counts', 'mean_minutes', 'longest_incident', 'open_list_exact')
+KEYS = (
+    "review_exists",
+    "title_first",
+    "severity_table_header",
+    "severity_counts",
+    "open_counts",
+    "mean_minutes",
+    "longest_incident",
+    "open_list_exact",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 def _sections(text: str) -> dict:
@@ -80,8 +66,6 @@ def _numbers(text: str) -> list:
     return [float(m.replace(",", "")) for m in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
 
 
-
-
 def _score(ws: Path, s: dict) -> None:
     text = _text(ws / "incident_review.md")
     s["review_exists"] = float(bool(text.strip()))
@@ -89,7 +73,9 @@ def _score(ws: Path, s: dict) -> None:
     s["title_first"] = float(bool(lines) and lines[0].strip() == "# Incident summary")
     sec = _sections(text)
     longest = sec.get("longest incident", "")
-    s["longest_incident"] = float("INC-303" in longest and "payments" in longest and 210.0 in _numbers(longest))
+    s["longest_incident"] = float(
+        "INC-303" in longest and "payments" in longest and 210.0 in _numbers(longest)
+    )
     opened = [ln.strip() for ln in sec.get("open incidents", "").splitlines() if ln.strip()]
     s["open_list_exact"] = float(opened == ["- INC-304 (emails)", "- INC-307 (auth)"])
     tables = _tables(sec.get("by severity", ""))

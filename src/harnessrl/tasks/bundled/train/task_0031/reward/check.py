@@ -1,39 +1,24 @@
-"""task_0031 (report_writing): benchmark pivot table (latest run per pair, 1 decimal, "-" for gaps) plus best model per dataset."""
+"""task_0031 (report_writing): benchmark pivot table (latest run per pair, 1 decimal, "-" for gaps) plus best
+model per dataset.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('results_exists', 'table_header', 'model_rows', 'latest_run_used', 'one_decimal_scores', 'missing_marked', 'best_models_exact')
+KEYS = (
+    "results_exists",
+    "table_header",
+    "model_rows",
+    "latest_run_used",
+    "one_decimal_scores",
+    "missing_marked",
+    "best_models_exact",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 def _sections(text: str) -> dict:
@@ -78,7 +63,6 @@ def _numbers(text: str) -> list:
     import re
 
     return [float(m.replace(",", "")) for m in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
-
 
 
 TABLE = [

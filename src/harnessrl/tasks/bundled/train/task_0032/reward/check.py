@@ -1,39 +1,26 @@
-"""task_0032 (report_writing): budget review: variance table sorted by variance %, Total row, summary numbers, over-budget list."""
+"""task_0032 (report_writing): budget review: variance table sorted by variance %, Total row, summary
+numbers, over-budget list.
+"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-KEYS = ('review_exists', 'summary_total_variance', 'summary_total_percent', 'table_header', 'rows_sorted_by_percent', 'variance_values', 'percent_values', 'total_row', 'over_budget_list')
+KEYS = (
+    "review_exists",
+    "summary_total_variance",
+    "summary_total_percent",
+    "table_header",
+    "rows_sorted_by_percent",
+    "variance_values",
+    "percent_values",
+    "total_row",
+    "over_budget_list",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
-
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
 
 
 def _sections(text: str) -> dict:
@@ -80,7 +67,6 @@ def _numbers(text: str) -> list:
     return [float(m.replace(",", "")) for m in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
 
 
-
 ORDER = ["Facilities", "Engineering", "Sales", "Support", "Marketing", "Legal"]
 VARIANCE = [11400, 31500, 15000, 0, -18000, -9200]
 PERCENT = [19.0, 7.5, 6.0, 0.0, -10.0, -23.0]
@@ -108,7 +94,9 @@ def _score(ws: Path, s: dict) -> None:
     s["variance_values"] = float([_num(r[3]) for r in depts] == VARIANCE)
     s["percent_values"] = float([_num(r[4]) for r in depts] == PERCENT)
     s["total_row"] = float(
-        len(total) == 1 and body[-1] is total[0] and [_num(c) for c in total[0][1:]] == [1045000, 1075700, 30700, 2.9]
+        len(total) == 1
+        and body[-1] is total[0]
+        and [_num(c) for c in total[0][1:]] == [1045000, 1075700, 30700, 2.9]
     )
 
 

@@ -1,42 +1,26 @@
-"""task_0033 (report_writing): CI report: pass rate 72.7% (skips excluded), outcome counts, problems table sorted by duration, top-3 slowest."""
+"""task_0033 (report_writing): CI report: pass rate 72.7% (skips excluded), outcome counts, problems table
+sorted by duration, top-3 slowest.
+"""
 
 import json
-import subprocess
+import re
 import sys
 from pathlib import Path
 
-KEYS = ('report_exists', 'pass_rate', 'outcome_table', 'problems_tests', 'problems_sorted', 'problems_messages', 'slowest_three')
+KEYS = (
+    "report_exists",
+    "pass_rate",
+    "outcome_table",
+    "problems_tests",
+    "problems_sorted",
+    "problems_messages",
+    "slowest_three",
+)
 
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
-
-def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
-        )
-        lines = done.stdout.strip().splitlines()
-        return json.loads(lines[-1]) if done.returncode == 0 and lines else None
-    except Exception:
-        return None
-
-
-def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"], cwd=ws, capture_output=True, text=True,
-            timeout=timeout,
-        )
-        return done.returncode, done.stdout + done.stderr
-    except Exception as exc:
-        return -1, repr(exc)
-
-
-import re
 
 def _sections(text: str) -> dict:
     """Lower-cased heading text -> the lines under it (up to the next heading of any level)."""
@@ -82,8 +66,6 @@ def _numbers(text: str) -> list:
     return [float(m.replace(",", "")) for m in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
 
 
-
-
 def _score(ws: Path, s: dict) -> None:
     text = _text(ws / "ci" / "test_report.md")
     s["report_exists"] = float(bool(text.strip()))
@@ -101,7 +83,11 @@ def _score(ws: Path, s: dict) -> None:
     slow = [ln.strip() for ln in sec.get("slowest tests", "").splitlines() if ln.strip()]
     parsed = [re.fullmatch(r"(\d+)\.\s+`?([\w.]+)`?\s+\(([\d.]+)\s*s\)", ln) for ln in slow]
     got = [(int(m[1]), m[2], float(m[3])) for m in parsed if m]
-    want = [(1, "test_refund_flow", 7.48), (2, "test_webhook_retry", 6.3), (3, "test_search_pagination", 5.12)]
+    want = [
+        (1, "test_refund_flow", 7.48),
+        (2, "test_webhook_retry", 6.3),
+        (3, "test_search_pagination", 5.12),
+    ]
     s["slowest_three"] = float(got == want and len(slow) == 3)
     tables = _tables(sec.get("problems", ""))
     if not tables:
@@ -110,7 +96,9 @@ def _score(ws: Path, s: dict) -> None:
     body = [r for r in rows[1:] if len(r) == 4]
     names = [r[0].strip("`") for r in body]
     ok_header = [c.lower() for c in rows[0]] == ["test", "outcome", "duration (s)", "message"]
-    s["problems_tests"] = float(ok_header and sorted(names) == ["test_admin_audit_log", "test_checkout_total", "test_refund_flow"])
+    s["problems_tests"] = float(
+        ok_header and sorted(names) == ["test_admin_audit_log", "test_checkout_total", "test_refund_flow"]
+    )
     s["problems_sorted"] = float(names == ["test_refund_flow", "test_checkout_total", "test_admin_audit_log"])
     msgs = {r[0].strip("`"): (r[1].lower(), r[3]) for r in body}
     s["problems_messages"] = float(
