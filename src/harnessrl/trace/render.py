@@ -66,7 +66,7 @@ def _preview(ids: list[int], decode: Decode | None, width: int) -> str:
     if decode is None:
         shown = " ".join(map(str, ids[:8]))
         return f"[{shown}{' ...' if len(ids) > 8 else ''}]"
-    text = decode(ids).replace("\n", "\\n")
+    text = decode(ids)
     return repr(text if len(text) <= width else text[: width - 3] + "...")
 
 
