@@ -31,7 +31,9 @@ def call_sets(draw: st.DrawFn) -> list[ModelCall]:
             base = prev if how == "extend" else prev[: draw(st.integers(0, len(prev)))]
         prompt = base + draw(st.lists(TOKENS, min_size=0 if base else 1, max_size=4))
         output = draw(st.lists(TOKENS, min_size=0, max_size=4))
-        flavour = draw(st.sampled_from(["main", "main", "main", "sub", "summary", "replay", "retok"]))
+        flavour = draw(
+            st.sampled_from(["main", "main", "main", "sub", "summary", "replay", "retok", "partial"])
+        )
         calls.append(
             ModelCall(
                 call_id=f"c{i}",
@@ -45,6 +47,7 @@ def call_sets(draw: st.DrawFn) -> list[ModelCall]:
                 tags=["compaction_request"] if flavour == "summary" else [],
                 replay_of="c0" if flavour == "replay" and i else None,
                 render="retokenized" if flavour == "retok" else "spliced",
+                partial=flavour == "partial",
             )
         )
         seqs.append(prompt + output)
@@ -76,9 +79,13 @@ def _first_sampler(calls: list[ModelCall], seq: list[int], pos: int) -> float | 
 
 
 @settings(max_examples=300, deadline=None)
-@given(call_sets(), st.booleans(), st.booleans())
-def test_tree_invariants(calls: list[ModelCall], keep_compaction: bool, keep_subagents: bool) -> None:
-    cfg = TraceConfig(keep_compaction=keep_compaction, keep_subagents=keep_subagents, max_live_leaves=100)
+@given(call_sets(), st.booleans(), st.booleans(), st.integers(1, 4))
+def test_tree_invariants(
+    calls: list[ModelCall], keep_compaction: bool, keep_subagents: bool, max_live: int
+) -> None:
+    cfg = TraceConfig(
+        keep_compaction=keep_compaction, keep_subagents=keep_subagents, max_live_leaves=max_live
+    )
     tree = build_trace(calls, cfg)
     _check_structure(tree)
     by_id = {c.call_id: c for c in calls}
@@ -111,6 +118,26 @@ def test_tree_invariants(calls: list[ModelCall], keep_compaction: bool, keep_sub
     assert on_paths == set(range(len(sample.nodes)))
     s = tree.stats
     assert s["tokens_unique"] <= s["tokens_paths"] <= s["tokens_per_call"]
+    assert s["tokens_unique"] <= s["tokens_unique_all"]
     assert s["tokens_unique"] == sum(len(n.tokens) for n in sample.nodes)
     assert s["tokens_paths"] == sum(len(sample.nodes[n].tokens) for p in sample.paths for n in p)
     assert s["live_leaves"] == len(sample.paths)
+
+    # Filters: dead calls are unconsumed leaves; the kept leaves are kept calls' ends; the threshold holds.
+    for info in tree.calls:
+        if info.dead:
+            assert info.leaf and not info.kept and info.reason in ("dead_leaf", "over_branching")
+            assert not tree.nodes[info.end_node].kept
+        if info.kept:
+            assert info.output_len > 0 and info.kind != "replay" and not info.dead
+    ends_of_kept = {c.end_node for c in tree.calls if c.kept}
+    assert set(tree.kept_leaves) <= ends_of_kept
+    if tree.filter_reason is None:
+        assert 1 <= len(tree.kept_leaves) <= max_live
+    else:
+        assert not any(n.kept for n in tree.nodes) and sample.paths == []
+        assert tree.filter_reason == (
+            "over_branching"
+            if tree.calls and any(c.reason == "over_branching" for c in tree.calls)
+            else "no_trainable_calls"
+        )
