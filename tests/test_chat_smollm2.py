@@ -74,3 +74,17 @@ def test_smollm2_session_splices_equal_render(tok: Any) -> None:
         history.append(Turn(f"c{i}", list(msgs), [BASH], prompt.ids, out_ids, fmt.parse(out_ids).message()))
         previous = prompt.ids + out_ids
         msgs = [*msgs, history[-1].output, m("tool", "(no output)")]
+
+
+def test_smollm2_piecewise_encoding_is_exact(tok: Any) -> None:
+    from harnessrl.chat.encode import SegmentEncoder
+
+    enc = SegmentEncoder(tok)
+    texts = [
+        "<|im_start|>system\nYou are SmolLM.<|im_end|>\n<|im_start|>user\n  spaced\n\n<|im_end|>",
+        "<|endoftext|>x<|im_start|><|im_start|>e\u0301 <tool_call>\n{}\n</tool_call><|im_end|>",
+        "",
+    ]
+    for text in texts:
+        assert enc.encode(text) == list(tok.encode(text, add_special_tokens=False)), text
+    assert enc.exact

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harnessrl.chat.encode import SegmentEncoder
 from harnessrl.chat.parse import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN, ParsedOutput, parse_text
 from harnessrl.types import ChatMessage, ToolSpec
 
@@ -103,13 +104,15 @@ class ChatFormat:
         stops = [im_end, eos, token_id(tokenizer, "<|endoftext|>")]
         self.stop_token_ids: tuple[int, ...] = tuple(dict.fromkeys(t for t in stops if t is not None))
         """End-of-turn ids: `<|im_end|>`, the eos token and `<|endoftext|>`, those the vocabulary has."""
+        self._encoder = SegmentEncoder(tokenizer)
         self.assistant_start_ids: tuple[int, ...] = tuple(self.encode("<|im_start|>assistant"))
+        """Ids that open an assistant turn (the scripted engine counts them)."""
 
     # -- encoding --------------------------------------------------------------------------------
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`, special tokens recognised, no BOS/EOS added."""
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
+        """Token ids of `text`, special tokens recognised, no BOS/EOS added (`chat.encode` caches pieces)."""
+        return self._encoder.encode(text)
 
     def template_text(self, messages: list[ChatMessage], tools: list[ToolSpec], *, generation: bool) -> str:
         """The chat template's text for `messages` (normalised as the module docstring says)."""
