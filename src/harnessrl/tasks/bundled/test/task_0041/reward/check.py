@@ -4,6 +4,7 @@ with exit 1. Probed as a subprocess.
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,12 @@ KEYS = (
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
+
+
+def _tests_ran(out: str) -> int:
+    """How many tests unittest says it ran (0 if it never got that far)."""
+    found = re.findall(r"^Ran (\d+) tests? in ", out, flags=re.M)
+    return int(found[-1]) if found else 0
 
 
 TEST_SHA = "10dd57f40553582ebc86f4605c33791801b9cbbd1c3b5cdd9bca1d507ef7653e"
@@ -56,7 +63,7 @@ def _score(ws: Path, s: dict) -> None:
         code, out = done.returncode, done.stdout + done.stderr
     except Exception:
         code, out = -1, ""
-    s["tests_pass"] = float(code == 0 and "Ran 4 tests" in out and s["tests_unmodified"] == 1.0)
+    s["tests_pass"] = float(code == 0 and _tests_ran(out) >= 4 and s["tests_unmodified"] == 1.0)
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "d.csv"
         data.write_text("id,qty,price\r\n1,2, 3.5 \r\n2\r\n3,1,-1.25\r\n4,5,\r\n", encoding="utf-8")

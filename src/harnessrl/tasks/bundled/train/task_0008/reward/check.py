@@ -31,7 +31,7 @@ def _score(ws: Path, s: dict) -> None:
     s["changelog_exists"] = 1.0
     lines = text.splitlines()
     s["title_kept"] = float(bool(lines) and lines[0] == TITLE)
-    s["old_entries_unchanged"] = float(text.endswith(OLD) or text.endswith(OLD.rstrip("\n")))
+    s["old_entries_unchanged"] = float(text.rstrip().endswith(OLD.rstrip()))
     headings = [line.strip() for line in lines if line.startswith("## ")]
     s["new_heading_first"] = float(headings[:2] == ["## [1.4.0] - 2026-11-20", "## [1.3.2] - 2026-10-02"])
     new = (

@@ -4,6 +4,7 @@ to the cent.
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,12 @@ KEYS = (
 
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
+
+
+def _tests_ran(out: str) -> int:
+    """How many tests unittest says it ran (0 if it never got that far)."""
+    found = re.findall(r"^Ran (\d+) tests? in ", out, flags=re.M)
+    return int(found[-1]) if found else 0
 
 
 def _probe(ws: Path, code: str, timeout: float = 20.0):
@@ -75,7 +82,7 @@ def _score(ws: Path, s: dict) -> None:
         code, out = done.returncode, done.stdout + done.stderr
     except Exception:
         code, out = -1, ""
-    s["tests_pass"] = float(code == 0 and "Ran 5 tests" in out and s["tests_unmodified"] == 1.0)
+    s["tests_pass"] = float(code == 0 and _tests_ran(out) >= 5 and s["tests_unmodified"] == 1.0)
     got = _probe(ws, PROBE)
     if not isinstance(got, list) or len(got) != 5:
         return
