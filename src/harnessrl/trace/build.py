@@ -39,8 +39,8 @@ def _logprobs(call: ModelCall) -> tuple[Sequence[float], bool]:
     return (list(lps[:n]) + [0.0] * (n - len(lps))), True
 
 
-def _insert_all(records: list[ModelCall], trie: PrefixTrie) -> list[TraceCall]:
-    main_key = choose_main_group(records)
+def _insert_all(records: list[ModelCall], trie: PrefixTrie, main_key: str) -> list[TraceCall]:
+    """Insert every call in order; classify it as it lands (see `classify.ThreadTracker`)."""
     calls: list[TraceCall] = []
     threads = ThreadTracker()
     for i, rec in enumerate(records):
@@ -102,7 +102,8 @@ def build_trace(
     cfg = config if config is not None else TraceConfig()
     ordered = sorted(records, key=lambda c: (c.index, c.started_at))
     trie = PrefixTrie()
-    calls = _insert_all(ordered, trie)
+    main_key = choose_main_group(ordered)
+    calls = _insert_all(ordered, trie, main_key)
     dead = {n.nid for n in mark_leaves(trie, ordered, calls)}
     kept = _keep(trie, calls, cfg)
     kept_leaves = [
@@ -121,7 +122,7 @@ def build_trace(
     tree.group_id = group_id
     tree.reward = reward
     tree.filter_reason = filter_reason
-    tree.main_group = choose_main_group(ordered)
+    tree.main_group = main_key
     tree.stats = tree_stats(tree)
     return tree
 
@@ -137,10 +138,11 @@ def _emit(trie: PrefixTrie, calls: list[TraceCall], kept: set[int], dead: set[in
         reason: DropReason | None = None
         if not is_kept:
             reason = creator.reason or "over_branching"
+        parent = -1 if n.parent is None or trie.is_root(n) else ids[n.parent.nid]
         nodes.append(
             TraceNode(
                 node_id=i,
-                parent=-1 if trie.is_root(n) else ids[n.parent.nid],  # type: ignore[union-attr]
+                parent=parent,
                 start=n.start,
                 tokens=n.tokens,
                 model_mask=list(map(bool, n.mask)),
