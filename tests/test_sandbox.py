@@ -140,8 +140,12 @@ async def test_timeout_terms_then_kills_the_group(tmp_path: Path) -> None:
 async def test_memory_limit_applies(tmp_path: Path) -> None:
     async with await Sandbox.create(SandboxSpec(base_dir=tmp_path, memory_mb=64)) as sb:
         res = await sb.exec(["python3", "-c", "x = bytearray(256 * 1024 * 1024)"])
+        lifted = await sb.exec(
+            ["python3", "-c", "x = bytearray(256 * 1024 * 1024)"], rlimits={"RLIMIT_DATA": None}
+        )
     assert res.returncode == 1
     assert "MemoryError" in res.stderr
+    assert (lifted.returncode, lifted.stderr) == (0, "")
 
 
 async def test_file_size_limit_applies(tmp_path: Path) -> None:

@@ -75,6 +75,8 @@ class LaunchSpec:
     argv: list[str]
     env: dict[str, str]
     cwd: str
+    rlimits: dict[str, int | None] = field(default_factory=dict)
+    """Overrides of the sandbox's per-command rlimits (None lifts one); see Sandbox.exec."""
 
 
 class HarnessResult(BaseModel):

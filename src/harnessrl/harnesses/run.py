@@ -60,5 +60,7 @@ async def run_harness(
         options=dict(options or {}),
     )
     launch = harness.prepare(ctx)
-    raw = await sandbox.exec(launch.argv, env=launch.env, cwd=launch.cwd, timeout_s=timeout_s)
+    raw = await sandbox.exec(
+        launch.argv, env=launch.env, cwd=launch.cwd, timeout_s=timeout_s, rlimits=launch.rlimits
+    )
     return harness.parse(raw), raw

@@ -152,7 +152,8 @@ class Sandbox:
         path = os.environ.get("PATH", SYSTEM_PATH) if self.spec.backend == "local" else SYSTEM_PATH
         return {"PATH": path, "HOME": self.home, "TMPDIR": self.tmp, "LANG": "C.UTF-8", "TERM": "dumb"}
 
-    def rlimits(self) -> dict[str, int]:
+    def rlimits(self, overrides: Mapping[str, int | None] | None = None) -> dict[str, int]:
+        """setrlimit values for a command: the spec's, then `overrides` (None = no limit)."""
         limits = {"RLIMIT_CORE": 0}
         if self.spec.memory_mb is not None:
             limits["RLIMIT_DATA"] = self.spec.memory_mb * 1024 * 1024
@@ -160,6 +161,11 @@ class Sandbox:
             limits["RLIMIT_CPU"] = self.spec.cpu_s
         if self.spec.max_file_mb is not None:
             limits["RLIMIT_FSIZE"] = self.spec.max_file_mb * 1024 * 1024
+        for name, value in (overrides or {}).items():
+            if value is None:
+                limits.pop(name, None)
+            else:
+                limits[name] = value
         return limits
 
     async def exec(
@@ -170,9 +176,11 @@ class Sandbox:
         cwd: str | None = None,
         timeout_s: float | None = None,
         grace_s: float = 2.0,
+        rlimits: Mapping[str, int | None] | None = None,
     ) -> ExecResult:
         """Run one command inside, in its own process group; on timeout TERM the group, KILL after grace.
 
+        `rlimits` overrides the spec's limits for this command (`{"RLIMIT_DATA": None}` lifts one).
         Raises SandboxError if the sandbox is gone or its agent stops answering (the sandbox is then
         destroyed). A command that fails is not an error: see ExecResult.returncode / .error.
         """
@@ -190,7 +198,7 @@ class Sandbox:
                 "cwd": cwd or self.workspace,
                 "timeout_s": timeout_s,
                 "grace_s": grace_s,
-                "rlimits": self.rlimits(),
+                "rlimits": self.rlimits(rlimits),
             }
             started = time.monotonic()
             backstop = None if timeout_s is None else timeout_s + grace_s + 10.0
