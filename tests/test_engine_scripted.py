@@ -144,3 +144,30 @@ async def test_model_log_probs_are_teacher_forced_and_follow_weight_updates(fmt:
     assert after != expected
     with pytest.raises(EngineError, match="unexpected weight names"):
         await engine.update_weights({"no.such.weight": torch.zeros(1)})
+
+
+async def test_update_weights_waits_for_calls_being_scored(fmt: ChatFormat) -> None:
+    import threading
+
+    import torch
+
+    release = threading.Event()
+    order: list[str] = []
+
+    def slow_scorer(prompt_ids: list[int], output_ids: list[int]) -> list[float]:
+        release.wait(timeout=10)
+        order.append("scored")
+        return [0.0] * len(output_ids)
+
+    model = torch.nn.Linear(2, 2)
+    engine = ScriptedEngine(fmt, ["done"], scorer=slow_scorer, model=model)
+    gen = asyncio.create_task(engine.generate(prompt_after(fmt, 0), SAMPLING))
+    await asyncio.sleep(0.05)
+    update = asyncio.create_task(engine.update_weights({"bias": torch.tensor([3.0, 4.0])}))
+    await asyncio.sleep(0.05)
+    assert not update.done() and order == []
+    release.set()
+    await asyncio.gather(gen, update)
+    order.append("updated")
+    assert order == ["scored", "updated"]
+    assert model.bias.tolist() == [3.0, 4.0]

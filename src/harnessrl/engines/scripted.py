@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from harnessrl.chat.format import ChatFormat
@@ -38,23 +38,24 @@ class Script:
     """Turn k answers a prompt with k assistant turns; a str is a plain text answer."""
     match: str | None = None
     """Substring of the decoded prompt that selects this script; None matches every prompt."""
-    ids: list[list[int]] = field(default_factory=list, init=False, repr=False)
-    """Rendered output ids of each turn (filled by the engine)."""
 
 
 def count_subsequence(ids: Sequence[int], pattern: Sequence[int]) -> int:
-    """Non-overlapping occurrences of `pattern` in `ids`."""
-    n, m = len(ids), len(pattern)
-    if m == 0:
+    """Non-overlapping occurrences of `pattern` in `ids` (the first id is searched at C speed)."""
+    seq, pat = list(ids), list(pattern)
+    if not pat:
         return 0
-    count, i, first = 0, 0, pattern[0]
-    while i <= n - m:
-        if ids[i] == first and list(ids[i : i + m]) == list(pattern):
+    count, i = 0, 0
+    while True:
+        try:
+            i = seq.index(pat[0], i)
+        except ValueError:
+            return count
+        if seq[i : i + len(pat)] == pat:
             count += 1
-            i += m
+            i += len(pat)
         else:
             i += 1
-    return count
 
 
 def cut_output(ids: list[int], sampling: SamplingParams) -> tuple[list[int], FinishReason]:
@@ -85,14 +86,15 @@ class ScriptedEngine:
             self.scripts: list[Script] = [s for s in scripts if isinstance(s, Script)]
         else:
             self.scripts = [Script(turns=[s for s in scripts if not isinstance(s, Script)])]
-        for script in self.scripts:
-            script.ids = [fmt.render_assistant(self._message(t)) for t in script.turns]
+        self.turn_ids = [[fmt.render_assistant(self._message(t)) for t in s.turns] for s in self.scripts]
+        """Output ids of each script's turns, rendered once."""
         self.scorer = scorer
         self.model = model
         self.fault_calls = frozenset(fault_calls)
         self.exhausted = exhausted
         self.calls = 0
         """Number of generate calls so far (faulted ones included)."""
+        self._inflight = 0
 
     @property
     def tokenizer(self) -> Any:
@@ -111,7 +113,7 @@ class ScriptedEngine:
             if not found:
                 raise EngineError("no script matches this prompt")
             index = found[0]
-        turns = len(self.scripts[index].ids)
+        turns = len(self.turn_ids[index])
         k = max(count_subsequence(prompt_ids, self.fmt.assistant_start_ids) - 1, 0)
         if k >= turns:
             if self.exhausted == "error" or turns == 0:
@@ -125,8 +127,12 @@ class ScriptedEngine:
         if call in self.fault_calls:
             raise EngineError(f"injected fault on call {call}")
         script, turn = self.select(prompt_ids)
-        output_ids, finish = cut_output(self.scripts[script].ids[turn], sampling)
-        logprobs = await self._logprobs(prompt_ids, output_ids, sampling.temperature)
+        output_ids, finish = cut_output(self.turn_ids[script][turn], sampling)
+        self._inflight += 1
+        try:
+            logprobs = await self._logprobs(prompt_ids, output_ids, sampling.temperature)
+        finally:
+            self._inflight -= 1
         meta = {"script": script, "turn": turn, "call": call}
         return GenerationResult(output_ids, logprobs, finish, meta)
 
@@ -144,9 +150,15 @@ class ScriptedEngine:
         return [float(x) for x in scored]
 
     async def update_weights(self, state_dict: dict[str, Any]) -> None:
-        """Load weights into the scoring model (missing keys keep their values); a no-op without one."""
+        """Load weights into the scoring model (missing keys keep their values); a no-op without one.
+
+        Waits for calls being scored to finish; the load itself runs on the event loop thread, so no
+        call of this loop starts scoring until it is done.
+        """
         if self.model is None:
             return
+        while self._inflight:
+            await asyncio.sleep(0.001)
         result = self.model.load_state_dict(state_dict, strict=False)
         if result.unexpected_keys:
             raise EngineError(f"unexpected weight names: {sorted(result.unexpected_keys)[:5]}")
