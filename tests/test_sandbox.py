@@ -13,6 +13,7 @@ import pytest
 
 from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.bwrap import bwrap_path
+from harnessrl.sandbox.sandbox import read_output
 from harnessrl.types import SandboxError
 
 pytestmark = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
@@ -154,6 +155,41 @@ async def test_file_size_limit_applies(tmp_path: Path) -> None:
         size = (sb.host_workspace / "big.bin").stat().st_size
     assert res.returncode != 0
     assert size == 1024 * 1024
+
+
+def test_read_output_cuts_the_middle_of_long_streams(tmp_path: Path) -> None:
+    path = tmp_path / "out"
+    path.write_bytes(b"H" * (1 << 20) + b"M" * 5000 + b"T" * (1 << 20))
+    text = read_output(path, limit=(2 << 20) + 100)
+    assert text == "H" * (1 << 20) + "\n[... 4900 bytes cut by harnessrl ...]\n" + "M" * 100 + "T" * (1 << 20)
+    assert read_output(tmp_path / "missing") == ""
+
+
+DIE_WITH_PARENT = """
+import asyncio, sys
+from harnessrl.sandbox import Sandbox, SandboxSpec
+async def main():
+    sb = await Sandbox.create(SandboxSpec(base_dir=sys.argv[1]))
+    print("ready", flush=True)
+    await sb.exec(["sleep", "987660"])
+asyncio.run(main())
+"""
+
+
+async def test_sandbox_dies_with_its_host_process(tmp_path: Path) -> None:
+    host = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", DIE_WITH_PARENT, str(tmp_path), stdout=asyncio.subprocess.PIPE
+    )
+    assert host.stdout is not None
+    assert await asyncio.wait_for(host.stdout.readline(), 30) == b"ready\n"
+    for _ in range(100):
+        if procs_with("sleep 987660"):
+            break
+        await asyncio.sleep(0.05)
+    assert len(procs_with("sleep 987660")) == 1
+    host.kill()  # SIGKILL: no finaliser, no destroy(); only --die-with-parent and the pid namespace
+    await host.wait()
+    assert await wait_gone("sleep 987660") == []
 
 
 async def test_bad_bind_raises_sandbox_error_and_cleans_up(tmp_path: Path) -> None:

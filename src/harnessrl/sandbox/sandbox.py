@@ -43,6 +43,27 @@ log = logging.getLogger(__name__)
 AGENT_FILE = Path(__file__).with_name("_agent.py")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _ids = itertools.count()
+MAX_OUTPUT_BYTES = 32 * 1024 * 1024
+"""Most of one stream kept by exec(): the first MiB and the rest from the end (harnesses print their
+final result last), with a marker saying how much was cut."""
+
+
+def read_output(path: Path, limit: int = MAX_OUTPUT_BYTES) -> str:
+    """A command's stdout/stderr file, cut in the middle when over `limit` bytes; "" if missing."""
+    try:
+        with path.open("rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(0)
+            if size <= limit:
+                data = fh.read()
+            else:
+                head = fh.read(1 << 20)
+                fh.seek(size - (limit - len(head)))
+                cut = f"\n[... {size - limit} bytes cut by harnessrl ...]\n".encode()
+                data = head + cut + fh.read()
+    except FileNotFoundError:
+        return ""
+    return data.decode(errors="replace")
 
 
 def default_base_dir() -> Path:
@@ -211,8 +232,7 @@ class Sandbox:
                 raise SandboxError(f"sandbox {self.id}: agent lost during exec: {type(e).__name__}") from e
             duration = time.monotonic() - started
             out_file, err_file = self.root / "io" / f"{req_id}.out", self.root / "io" / f"{req_id}.err"
-            stdout = out_file.read_text(errors="replace") if out_file.exists() else ""
-            stderr = err_file.read_text(errors="replace") if err_file.exists() else ""
+            stdout, stderr = read_output(out_file), read_output(err_file)
             out_file.unlink(missing_ok=True)
             err_file.unlink(missing_ok=True)
             return ExecResult(reply["rc"], stdout, stderr, reply["timed_out"], duration, reply["error"])
