@@ -21,6 +21,7 @@ app = typer.Typer(
 # (module, attribute, name): each module defines a typer.Typer (a group) or a function (a command).
 _GROUPS: list[tuple[str, str, str]] = [
     ("harnessrl.tasks.cli", "app", "tasks"),
+    ("harnessrl.harnesses.cli", "app", "harness"),
     ("harnessrl.trace.cli", "app", "tree"),
     ("harnessrl.rollout.cli", "rollout", "rollout"),
 ]
