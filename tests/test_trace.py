@@ -373,3 +373,34 @@ def test_undelivered_output_is_not_the_final_answer() -> None:
         ("c2", "main", False, "dead_leaf"),
     ]
     assert tree.to_sample().paths == [[0]]
+
+
+def test_two_instances_of_one_subagent_type_and_a_subagent_retry() -> None:
+    calls = [
+        mc(0, [1, 2, 3, 10], [11]),
+        mc(1, [1, 2, 8, 20], [21], system="explore"),  # instance A
+        mc(2, [1, 2, 8, 30], [31], system="explore"),  # instance B
+        mc(3, [1, 2, 8, 20, 21, 22], [23], system="explore"),  # A's final answer
+        mc(4, [1, 2, 8, 30, 31, 32], [33], system="explore"),  # B: retried next
+        mc(5, [1, 2, 8, 30, 31, 32], [34], system="explore"),  # B's final answer
+        mc(6, [1, 2, 3, 10, 11, 12], [13]),
+    ]
+    tree = build_trace(calls, TraceConfig(keep_subagents=True))
+    assert [(c.call_id, c.dead) for c in tree.calls if c.leaf] == [
+        ("c3", False),
+        ("c4", True),
+        ("c5", False),
+        ("c6", False),
+    ]
+    assert tree.to_sample().paths == [[0, 1, 2], [0, 3, 4, 5], [0, 3, 6, 7, 8]]  # sample ids: node 8 dropped
+
+
+def test_main_thread_is_the_widest_group_not_the_busiest() -> None:
+    calls = [
+        mc(0, [1, 2, 3, 10], [11]),
+        *(mc(i, [1, 2, 8, 20 + i], [21], system="explore") for i in range(1, 6)),
+        mc(6, [1, 2, 3, 10, 11, 12], [13]),
+    ]
+    tree = build_trace(calls)
+    assert tree.main_group == "main||"
+    assert [c.kind for c in tree.calls] == ["main"] + ["subagent"] * 5 + ["main"]

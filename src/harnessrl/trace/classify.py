@@ -1,11 +1,13 @@
 """Which thread each call belongs to, and which leaves are alive.
 
 **Main thread.** Calls are grouped by (system digest, tools digest, requested model). The main group
-is the group with the most calls; a tie goes to the group whose last call is latest (the final answer
-of a rollout comes from the main thread). Every other group is a sub-agent, as is any call tagged
-`subagent`. This survives harnesses that open with helper calls on another model (Claude Code) and
-sub-agents spawned before the main thread's second call; it fails when one sub-agent type makes more
-calls than the main thread, which the digest alone cannot tell apart.
+is the group whose calls span the most of the rollout (last arrival index minus first), then the one
+with the most calls, then the one whose last call came latest. The main thread is there before any
+sub-agent is spawned and answers after the last one returns, so its span is the widest even when the
+sub-agents together make many more calls than it does (a count would pick them). Every other group
+is a sub-agent, as is any call tagged `subagent`. It fails when a helper with its own system prompt
+makes both the very first and the very last call of a rollout (then its span ties the main
+thread's and the count decides), and for a rollout cut off inside a sub-agent.
 
 **Compaction.** A call tagged `compaction_request` asks for a summary. A main-group call *restarts*
 when it drops model tokens that the main-thread call it shares the longest prefix with had in its
@@ -21,9 +23,11 @@ A harness that moves a trailing environment message (OpenClaw) drops no model to
 (the last main-group call, the last call of each sub-agent group, every summary), or when a later
 call carries its output ids verbatim in its prompt (the output was consumed under a different context,
 e.g. the moving tail above). Otherwise nobody consumed it: a server retry, a regeneration, a
-format-error retry; it is dead. Left out: a first sub-agent instance whose final answer reaches the
-main thread only as re-tokenized tool-result text is judged by "last call of its group", so with two
-instances of one sub-agent type the first one's answer counts as dead.
+format-error retry; it is dead. A sub-agent's final answer reaches the main thread only as tool-result
+text, re-tokenized, and several instances of one sub-agent type share a group, so a delivered
+sub-agent leaf is also alive unless a later call of its group shares its whole prompt (a retry or
+regeneration of that state); that keeps the answers of interleaved instances alive. Left out: a
+retried sub-agent call whose prompt was changed by the harness looks like a separate instance.
 """
 
 from __future__ import annotations
@@ -45,17 +49,19 @@ def group_key(call: ModelCall) -> str:
 
 
 def choose_main_group(calls: list[ModelCall]) -> str:
-    """The group owning the most calls; ties go to the group whose last call came latest."""
+    """The group whose calls span the most of the rollout; then the most calls; then the latest."""
     counts: Counter[str] = Counter()
+    first: dict[str, int] = {}
     last: dict[str, int] = {}
     for i, call in enumerate(calls):
         if call.replay_of is None and "compaction_request" not in call.tags:
             key = group_key(call)
             counts[key] += 1
+            first.setdefault(key, i)
             last[key] = i
     if not counts:
         return group_key(calls[0]) if calls else ""
-    return max(counts, key=lambda k: (counts[k], last[k]))
+    return max(counts, key=lambda k: (last[k] - first[k], counts[k], last[k]))
 
 
 def initial_kind(call: ModelCall, main_key: str) -> CallKind:
@@ -181,6 +187,37 @@ class _Consumption:
         return False
 
 
+def superseded(trie: PrefixTrie, calls: list[TraceCall], j: int) -> bool:
+    """Whether a later call of call j's group shares all of j's prompt (it regenerated j's output)."""
+    plen = calls[j].prompt_len
+    anchor = trie.call_end.get(j)
+    if anchor is None or plen == 0:
+        return False
+    while anchor.start > plen - 1 and anchor.parent is not None:
+        anchor = anchor.parent  # the node holding j's last prompt token
+    for k in range(j + 1, len(calls)):
+        if calls[k].group != calls[j].group or calls[k].kind != calls[j].kind:
+            continue
+        node = trie.call_end.get(k)
+        while node is not None and node.end > anchor.start:
+            if node is anchor:
+                return True
+            node = node.parent
+    return False
+
+
+def _alive(
+    trie: PrefixTrie, calls: list[TraceCall], judged: list[int], final: set[int], used: _Consumption
+) -> bool:
+    if any(j in final for j in judged):
+        return True
+    if any(
+        calls[j].kind == "subagent" and calls[j].delivered and not superseded(trie, calls, j) for j in judged
+    ):
+        return True
+    return any(used.consumed_later(j) for j in judged)
+
+
 def mark_leaves(trie: PrefixTrie, records: list[ModelCall], calls: list[TraceCall]) -> list[TrieNode]:
     """Set `leaf` and `dead` on every call; return the dead leaf nodes.
 
@@ -200,8 +237,7 @@ def mark_leaves(trie: PrefixTrie, records: list[ModelCall], calls: list[TraceCal
         judged = [j for j in ends if calls[j].kind in THREAD_KINDS]
         if not judged:
             continue
-        alive = any(j in final for j in judged) or any(consumption.consumed_later(j) for j in judged)
-        if not alive:
+        if not _alive(trie, calls, judged, final, consumption):
             dead_nodes.append(node)
             for j in judged:
                 calls[j].dead = True
