@@ -9,7 +9,7 @@ import pytest
 
 from harnessrl.chat.format import ChatFormat, hermes_tool_block, tool_spec_json
 from harnessrl.chat.tokenizers import qwen3_tokenizer
-from harnessrl.types import ChatMessage, ToolCall, ToolSpec
+from harnessrl.types import ChatMessage, RequestError, ToolCall, ToolSpec
 
 IM_START, IM_END, NL = 151644, 151645, 198
 BASH = ToolSpec(
@@ -184,3 +184,20 @@ def test_tokenizer_without_template_is_rejected(tok: Any) -> None:
 
     with pytest.raises(ValueError, match="no \\(single\\) chat template"):
         ChatFormat(NoTemplate(tok))
+
+
+def test_template_refusal_is_a_request_error(tok: Any) -> None:
+    class Strict(ChatMLTokenizer):
+        chat_template = (
+            "{% if messages[-1]['role'] != 'user' %}{{ raise_exception('last must be user') }}{% endif %}"
+        )
+
+        def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any:
+            return self._tok.apply_chat_template(conversation, chat_template=self.chat_template, **kwargs)
+
+    fmt = ChatFormat(Strict(tok))
+    with pytest.raises(
+        RequestError, match="the chat template rejected the messages: last must be user"
+    ) as err:
+        fmt.render([m("user", "a"), m("assistant", "b")], [])
+    assert (err.value.status, err.value.param) == (400, "messages")

@@ -31,7 +31,7 @@ from typing import Any
 
 from harnessrl.chat.encode import SegmentEncoder
 from harnessrl.chat.parse import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN, ParsedOutput, parse_text
-from harnessrl.types import ChatMessage, ToolSpec
+from harnessrl.types import ChatMessage, RequestError, ToolSpec
 
 _SYSTEM_ROLES = ("system", "developer")
 _SPLICE_MARK = "\u2063harnessrl-splice-point\u2063"
@@ -115,15 +115,24 @@ class ChatFormat:
         return self._encoder.encode(text)
 
     def template_text(self, messages: list[ChatMessage], tools: list[ToolSpec], *, generation: bool) -> str:
-        """The chat template's text for `messages` (normalised as the module docstring says)."""
+        """The chat template's text for `messages` (normalised as the module docstring says).
+
+        A template that refuses the conversation (jinja `raise_exception`, e.g. "roles must alternate")
+        raises RequestError: the request cannot be rendered, which is the client's 400, not a crash.
+        """
+        from jinja2 import TemplateError
+
         native = [tool_spec_json(t) for t in tools] if (tools and self.native_tools) else None
-        text = self.tokenizer.apply_chat_template(
-            self._template_messages(messages, tools),
-            tools=native,
-            add_generation_prompt=generation,
-            tokenize=False,
-            enable_thinking=self.enable_thinking,
-        )
+        try:
+            text = self.tokenizer.apply_chat_template(
+                self._template_messages(messages, tools),
+                tools=native,
+                add_generation_prompt=generation,
+                tokenize=False,
+                enable_thinking=self.enable_thinking,
+            )
+        except TemplateError as exc:
+            raise RequestError(f"the chat template rejected the messages: {exc}", param="messages") from exc
         return str(text)
 
     def render(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> list[int]:
