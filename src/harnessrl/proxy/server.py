@@ -39,7 +39,9 @@ class ProxyServer:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> str:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted connections only when the
+        # listening socket says TCP; without it every response waits ~40 ms (Nagle + delayed ACK).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]

@@ -1,0 +1,284 @@
+"""Random and malformed bodies at every endpoint of a live proxy: never a 5xx (no engine faults are
+injected here), always the API's error shape for a 4xx, and every 200 stream obeys its event grammar."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harnessrl.proxy import grammar
+from harnessrl.proxy.server import ThreadedProxyServer
+from harnessrl.proxy.testing import scripted_proxy
+
+ROUTES = ["/v1/messages", "/v1/messages/count_tokens", "/v1/chat/completions", "/v1/responses"]
+CHECK = {
+    "/v1/messages": grammar.check_anthropic,
+    "/v1/chat/completions": grammar.check_chat,
+    "/v1/responses": grammar.check_responses,
+}
+
+
+def _encode(value: Any) -> bytes:
+    return json.dumps(value).encode()
+
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(allow_nan=False, allow_infinity=False, width=32)
+    | st.text(max_size=12)
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=12,
+)
+ROLES = ["user", "assistant", "system", "developer", "tool", "function", "bogus"]
+TYPES = [
+    "text",
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "image",
+    "input_text",
+    "output_text",
+    "message",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "reasoning",
+    "local_shell_call",
+    "refusal",
+]
+FIELDS = ["text", "id", "name", "input", "arguments", "call_id", "tool_use_id", "content", "output", "role"]
+
+blocks = st.fixed_dictionaries(
+    {"type": st.sampled_from(TYPES)},
+    optional={k: st.text(max_size=8) | json_values for k in FIELDS},
+)
+messages = st.fixed_dictionaries(
+    {"role": st.sampled_from(ROLES)},
+    optional={
+        "content": st.text(max_size=20) | st.lists(blocks, max_size=3) | json_values,
+        "tool_calls": st.lists(json_values, max_size=2),
+        "tool_call_id": st.text(max_size=6),
+        "type": st.sampled_from(TYPES),
+        "name": st.text(max_size=6),
+        "call_id": st.text(max_size=6),
+        "arguments": st.text(max_size=12),
+    },
+)
+tools = st.lists(
+    st.fixed_dictionaries(
+        {"name": st.text(max_size=6)},
+        optional={
+            "type": st.sampled_from(["function", "custom", "local_shell", "web_search"])
+            | st.text(max_size=5),
+            "function": json_values,
+            "parameters": json_values,
+            "input_schema": json_values,
+        },
+    ),
+    max_size=2,
+)
+bodies = st.fixed_dictionaries(
+    {},
+    optional={
+        "model": st.text(max_size=8) | json_values,
+        "messages": st.lists(messages, max_size=4) | json_values,
+        "input": st.text(max_size=10) | st.lists(messages | blocks, max_size=4) | json_values,
+        "system": st.text(max_size=10) | st.lists(blocks, max_size=2) | json_values,
+        "instructions": st.text(max_size=10) | json_values,
+        "tools": tools | json_values,
+        "tool_choice": st.sampled_from(["auto", "none", "required"]) | json_values,
+        "max_tokens": st.integers(-2, 50) | json_values,
+        "stream": st.booleans() | json_values,
+        "n": st.integers(0, 3),
+        "stream_options": json_values,
+    },
+)
+texts = st.text(max_size=12) | st.sampled_from(
+    ["<|im_end|>", "<tool_call>\n{}", "<think>", "</tool_call>", ""]
+)
+ids = st.sampled_from(["t1", "t2", ""])
+names = st.sampled_from(["exec", "read", ""])
+args = st.dictionaries(st.sampled_from(["command", "path"]), texts, max_size=2)
+schema = st.just({"type": "object", "properties": {"command": {"type": "string"}}})
+
+a_block = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": texts}),
+    st.fixed_dictionaries({"type": st.just("tool_use"), "id": ids, "name": names, "input": args}),
+    st.fixed_dictionaries({"type": st.just("tool_result"), "tool_use_id": ids, "content": texts}),
+    st.fixed_dictionaries({"type": st.just("thinking"), "thinking": texts, "signature": texts}),
+)
+a_message = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["user", "assistant", "user", "system"]),
+        "content": texts | st.lists(a_block, max_size=3),
+    }
+)
+anthropic_bodies = st.fixed_dictionaries(
+    {
+        "model": st.just("m"),
+        "max_tokens": st.integers(1, 40),
+        "messages": st.lists(a_message, min_size=1, max_size=4),
+    },
+    optional={
+        "system": texts
+        | st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": texts}), max_size=2),
+        "tools": st.lists(st.fixed_dictionaries({"name": names, "input_schema": schema}), max_size=2),
+        "stream": st.booleans(),
+    },
+)
+c_call = st.fixed_dictionaries(
+    {
+        "id": ids,
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries({"name": names, "arguments": args.map(json.dumps) | texts}),
+    }
+)
+c_message = st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["system", "developer", "user"]), "content": texts}),
+    st.fixed_dictionaries(
+        {
+            "role": st.just("assistant"),
+            "content": texts | st.none(),
+            "tool_calls": st.lists(c_call, max_size=2),
+        }
+    ),
+    st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": ids, "content": texts}),
+)
+chat_bodies = st.fixed_dictionaries(
+    {"model": st.just("m"), "messages": st.lists(c_message, min_size=1, max_size=4)},
+    optional={
+        "tools": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "type": st.just("function"),
+                    "function": st.fixed_dictionaries({"name": names, "parameters": schema}),
+                }
+            ),
+            max_size=2,
+        ),
+        "stream": st.booleans(),
+        "stream_options": st.fixed_dictionaries({"include_usage": st.booleans()}),
+        "max_tokens": st.integers(1, 40),
+    },
+)
+r_item = st.one_of(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["system", "developer", "user", "assistant"]), "content": texts}
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("function_call"), "call_id": ids, "name": names, "arguments": args.map(json.dumps)}
+    ),
+    st.fixed_dictionaries({"type": st.just("function_call_output"), "call_id": ids, "output": texts}),
+    st.fixed_dictionaries(
+        {"type": st.just("custom_tool_call"), "call_id": ids, "name": names, "input": texts}
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("reasoning"),
+            "summary": st.lists(
+                st.fixed_dictionaries({"type": st.just("summary_text"), "text": texts}), max_size=1
+            ),
+        }
+    ),
+)
+responses_bodies = st.fixed_dictionaries(
+    {"model": st.just("m"), "input": texts | st.lists(r_item, min_size=1, max_size=4)},
+    optional={
+        "instructions": texts,
+        "tools": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "type": st.sampled_from(["function", "custom", "web_search", "local_shell"]),
+                    "name": names,
+                    "parameters": schema,
+                }
+            ),
+            max_size=2,
+        ),
+        "stream": st.booleans(),
+        "max_output_tokens": st.integers(1, 40),
+    },
+)
+
+
+def mutated(valid: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[bytes]:
+    """A valid-looking body, sometimes with one key replaced by random JSON or removed."""
+    key = st.sampled_from(
+        ["model", "messages", "input", "system", "tools", "max_tokens", "stream", "tool_choice"]
+    )
+    replaced = st.tuples(valid, key, json_values).map(lambda t: {**t[0], t[1]: t[2]})
+    dropped = st.tuples(valid, key).map(lambda t: {k: v for k, v in t[0].items() if k != t[1]})
+    return st.one_of(valid, valid, replaced, dropped).map(_encode)
+
+
+VALID = {
+    "/v1/messages": anthropic_bodies,
+    "/v1/messages/count_tokens": anthropic_bodies,
+    "/v1/chat/completions": chat_bodies,
+    "/v1/responses": responses_bodies,
+}
+
+
+def payloads(route: str) -> st.SearchStrategy[bytes]:
+    """Bytes, random JSON, random bodies, and mutated near-valid bodies of this route (mostly)."""
+    junk = st.binary(max_size=64) | json_values.map(_encode) | bodies.map(_encode)
+    return st.one_of(junk, mutated(VALID[route]), mutated(VALID[route]), mutated(VALID[route]))
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ThreadedProxyServer]:
+    s = scripted_proxy(["done"]).start()
+    yield s
+    client = _CLIENTS.pop(id(s), None)
+    if client is not None:
+        client.close()
+    s.stop()
+
+
+def _check(client: httpx.Client, route: str, content: bytes, content_type: str) -> None:
+    r = client.post(route, content=content, headers={"content-type": content_type})
+    assert r.status_code < 500, (route, content[:300], r.text[:300])
+    if r.status_code >= 400:
+        body: Any = r.json()
+        assert body["error"]["message"]
+        return
+    if route in CHECK and r.headers["content-type"].startswith("text/event-stream"):
+        decoded = CHECK[route](r.content)
+        assert "error" not in decoded or decoded.get("error") is None
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data(), content_type=st.sampled_from(["application/json"] * 8 + ["text/plain", ""]))
+def test_no_5xx_for_any_body(
+    server: ThreadedProxyServer, route: str, data: st.DataObject, content_type: str
+) -> None:
+    payload = data.draw(payloads(route))
+    _check(_client(server), route, payload, content_type)
+
+
+_CLIENTS: dict[int, httpx.Client] = {}
+
+
+def _client(server: ThreadedProxyServer) -> httpx.Client:
+    """One session and one keep-alive client per server."""
+    key = id(server)
+    if key not in _CLIENTS:
+        base_url = server.server.deps.sessions.open(f"fuzz{len(_CLIENTS)}").base_url
+        _CLIENTS[key] = httpx.Client(base_url=base_url, timeout=30)
+    return _CLIENTS[key]
