@@ -263,3 +263,47 @@ def test_every_call_extends_the_previous_one_exactly(
         echoed = history[-1].output.model_copy(update={"tool_calls": [c.model_copy() for c in calls]})
         msgs = [*msgs, echoed, *(m("user" if as_user else "tool", e) for e in env)]
         previous = prompt
+
+
+def _canonical_responses(body: dict[str, Any]) -> tuple[list[ChatMessage], list[ToolSpec]]:
+    """A minimal OpenAI Responses -> canonical conversion, enough for the Codex capture."""
+    msgs: list[ChatMessage] = []
+    for item in body["input"]:
+        if item["type"] == "message":
+            msgs.append(m(item["role"], "".join(c["text"] for c in item["content"])))
+        elif item["type"] == "function_call":
+            call = ToolCall(id=item["call_id"], name=item["name"], arguments=json.loads(item["arguments"]))
+            msgs.append(m("assistant", tool_calls=[call]))
+        elif item["type"] == "function_call_output":
+            msgs.append(m("tool", item["output"], tool_call_id=item["call_id"]))
+    tools = [
+        ToolSpec(
+            name=t["name"],
+            description=t.get("description", ""),
+            parameters=t.get("parameters") or {},
+            type=t["type"],
+        )
+        for t in body["tools"]
+        if t["type"] in ("function", "custom")
+    ]
+    return msgs, tools
+
+
+@pytest.mark.parametrize("thinking", [False, True])
+def test_codex_capture_call_two_is_spliced(tok: Any, shared_fixtures: Path, thinking: bool) -> None:
+    """Codex sends its system prompt as two `developer` items and offers a custom (freeform) tool."""
+    folder = shared_fixtures / "harness-traffic" / "codex-responses"
+    bodies = [json.loads(p.read_text())["body"] for p in sorted(folder.glob("*.json"))]
+    fmt = ChatFormat(tok, enable_thinking=thinking)
+    msgs1, tools = _canonical_responses(bodies[0])
+    msgs2, _ = _canonical_responses(bodies[1])
+    assert [x.role for x in msgs2] == ["developer", "developer", "user", "user", "assistant", "tool"]
+    p1 = build_prompt(fmt, msgs1, tools, [])
+    assert tok.decode(p1.ids).startswith("<|im_start|>system\nYou are Codex")
+    assert tok.decode(p1.ids).count("<|im_start|>system") == 1
+    out_ids = fmt.render_assistant(msgs2[4])
+    turn = Turn("c1", msgs1, tools, p1.ids, out_ids, fmt.parse(out_ids).message())
+    p2 = build_prompt(fmt, msgs2, tools, [turn])
+    assert (p2.render, p2.spliced_from) == ("spliced", "c1")
+    assert p2.ids[: len(p1.ids) + len(out_ids)] == p1.ids + out_ids
+    assert (p2.ids == fmt.render(msgs2, tools)) is thinking  # thinking off: the empty think block is kept
