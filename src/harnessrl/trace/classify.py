@@ -12,12 +12,12 @@ thread's and the count decides), and for a rollout cut off inside a sub-agent.
 **Compaction.** A call tagged `compaction_request` asks for a summary. A main-group call *restarts*
 when it drops model tokens that the main-thread call it shares the longest prefix with had in its
 prompt: it no longer extends the conversation, it replaces it (a summary restart, or a harness that
-rewrote earlier assistant turns). Such a call, and every main-group call that extends it, is
-`compacted`. A call that shares nothing with earlier main-thread calls restarts too. Exception: a
-call the proxy marked `retokenized` (it could not splice the recorded ids) drops model tokens too,
-but is an ordinary continuation, so it stays `main` unless a summary request came just before it.
-A harness that moves a trailing environment message (OpenClaw) drops no model token, so it stays
-`main` and shows as an ordinary branch.
+rewrote earlier history, e.g. cleared old tool results). Such a call, and every main-group call that
+extends it, is `compacted`. A call that shares nothing with earlier main-thread calls restarts too.
+Exception: a call the proxy marked `retokenized` (it could not splice the recorded ids) drops model
+tokens too, but is an ordinary continuation, so it stays `main` unless a summary request came just
+before it. A harness that moves a trailing environment message (OpenClaw) drops no model token, so
+it stays `main` and shows as an ordinary branch.
 
 **Dead leaves.** A leaf (a call no other call extends) is alive when it is its thread's final answer
 (the last main-group call, the last call of each sub-agent group, every summary), or when a later
