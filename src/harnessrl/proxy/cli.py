@@ -1,0 +1,144 @@
+"""`harnessrl serve` (run the proxy over an engine, by hand) and `harnessrl calls show` (read captures).
+
+`serve` runs in open mode: any API key maps to one `default` session, and `/r/<token>/` prefixes of
+sessions opened by code still work. On exit (Ctrl-C) the default session is flushed to
+`<capture-dir>/default/calls.jsonl` when a capture directory is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from harnessrl.config import ConfigError, load_config
+from harnessrl.types import HarnessRLError, ModelCall
+
+calls_app = typer.Typer(help="Inspect captured model calls.", no_args_is_help=True)
+
+
+def serve(
+    model: str = typer.Option("default", help="`default`, `tiny-qwen3`, or a local HF checkpoint folder."),
+    port: int = typer.Option(8000, help="TCP port (0 = a free one)."),
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
+    engine: str = typer.Option("hf", help="Engine type: hf | scripted."),
+    script: str | None = typer.Option(
+        None, help="For --engine scripted: JSON/JSONL file of assistant turns."
+    ),
+    capture_dir: str | None = typer.Option(None, help="Flush captured calls here on exit."),
+    config: Path | None = typer.Option(None, "--config", "-c", help="TOML config file."),
+    override: list[str] = typer.Option(
+        [], "--override", "-o", help="Dotted override, e.g. -o proxy.keepalive_s=1"
+    ),
+) -> None:
+    """Serve the model behind the Anthropic / OpenAI APIs; point any harness at it by hand."""
+    try:
+        overrides = [*override, f"engine.type={json.dumps(engine)}", f"engine.model={json.dumps(model)}"]
+        overrides += [f"proxy.port={port}", f"proxy.host={json.dumps(host)}"]
+        if script is not None:
+            overrides.append(f"engine.script={json.dumps(script)}")
+        if capture_dir is not None:
+            overrides.append(f"proxy.capture_dir={json.dumps(capture_dir)}")
+        cfg = load_config(config, overrides)
+    except ConfigError as e:
+        raise typer.BadParameter(str(e)) from None
+    try:
+        asyncio.run(_serve(cfg))
+    except KeyboardInterrupt:
+        pass
+    except HarnessRLError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+
+
+async def _serve(cfg: Any) -> None:
+    from harnessrl.chat.format import ChatFormat
+    from harnessrl.engines import build_engine
+    from harnessrl.proxy.deps import default_deps
+    from harnessrl.proxy.server import ProxyServer
+    from harnessrl.proxy.sessions import SessionStore
+
+    engine = build_engine(cfg.engine)
+    sessions = SessionStore(cfg.proxy.capture_dir, open_mode=True)
+    deps = default_deps(
+        engine, ChatFormat(engine.tokenizer), sessions, cfg.proxy, cfg.engine.sampling, cfg.engine.model
+    )
+    server = ProxyServer(deps)
+    await server.start()
+    typer.echo(
+        f"harnessrl proxy on {server.url} (engine {cfg.engine.type}, model {cfg.engine.model})", err=True
+    )
+    typer.echo(f"  Anthropic: ANTHROPIC_BASE_URL={server.url}   OpenAI: base_url={server.url}/v1", err=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.stop()
+        written = sessions.close("default")
+        if cfg.proxy.capture_dir:
+            where = Path(cfg.proxy.capture_dir) / "default" / "calls.jsonl"
+            typer.echo(f"{len(written)} calls written to {where}", err=True)
+        await engine.close()
+
+
+def read_calls(path: Path) -> list[ModelCall]:
+    """ModelCall records from a JSONL file: one call per line, or one rollout (with `calls`) per line.
+    Raises ValueError naming the file and line of the first bad record."""
+    out: list[ModelCall] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            rows = row["calls"] if isinstance(row, dict) and "calls" in row else [row]
+            out.extend(ModelCall.model_validate(r) for r in rows)
+        except (json.JSONDecodeError, ValueError) as e:
+            raise ValueError(f"{path}:{n}: not a model call: {str(e)[:200]}") from None
+    return out
+
+
+def _preview(call: ModelCall, width: int = 60) -> str:
+    parts = [call.text.replace("\n", " ")] if call.text else []
+    parts += [f"{tc.name}({json.dumps(tc.arguments)})" for tc in call.tool_calls]
+    if call.error:
+        parts.append(f"error: {call.error}")
+    text = " ".join(parts)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@calls_app.command("show")
+def show(
+    path: Path = typer.Argument(..., exists=True, dir_okay=False, help="calls.jsonl or rollout JSONL"),
+) -> None:
+    """Pretty-print captured calls with token counts."""
+    from rich.console import Console
+    from rich.table import Table
+
+    try:
+        calls = read_calls(path)
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+    table = Table(title=f"{path} ({len(calls)} calls)")
+    for column in ("#", "dialect", "model", "render", "prompt", "output", "finish", "flags", "text"):
+        table.add_column(column, justify="right" if column in ("#", "prompt", "output") else "left")
+    for c in calls:
+        flags = [
+            *c.tags,
+            *(["partial"] if c.partial else []),
+            *([f"replay_of={c.replay_of[:8]}"] if c.replay_of else []),
+        ]
+        table.add_row(
+            str(c.index),
+            c.dialect,
+            c.requested_model,
+            c.render,
+            str(len(c.prompt_ids)),
+            str(len(c.output_ids)),
+            c.finish_reason,
+            ",".join(f for f in flags if f != "stream"),
+            _preview(c),
+        )
+    Console(width=200).print(table)
