@@ -24,6 +24,8 @@ _GROUPS: list[tuple[str, str, str]] = [
     ("harnessrl.harnesses.cli", "app", "harness"),
     ("harnessrl.trace.cli", "app", "tree"),
     ("harnessrl.rollout.cli", "rollout", "rollout"),
+    ("harnessrl.proxy.cli", "serve", "serve"),
+    ("harnessrl.proxy.cli", "calls_app", "calls"),
 ]
 
 
