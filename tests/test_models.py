@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 import torch
 
 from harnessrl.engines import models
+from harnessrl.engines.hf import HFEngine
 from harnessrl.engines.models import (
     MARKER,
     ensure_converted,
@@ -20,6 +22,7 @@ from harnessrl.engines.models import (
     teacher_force_logprobs,
     tiny_qwen3,
 )
+from harnessrl.protocols import GenerationResult, SamplingParams
 from harnessrl.types import EngineError
 
 
@@ -184,3 +187,17 @@ def test_default_checkpoint_converts_once_then_loads_fast(
     with torch.no_grad():
         out = model.generate(torch.tensor([ids]), max_new_tokens=12, do_sample=False)
     assert "4" in tok.decode(out[0, len(ids) :])
+    assert oct(path.stat().st_mode & 0o777) == "0o755"
+    # the embedded engine on the real model records the log-probs a trainer would compute
+    result = asyncio.run(_sample_with_engine(model, ids))
+    ref = teacher_force_logprobs(model, ids, result.output_ids)
+    assert len(result.output_ids) == 16
+    assert max(abs(a - b) for a, b in zip(ref, result.output_logprobs, strict=True)) < 1e-4
+
+
+async def _sample_with_engine(model: object, ids: list[int]) -> GenerationResult:
+    engine = HFEngine(model, None)
+    try:
+        return await engine.generate(ids, SamplingParams(max_tokens=16, seed=0))
+    finally:
+        await engine.close()

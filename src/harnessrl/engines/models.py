@@ -96,6 +96,7 @@ def ensure_converted(dest: Path, convert: Callable[[Path], None], source: str) -
         try:
             convert(tmp)
             (tmp / MARKER).write_text(json.dumps({"source": source}) + "\n", encoding="utf-8")
+            tmp.chmod(0o755)  # mkdtemp makes it private; the cache is shared like any other
             if dest.exists():
                 shutil.rmtree(dest)
             os.rename(tmp, dest)
