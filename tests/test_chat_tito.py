@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_chat_format import ChatMLTokenizer
 
 from harnessrl.chat.format import ChatFormat
 from harnessrl.chat.tito import Prompt, Turn, build_prompt, find_turn, messages_match
@@ -236,19 +237,25 @@ _ARGS = st.dictionaries(
 )
 _CALLS = st.lists(st.builds(ToolCall, name=st.sampled_from(["Bash", "Read"]), arguments=_ARGS), max_size=2)
 # One step: what the model says (text, calls), then what the harness adds (tool results, or a user turn).
+Step = tuple[str, list[ToolCall], list[str], bool]
 _STEPS = st.lists(
     st.tuples(_TEXT, _CALLS, st.lists(_TEXT, min_size=1, max_size=2), st.booleans()), max_size=4
 )
 
 
 @settings(max_examples=40, deadline=None)
-@given(first=_TEXT, steps=_STEPS, thinking=st.booleans())
+@given(first=_TEXT, steps=_STEPS, thinking=st.booleans(), native=st.booleans())
 def test_every_call_extends_the_previous_one_exactly(
-    tok: Any, first: str, steps: list[tuple[str, list[ToolCall], list[str], bool]], thinking: bool
+    tok: Any,
+    first: str,
+    steps: list[tuple[str, list[ToolCall], list[str], bool]],
+    thinking: bool,
+    native: bool,
 ) -> None:
-    """A simulated session: each call is spliced onto the previous call's ids; with thinking on (no
-    reasoning), Qwen3's template is prefix-stable, so the splice also equals a fresh render."""
-    fmt = ChatFormat(tok, enable_thinking=thinking)
+    """A simulated session: each call is spliced onto the previous call's ids. The splice also equals a
+    fresh render where the template is prefix-stable: Qwen3 with thinking on (no reasoning), and the
+    Hermes fallback on plain ChatML."""
+    fmt = ChatFormat(tok if native else ChatMLTokenizer(tok), enable_thinking=thinking)
     history: list[Turn] = []
     msgs = [m("system", "agent"), m("user", first)]
     previous: Prompt | None = None
@@ -258,9 +265,10 @@ def test_every_call_extends_the_previous_one_exactly(
             before = previous.ids + history[-2].output_ids
             assert (prompt.render, prompt.spliced_from) == ("spliced", f"c{i - 1}")
             assert prompt.ids[: len(before)] == before
-        if thinking:
+        if thinking or not native:
             assert prompt.ids == fmt.render(msgs, [BASH])
-        echoed = history[-1].output.model_copy(update={"tool_calls": [c.model_copy() for c in calls]})
+        rewritten = [c.model_copy(update={"id": f"harness_{i}_{j}"}) for j, c in enumerate(calls)]
+        echoed = history[-1].output.model_copy(update={"tool_calls": rewritten})
         msgs = [*msgs, echoed, *(m("user" if as_user else "tool", e) for e in env)]
         previous = prompt
 
