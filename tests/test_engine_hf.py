@@ -275,6 +275,8 @@ async def test_bad_state_dict_changes_nothing(qwen: tuple[Any, Any]) -> None:
         await engine.update_weights(bad)
     with pytest.raises(EngineError, match=r"wrong shapes \['model.norm.weight'\]"):
         await engine.update_weights({"model.norm.weight": torch.zeros(65)})
+    with pytest.raises(EngineError, match="update_weights failed"):
+        await engine.update_weights({"model.norm.weight": [1.0] * 64})
     after = await engine.generate(p, greedy)
     await engine.close()
     assert engine.weights_version == 0
@@ -343,6 +345,26 @@ async def test_close_fails_running_and_later_requests(qwen: tuple[Any, Any]) -> 
     with pytest.raises(EngineError, match="engine is closed"):
         await engine.generate(prompt(5), SamplingParams())
     await engine.close()  # idempotent
+
+
+class _BrokenLoopEngine(HFEngine):
+    """A fake with a bug in its scheduling loop (not in a request): the worker must not hang callers."""
+
+    def _admit(self) -> None:
+        if any(getattr(item, "max_tokens", 0) == 13 for item in self._pending):
+            raise ValueError("scheduler bug")
+        super()._admit()
+
+
+async def test_worker_crash_fails_callers_instead_of_hanging(qwen: tuple[Any, Any]) -> None:
+    engine = _BrokenLoopEngine(qwen[0], None)
+    ok = await engine.generate(prompt(4), SamplingParams(max_tokens=3))
+    with pytest.raises(EngineError, match="engine worker crashed: ValueError: scheduler bug"):
+        await engine.generate(prompt(4), SamplingParams(max_tokens=13))
+    with pytest.raises(EngineError, match="engine is closed"):
+        await engine.generate(prompt(4), SamplingParams(max_tokens=3))
+    await engine.close()
+    assert len(ok.output_ids) == 3
 
 
 # ------------------------------------------------------------------ registry

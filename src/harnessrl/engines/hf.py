@@ -248,15 +248,22 @@ class HFEngine:
     # ---------------------------------------------------------------- worker thread
 
     def _worker(self) -> None:
-        with torch.inference_mode():
-            while self._receive(block=not self._batch.rows and not self._pending):
-                self._admit()
-                if self._batch.rows:
-                    self._decode_step()
-        closed = EngineError("engine is closed")
-        for item in [*self._batch.rows, *self._pending]:
-            _settle(item.loop, item.future, closed)
-        self._batch, self._pending = _Batch(), deque()
+        error = EngineError("engine is closed")
+        try:
+            with torch.inference_mode():
+                while self._receive(block=not self._batch.rows and not self._pending):
+                    self._admit()
+                    if self._batch.rows:
+                        self._decode_step()
+        except Exception as e:  # a bug in the loop itself: fail everyone rather than hang them
+            error = EngineError(f"engine worker crashed: {type(e).__name__}: {e}")
+        finally:
+            self._closed = True
+            while not self._receive(block=False):  # whatever is still in the inbox fails too
+                pass
+            for item in [*self._batch.rows, *self._pending]:
+                _settle(item.loop, item.future, error)
+            self._batch, self._pending = _Batch(), deque()
 
     def _receive(self, block: bool) -> bool:
         """Move inbox items to the pending queue; False once close() was called."""
@@ -369,17 +376,18 @@ class HFEngine:
 
     def _apply_update(self, upd: _WeightUpdate) -> None:
         """Check names and shapes first, so a bad state dict changes nothing; then copy and bump."""
-        current = self.model.state_dict()
-        unknown = [k for k in upd.state_dict if k not in current]
-        wrong = [k for k, v in upd.state_dict.items() if k in current and tuple(v.shape) != current[k].shape]
-        if unknown or wrong:
-            msg = f"update_weights: unknown names {unknown[:5]}, wrong shapes {wrong[:5]}"
-            _settle(upd.loop, upd.future, EngineError(msg))
-            return
         try:
+            current = self.model.state_dict()
+            unknown = [k for k in upd.state_dict if k not in current]
+            wrong = [
+                k for k, v in upd.state_dict.items() if k in current and tuple(v.shape) != current[k].shape
+            ]
+            if unknown or wrong:
+                raise EngineError(f"update_weights: unknown names {unknown[:5]}, wrong shapes {wrong[:5]}")
             self.model.load_state_dict(upd.state_dict, strict=False)
         except Exception as e:
-            _settle(upd.loop, upd.future, EngineError(f"update_weights failed: {e}"))
+            err = e if isinstance(e, EngineError) else EngineError(f"update_weights failed: {e!r}")
+            _settle(upd.loop, upd.future, err)
             return
         self.weights_version += 1
         _settle(upd.loop, upd.future, None)
