@@ -266,3 +266,5 @@ async def test_run_harness_refuses_an_install_the_sandbox_cannot_see(tmp_path: P
     async with await Sandbox.create(SandboxSpec(base_dir=tmp_path / "sb")) as sb:
         with pytest.raises(HarnessError, match="does not bind"):
             await run_harness(Hidden(), sb, ENDPOINT, "p", timeout_s=5, options={"command": "true"})
+        with pytest.raises(HarnessError, match="shell: cannot configure: the shell harness needs"):
+            await run_harness(get_harness("shell"), sb, ENDPOINT, "p", timeout_s=5)

@@ -43,7 +43,10 @@ async def run_harness(
     cache_root: Path | None = None,
 ) -> tuple[HarnessResult, ExecResult]:
     """Install if needed, write config, run headless in `sandbox`, parse; returns (parsed, raw)."""
-    install_dir = await asyncio.to_thread(harness.ensure_installed, cache_root)
+    try:
+        install_dir = await asyncio.to_thread(harness.ensure_installed, cache_root)
+    except OSError as e:
+        raise HarnessError(f"{harness.name}: install failed: {e}") from e
     if not _visible(sandbox, install_dir):
         raise HarnessError(
             f"{harness.name} is installed at {install_dir}, which sandbox {sandbox.id} does not bind; "
@@ -59,7 +62,10 @@ async def run_harness(
         mcp_servers=tuple(mcp_servers),
         options=dict(options or {}),
     )
-    launch = harness.prepare(ctx)
+    try:
+        launch = harness.prepare(ctx)
+    except (ValueError, OSError) as e:  # bad options, unwritable HOME: the harness cannot be launched
+        raise HarnessError(f"{harness.name}: cannot configure: {e}") from e
     raw = await sandbox.exec(
         launch.argv, env=launch.env, cwd=launch.cwd, timeout_s=timeout_s, rlimits=launch.rlimits
     )
