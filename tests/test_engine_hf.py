@@ -15,6 +15,7 @@ import torch
 from harnessrl.config import EngineConfig
 from harnessrl.engines import ENGINES, build_engine
 from harnessrl.engines.hf import HFEngine
+from harnessrl.engines.kv_cache import GrowingCache, GrowingLayer, merge_rows, select_rows
 from harnessrl.engines.models import teacher_force_logprobs, tiny_qwen3
 from harnessrl.engines.sampling import sample_rows
 from harnessrl.protocols import Engine, GenerationResult, SamplingParams
@@ -105,15 +106,52 @@ def test_sampling_frequencies_follow_the_tempered_distribution() -> None:
     assert (freq - expected).abs().max().item() < 0.01
 
 
+# ------------------------------------------------------------------ the KV cache
+
+
+def _filled(values: list[list[float]]) -> GrowingCache:
+    """A one-layer cache whose rows hold these key (= value) sequences, H = D = 1."""
+    cache = GrowingCache()
+    t = torch.tensor(values)[:, None, :, None]
+    cache.update(t, t.clone(), 0)
+    return cache
+
+
+def test_growing_cache_appends_in_place_and_grows() -> None:
+    cache = _filled([[1.0, 2.0]])
+    layer = cache.layers[0]
+    assert isinstance(layer, GrowingLayer)
+    buf = layer.buf_k
+    assert buf.shape[-2] == 64
+    for i in range(62):
+        cache.update(torch.full((1, 1, 1, 1), 3.0 + i), torch.zeros(1, 1, 1, 1), 0)
+    assert layer.buf_k is buf  # 64 tokens fit: no reallocation
+    cache.update(torch.full((1, 1, 1, 1), 99.0), torch.zeros(1, 1, 1, 1), 0)
+    assert layer.buf_k.shape[-2] == 130 and cache.get_seq_length() == 65
+    assert layer.keys[0, 0, :, 0].tolist() == [1.0, 2.0, *[3.0 + i for i in range(62)], 99.0]
+
+
+def test_merge_and_select_rows_keep_rows_right_aligned() -> None:
+    batch = _filled([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    merge_rows(batch, _filled([[7.0]]), width=3)
+    merge_rows(batch, _filled([[8.0, 9.0, 10.0, 11.0]]), width=4)
+    keys = batch.layers[0].keys[:, 0, :, 0].tolist()
+    assert keys == [[0, 1, 2, 3], [0, 4, 5, 6], [0, 0, 0, 7], [8, 9, 10, 11]]
+    select_rows(batch, [2, 0], cut=1)
+    assert batch.layers[0].keys[:, 0, :, 0].tolist() == [[0, 0, 7], [1, 2, 3]]
+    assert batch.layers[0].values[:, 0, :, 0].tolist() == [[0, 0, 7], [1, 2, 3]]
+    assert batch.get_seq_length() == 3
+
+
 # ------------------------------------------------------------------ log-prob fidelity and batching
 
 
 async def test_single_request_logprobs_equal_teacher_forcing(model: Any) -> None:
     engine = HFEngine(model, None, seed=0)
     p = prompt(11)
-    r = await engine.generate(p, SamplingParams(temperature=1.0, max_tokens=32))
+    r = await engine.generate(p, SamplingParams(temperature=1.0, max_tokens=80))  # cache grows past 64
     await engine.close()
-    assert (len(r.output_ids), r.finish_reason) == (32, "length")
+    assert (len(r.output_ids), r.finish_reason) == (80, "length")
     assert max_diff(model, p, r) < 1e-4
     assert r.meta == {"weights_version": 0, "prompt_tokens": 11}
 

@@ -24,9 +24,10 @@ fails alone with EngineError before it is queued; an exception in its prefill fa
 request; an exception in a batched decode step fails the rows of that step (they share one forward).
 
 Simplified, on purpose: prefill is not chunked and not batched (a long prompt stalls decoding for its
-duration); the cache is a padded DynamicCache that is re-concatenated each step (fine for small models
-on CPU, wasteful for big ones: that is what the vLLM engine is for); no prefix caching; models must use
-full attention in every layer (no sliding-window or recurrent layers). Greedy outputs of a row can
+duration); the cache is one padded tensor per layer (`kv_cache.GrowingLayer`: appends in place, but
+rows joining or leaving copy it, and padding wastes room when lengths differ a lot; paged attention is
+what the vLLM engine is for); no prefix caching; models must use full attention in every layer (no
+sliding-window or recurrent layers). Greedy outputs of a row can
 differ from an unbatched run only where two logits tie within float rounding.
 """
 
@@ -42,9 +43,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from harnessrl.config import EngineConfig
+from harnessrl.engines.kv_cache import GrowingCache, merge_rows, select_rows
 from harnessrl.engines.models import load_model, load_tokenizer
 from harnessrl.engines.sampling import sample_rows
 from harnessrl.protocols import GenerationResult, SamplingParams
@@ -101,11 +102,6 @@ def _settle(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], value: An
         pass  # the caller's event loop is closed: nobody is waiting any more
 
 
-def _left_pad(x_BHTD: torch.Tensor, width: int) -> torch.Tensor:
-    missing = width - x_BHTD.shape[-2]
-    return x_BHTD if missing == 0 else F.pad(x_BHTD, (0, 0, missing, 0))
-
-
 class _Batch:
     """The decoding rows and their shared, left-padded KV cache (width = cache length in tokens)."""
 
@@ -113,18 +109,15 @@ class _Batch:
         self.rows: list[_Request] = []
         self.lengths: list[int] = []
         """Real (unpadded) tokens of each row in the cache."""
-        self.cache: Any = None
+        self.cache: GrowingCache | None = None
         self.width = 0
 
-    def add(self, req: _Request, cache: Any, length: int) -> None:
-        if not self.rows:
+    def add(self, req: _Request, cache: GrowingCache, length: int) -> None:
+        if self.cache is None:
             self.cache, self.width = cache, length
         else:
-            width = max(self.width, length)
-            for mine, new in zip(self.cache.layers, cache.layers, strict=True):
-                mine.keys = torch.cat([_left_pad(mine.keys, width), _left_pad(new.keys, width)])
-                mine.values = torch.cat([_left_pad(mine.values, width), _left_pad(new.values, width)])
-            self.width = width
+            self.width = max(self.width, length)
+            merge_rows(self.cache, cache, self.width)
         self.rows.append(req)
         self.lengths.append(length)
 
@@ -144,14 +137,11 @@ class _Batch:
         """Keep only these rows (by index) and trim columns that are padding for all of them."""
         self.rows = [self.rows[i] for i in keep]
         self.lengths = [self.lengths[i] for i in keep]
-        if not self.rows:
+        if not self.rows or self.cache is None:
             self.cache, self.width = None, 0
             return
-        idx = torch.tensor(keep, dtype=torch.long, device=self.cache.layers[0].keys.device)
         cut = self.width - max(self.lengths)
-        for layer in self.cache.layers:
-            layer.keys = layer.keys[idx, :, cut:]
-            layer.values = layer.values[idx, :, cut:]
+        select_rows(self.cache, keep, cut)
         self.width -= cut
 
 
@@ -306,11 +296,9 @@ class HFEngine:
         )
 
     def _prefill(self, req: _Request) -> None:
-        from transformers import DynamicCache
-
         n = len(req.prompt_ids)
         try:
-            cache = DynamicCache()
+            cache = GrowingCache()
             ids_1T = torch.tensor([req.prompt_ids], dtype=torch.long, device=self.device)
             positions_1T = torch.arange(n, device=self.device)[None, :]
             logits_1V = self._forward(ids_1T, positions_1T, None, cache).logits[:, -1]
