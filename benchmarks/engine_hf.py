@@ -34,6 +34,7 @@ async def main() -> None:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--tokens", type=int, default=64, help="tokens generated per request")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--repeat", type=int, default=1, help="repeat the user text (long prompts)")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -42,7 +43,7 @@ async def main() -> None:
     secs = time.perf_counter() - t0
     print(f"model {args.model}: loaded in {secs:.2f} s, torch threads {torch.get_num_threads()}")
     ids = tok.apply_chat_template(
-        [{"role": "user", "content": "Write a short story about a robot learning to paint."}],
+        [{"role": "user", "content": "Write a short story about a robot learning to paint." * args.repeat}],
         add_generation_prompt=True,
     )
     prompt = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
