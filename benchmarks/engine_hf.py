@@ -42,8 +42,9 @@ async def main() -> None:
     tok = load_tokenizer(args.model)
     secs = time.perf_counter() - t0
     print(f"model {args.model}: loaded in {secs:.2f} s, torch threads {torch.get_num_threads()}")
+    text = " ".join(["Write a short story about a robot learning to paint."] * args.repeat)
     ids = tok.apply_chat_template(
-        [{"role": "user", "content": "Write a short story about a robot learning to paint." * args.repeat}],
+        [{"role": "user", "content": text}],
         add_generation_prompt=True,
     )
     prompt = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
