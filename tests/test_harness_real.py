@@ -35,6 +35,7 @@ pytestmark = [
     pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed"),
 ]
 API_KEY = "sk-rollout-token-123"
+PREFIX = f"/r/{API_KEY}"
 
 
 def sse(event: str | None, data: dict[str, Any] | str) -> str:
@@ -179,7 +180,8 @@ class ReplayServer:
         record = {"method": request.method, "path": request.url.path, "headers": dict(request.headers)}
         record["body"] = body.decode(errors="replace")
         self.requests.append(record)
-        stream = STREAMS.get(request.url.path)
+        # Like the proxy, serve the API under a per-rollout prefix `/r/<token>`.
+        stream = STREAMS.get(request.url.path.removeprefix(PREFIX))
         if request.method != "POST" or stream is None:
             return JSONResponse(
                 {"error": {"type": "not_found", "message": request.url.path}}, status_code=404
@@ -231,7 +233,7 @@ async def test_real_harness_runs_tool_in_sandbox(
     spec = SandboxSpec(endpoint=("127.0.0.1", replay.port), ro_binds=harness_binds(), base_dir=tmp_path)
     async with await Sandbox.create(spec) as sb:
         assert sb.endpoint_url is not None
-        endpoint = Endpoint(base_url=sb.endpoint_url, api_key=API_KEY)
+        endpoint = Endpoint(base_url=sb.endpoint_url + PREFIX, api_key=API_KEY)
         result, raw = await run_harness(
             harness, sb, endpoint, "Create hello.txt containing hi.", timeout_s=240, options=options
         )
@@ -240,6 +242,7 @@ async def test_real_harness_runs_tool_in_sandbox(
         assert (result.exit_code, result.final_message, result.timed_out) == (0, "done", False)
         assert hello.read_text() == "hi"
     assert replay.model_calls == 2
+    assert all(r["path"].startswith(f"{PREFIX}/v1/") for r in replay.requests), replay.requests
     auth = [r["headers"].get("x-api-key") or r["headers"].get("authorization") for r in replay.requests]
     assert all(a in (API_KEY, f"Bearer {API_KEY}") for a in auth), auth
 
@@ -294,7 +297,7 @@ async def test_real_harness_starts_mcp_server_inside_sandbox(
         result, raw = await run_harness(
             harness,
             sb,
-            Endpoint(sb.endpoint_url, API_KEY),
+            Endpoint(sb.endpoint_url + PREFIX, API_KEY),
             "Create hello.txt.",
             timeout_s=240,
             mcp_servers=[server],
@@ -303,5 +306,5 @@ async def test_real_harness_starts_mcp_server_inside_sandbox(
         assert result.ok, f"{result.error}\nSTDERR:{raw.stderr[-3000:]}"
         assert (sb.host_home / "mcp_started.txt").read_text().startswith("started")
         assert (sb.host_workspace / "hello.txt").read_text() == "hi"
-    model_bodies = [r["body"] for r in replay.requests if r["path"] in STREAMS]
+    model_bodies = [r["body"] for r in replay.requests if r["path"].removeprefix(PREFIX) in STREAMS]
     assert offered in model_bodies[0]
