@@ -140,6 +140,7 @@ def test_conversion_runs_once_under_concurrent_first_use(tmp_path: Path) -> None
     assert log.read_text() == "converted\n"
     assert sorted(x.name for x in dest.iterdir()) == sorted([MARKER, "weights.bin"])
     assert sorted(x.name for x in dest.parent.iterdir()) == [".M.lock", "M"]  # no temp folders left
+    assert oct(dest.stat().st_mode & 0o777) == "0o755"  # readable by everyone, like any cache
 
 
 def test_failed_conversion_leaves_nothing(tmp_path: Path) -> None:
