@@ -153,20 +153,24 @@ class ProxyApp:
         try:
             assert call.prompt is not None
             head = dialect.stream_head(call.req, call.response_id, len(call.prompt.ids))
-            if head:
-                yield b"".join(head)
-            while not task.done():
-                done, _ = await asyncio.wait({task}, timeout=self.deps.config.keepalive_s)
-                if not done:
-                    yield dialect.keepalive
+            interval = self.deps.config.keepalive_s
+            # A turn done within one keep-alive interval goes out as one chunk (fewer writes and client
+            # wake-ups); otherwise the head goes out now and keep-alives follow until the turn is done.
+            done, _ = await asyncio.wait({task}, timeout=interval)
+            if not done:
+                yield b"".join(head) if head else dialect.keepalive
+                head = []
+                while not task.done():
+                    done, _ = await asyncio.wait({task}, timeout=interval)
+                    if not done:
+                        yield dialect.keepalive
             outcome = task.result()
             if outcome.completion is None:
-                events = dialect.stream_error(
-                    call.req, call.response_id, 500, f"engine error: {outcome.error}"
-                )
+                message = f"engine error: {outcome.error}"
+                events = dialect.stream_error(call.req, call.response_id, 500, message)
             else:
                 events = dialect.stream_events(call.req, outcome.completion)
-            yield b"".join(events)
+            yield b"".join(head + events)
             delivered = True
         finally:
             if not delivered:

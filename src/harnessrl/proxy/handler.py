@@ -27,7 +27,7 @@ from harnessrl.proxy.canonical import CanonicalRequest, Completion, new_id, vali
 from harnessrl.proxy.deps import PromptLike, ProxyDeps
 from harnessrl.proxy.dialects.base import Dialect
 from harnessrl.proxy.sessions import Session
-from harnessrl.types import ModelCall, RequestError, ToolCall
+from harnessrl.types import ChatMessage, ModelCall, RequestError, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ class Outcome:
     result: GenerationResult | None
     sampled_by: str = ""
     """call_id of the call whose generation produced this output."""
+    message: ChatMessage | None = None
+    """The parsed assistant message (what the splicer remembers)."""
     error: str | None = None
     replay_of: str | None = None
 
@@ -138,12 +140,12 @@ async def _generate(call: Call) -> Outcome:
     assert call.prompt is not None
     try:
         result = await call.deps.engine.generate(call.prompt.ids, sampling_for(call))
-        completion = completion_from(call, result)
+        completion, message = completion_from(call, result)
     except Exception as e:  # engine faults are data: this call fails, the server keeps serving
         log.exception("engine failed on call %s", call.call_id)
         outcome = Outcome(None, None, call.call_id, error=f"{type(e).__name__}: {e}")
     else:
-        outcome = Outcome(completion, result, call.call_id)
+        outcome = Outcome(completion, result, call.call_id, message=message)
     record_stage(call, outcome)
     return outcome
 
@@ -159,13 +161,14 @@ async def _replay(call: Call, earlier: asyncio.Future[Any]) -> Outcome:
     return outcome
 
 
-def completion_from(call: Call, result: GenerationResult) -> Completion:
-    """Parse the output ids into text, reasoning and tool calls, with this dialect's call ids."""
+def completion_from(call: Call, result: GenerationResult) -> tuple[Completion, ChatMessage]:
+    """Parse the output ids into text, reasoning and tool calls (with this dialect's call ids); also
+    return the parsed assistant message as the chat format sees it."""
     parsed = call.deps.fmt.parse(result.output_ids)
     custom = set(call.req.options.get("custom_tools", ()))
     calls = [_wire_tool_call(tc, call.dialect.tool_id_prefix, custom) for tc in parsed.tool_calls]
     assert call.prompt is not None
-    return Completion(
+    completion = Completion(
         response_id=call.response_id,
         model=call.req.model or call.deps.model_name,
         text=parsed.text,
@@ -176,6 +179,7 @@ def completion_from(call: Call, result: GenerationResult) -> Completion:
         output_tokens=len(result.output_ids),
         created=int(time.time()),
     )
+    return completion, parsed.message()
 
 
 def _wire_tool_call(tc: ToolCall, prefix: str, custom: set[str]) -> ToolCall:
@@ -194,15 +198,14 @@ def record_stage(call: Call, outcome: Outcome) -> None:
     try:
         call.recorded = _model_call(call, outcome)
         call.session.record(call.recorded)
-        if outcome.replay_of is None and outcome.result is not None and outcome.completion is not None:
-            parsed_message = call.deps.fmt.parse(outcome.result.output_ids).message()
+        if outcome.replay_of is None and outcome.result is not None and outcome.message is not None:
             turn = call.deps.make_turn(
                 call_id=call.call_id,
                 messages=call.req.messages,
                 tools=call.req.tools,
                 prompt_ids=call.prompt.ids if call.prompt is not None else [],
                 output_ids=outcome.result.output_ids,
-                output=parsed_message,
+                output=outcome.message,
             )
             call.session.turns.append(turn)
     except Exception:
