@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
+import json
 import logging
 import os
 import sys
@@ -242,3 +244,77 @@ async def test_local_backend_warns_every_time(tmp_path: Path, caplog: pytest.Log
     warnings = [r for r in caplog.records if "NO ISOLATION" in r.getMessage()]
     assert len(warnings) == 2
     assert sys.platform == "linux"
+
+
+PARALLEL_CLIENT = """
+import hashlib, http.client, sys, threading
+results = {}
+def get(i):
+    c = http.client.HTTPConnection("127.0.0.1", 18080, timeout=30)
+    c.request("GET", f"/blob/{i}")
+    results[i] = hashlib.sha256(c.getresponse().read()).hexdigest()
+threads = [threading.Thread(target=get, args=(i,)) for i in range(16)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(" ".join(results[i] for i in range(16)))
+"""
+
+STREAM_CLIENT = """
+import http.client, json, time
+c = http.client.HTTPConnection("127.0.0.1", 18080, timeout=30)
+t = time.monotonic()
+c.request("GET", "/stream")
+r = c.getresponse()
+first = r.fp.readline().decode()
+t_first = time.monotonic() - t
+rest = r.read().decode()
+print(json.dumps([first, rest, t_first, time.monotonic() - t]))
+"""
+
+
+def blob(i: int) -> bytes:
+    return bytes([i]) * (256 * 1024 + i)
+
+
+async def bridge_server() -> asyncio.Server:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        path = (await reader.readuntil(b"\r\n\r\n")).split(b" ")[1].decode()
+        if path == "/stream":  # two SSE events 1.5 s apart, no Content-Length: ends at close
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+            writer.write(b"data: one\n\n")
+            await writer.drain()
+            await asyncio.sleep(1.5)
+            writer.write(b"data: two\n\n")
+        else:
+            body = blob(int(path.rsplit("/", 1)[1]))
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+        writer.close()
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+
+async def test_bridge_carries_parallel_connections_intact(tmp_path: Path) -> None:
+    server = await bridge_server()
+    port = server.sockets[0].getsockname()[1]
+    async with (
+        server,
+        await Sandbox.create(SandboxSpec(base_dir=tmp_path, endpoint=("127.0.0.1", port))) as sb,
+    ):
+        res = await sb.exec(["python3", "-c", PARALLEL_CLIENT], timeout_s=60)
+        assert sb.forwarder is not None and sb.forwarder.connections == 16
+    assert res.stdout.split() == [hashlib.sha256(blob(i)).hexdigest() for i in range(16)], res.stderr
+
+
+async def test_bridge_streams_without_buffering(tmp_path: Path) -> None:
+    server = await bridge_server()
+    port = server.sockets[0].getsockname()[1]
+    async with (
+        server,
+        await Sandbox.create(SandboxSpec(base_dir=tmp_path, endpoint=("127.0.0.1", port))) as sb,
+    ):
+        res = await sb.exec(["python3", "-c", STREAM_CLIENT], timeout_s=60)
+    first, rest, t_first, t_all = json.loads(res.stdout)
+    assert (first, rest) == ("data: one\n", "\ndata: two\n\n"), res.stderr
+    assert t_first < 1.0  # the first event arrived while the server was still holding the second
+    assert t_all >= 1.4
