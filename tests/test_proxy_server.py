@@ -349,3 +349,25 @@ def test_compaction_request_is_tagged(server: ThreadedProxyServer) -> None:
 def test_parse_stream_reads_events_and_skips_comments() -> None:
     raw = b": keep-alive\n\nevent: ping\ndata: {}\n\ndata: [DONE]\n\n"
     assert parse_stream(raw) == [("ping", "{}"), (None, "[DONE]")]
+
+
+def test_a_failing_capture_never_breaks_serving() -> None:
+    server = scripted_proxy(["done"]).start()
+    try:
+        deps = server.server.deps
+
+        def broken_turn(**kwargs: Any) -> Any:
+            raise RuntimeError("capture bug")
+
+        deps.make_turn = broken_turn
+        info = deps.sessions.open("cap")
+        for stream in (False, True):
+            r = httpx.post(
+                info.base_url + "/v1/messages", json={**ANTHROPIC, "stream": stream, "max_tokens": 9 + stream}
+            )
+            assert r.status_code == 200
+        assert grammar.check_anthropic(r.content)["content"] == [{"type": "text", "text": "done"}]
+        # the ModelCalls were recorded before the splice record failed; no Turn was remembered
+        assert [c.text for c in deps.sessions.calls("cap")] == ["done", "done"]
+    finally:
+        server.stop()

@@ -1,1 +1,19 @@
-"""proxy"""
+"""The model-serving boundary: a recording proxy that harnesses believe is their model provider.
+
+    sessions = SessionStore(capture_dir)                      # per-rollout sessions (sessions.py)
+    deps = default_deps(engine, ChatFormat(tok), sessions, config=cfg.proxy, sampling=cfg.engine.sampling)
+    async with ProxyServer(deps) as server:                   # uvicorn on a real port (server.py)
+        info = sessions.open("rollout-1")                     # base_url <url>/r/<token>; token = API key
+        ...                                                   # run the harness against info.base_url
+        calls = sessions.close("rollout-1")                   # list[ModelCall], flushed to calls.jsonl
+
+Modules: `dialects/` (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses: parse requests,
+format responses and SSE events), `canonical` (the dialect-independent request/completion records),
+`handler` (one call in named stages: parse -> validate -> session -> prompt -> generate -> record ->
+format), `app` (routing, auth, body limits, pseudo-streaming with keep-alives), `sessions`, `capture`
+(digests, headers, compaction tag), `deps` (the narrow protocol slices the proxy needs), `server`,
+`grammar` (event-grammar checkers), `testing` (a scripted live proxy for tests), `cli`.
+
+Left out on purpose: real token streaming (turns are generated whole, then streamed; DESIGN calls this
+pseudo-streaming), server-side conversation state (`previous_response_id`), hosted tools, images.
+"""
