@@ -42,6 +42,17 @@ async def test_pool_prewarms_refills_and_closes(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+async def test_pooled_sandbox_hands_its_final_workspace_over(tmp_path: Path) -> None:
+    async with SandboxPool(SandboxSpec(base_dir=tmp_path / "sb"), size=1) as pool:
+        sb = await pool.acquire()
+        (sb.host_workspace / "task.txt").write_text("input")
+        await sb.exec(["sh", "-c", "printf hi > hello.txt; (setsid sleep 987670 &)"])
+        await sb.destroy(keep_workspace=tmp_path / "final")
+    assert sorted(p.name for p in (tmp_path / "final").iterdir()) == ["hello.txt", "task.txt"]
+    assert (tmp_path / "final" / "hello.txt").read_text() == "hi"
+    assert not sb.root.exists()
+
+
 async def test_pool_rejects_shared_workspace(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="must own its workspace"):
         SandboxPool(SandboxSpec(workspace=tmp_path), size=1)

@@ -237,24 +237,34 @@ class Sandbox:
             err_file.unlink(missing_ok=True)
             return ExecResult(reply["rc"], stdout, stderr, reply["timed_out"], duration, reply["error"])
 
-    async def destroy(self) -> None:
-        """Kill everything inside, stop the forwarder, remove the folder. Idempotent."""
+    async def destroy(self, keep_workspace: Path | None = None) -> None:
+        """Kill everything inside, stop the forwarder, remove the folder. Idempotent.
+
+        `keep_workspace`: first move a sandbox-owned workspace to this new path, once every process
+        inside is dead (nothing can still write to it): how a pooled rollout keeps its final workspace
+        for scoring. A workspace the caller bound (`spec.workspace`) is never moved nor removed.
+        """
         if self._destroyed:
             return
         self._destroyed = True
         proc = self._proc
-        if proc is not None and self.spec.backend == "local" and proc.returncode is None:
-            # No pid namespace: ask the agent to kill its command's group (it does on stdin EOF).
-            if proc.stdin is not None:
-                proc.stdin.close()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), 2.0)
-        self._finalizer()
-        if proc is not None:
-            with contextlib.suppress(ProcessLookupError):
+        try:
+            if proc is not None and self.spec.backend == "local" and proc.returncode is None:
+                # No pid namespace: ask the agent to kill its command's group (it does on stdin EOF).
+                if proc.stdin is not None:
+                    proc.stdin.close()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), 2.0)
+            if proc is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
                 await proc.wait()
-        if self.forwarder is not None:
-            await self.forwarder.close()
+            if keep_workspace is not None and self.spec.workspace is None:
+                shutil.move(self.host_workspace, keep_workspace)
+        finally:
+            self._finalizer()
+            if self.forwarder is not None:
+                await self.forwarder.close()
 
     @property
     def alive(self) -> bool:
