@@ -27,8 +27,14 @@ Simplified, on purpose: prefill is not chunked and not batched (a long prompt st
 duration); the cache is one padded tensor per layer (`kv_cache.GrowingLayer`: appends in place, but
 rows joining or leaving copy it, and padding wastes room when lengths differ a lot; paged attention is
 what the vLLM engine is for); no prefix caching; models must use full attention in every layer (no
-sliding-window or recurrent layers). Greedy outputs of a row can
-differ from an unbatched run only where two logits tie within float rounding.
+sliding-window or recurrent layers).
+
+Sampling and log-probs (`sampling.py`): each recorded log-prob is that of the sampled token under
+softmax(logits / temperature), BEFORE top-p truncation, i.e. exactly what a trainer recomputes with
+`models.teacher_force_logprobs(..., temperature)`; greedy (temperature ~0) records temperature-1
+log-probs. Each request draws from its own generator, seeded by `SamplingParams.seed` or else from the
+engine's `seed`, so a seeded request gives the same ids alone or in any batch, except where two
+candidates tie within float rounding (batched and solo forwards differ by ~1e-6).
 """
 
 from __future__ import annotations
