@@ -122,13 +122,14 @@ def test_growing_cache_appends_in_place_and_grows() -> None:
     layer = cache.layers[0]
     assert isinstance(layer, GrowingLayer)
     buf = layer.buf_k
-    assert buf.shape[-2] == 64
-    for i in range(62):
+    assert buf.shape[-2] == 2 + 64
+    for i in range(64):
         cache.update(torch.full((1, 1, 1, 1), 3.0 + i), torch.zeros(1, 1, 1, 1), 0)
-    assert layer.buf_k is buf  # 64 tokens fit: no reallocation
+    assert layer.buf_k is buf  # 66 tokens fit: no reallocation
     cache.update(torch.full((1, 1, 1, 1), 99.0), torch.zeros(1, 1, 1, 1), 0)
-    assert layer.buf_k.shape[-2] == 130 and cache.get_seq_length() == 65
-    assert layer.keys[0, 0, :, 0].tolist() == [1.0, 2.0, *[3.0 + i for i in range(62)], 99.0]
+    assert layer.buf_k.shape[-2] == 67 + 64 and cache.get_seq_length() == 67
+    assert layer.keys[0, 0, :, 0].tolist() == [1.0, 2.0, *[3.0 + i for i in range(64)], 99.0]
+    assert layer.values[0, 0, :, 0].tolist() == [1.0, 2.0, *[0.0] * 65]
 
 
 def test_merge_and_select_rows_keep_rows_right_aligned() -> None:
