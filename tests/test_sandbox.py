@@ -194,6 +194,12 @@ async def test_sandbox_dies_with_its_host_process(tmp_path: Path) -> None:
     assert await wait_gone("sleep 987660") == []
 
 
+async def test_unusable_base_dir_raises_sandbox_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(SandboxError, match="sandbox folder under"):
+        await Sandbox.create(SandboxSpec(base_dir=tmp_path / "file" / "sub"))
+
+
 async def test_bad_bind_raises_sandbox_error_and_cleans_up(tmp_path: Path) -> None:
     spec = SandboxSpec(base_dir=tmp_path, ro_binds=(tmp_path / "does-not-exist",))
     with pytest.raises(SandboxError, match="does-not-exist"):

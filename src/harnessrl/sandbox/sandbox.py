@@ -116,7 +116,10 @@ class Sandbox:
     @classmethod
     async def create(cls, spec: SandboxSpec) -> Sandbox:
         """Build the folders, start the endpoint forwarder and the agent; SandboxError on any failure."""
-        sb = cls(spec)
+        try:
+            sb = cls(spec)
+        except OSError as e:  # the base folder cannot be created or written
+            raise SandboxError(f"sandbox folder under {spec.base_dir or default_base_dir()}: {e}") from e
         try:
             await asyncio.wait_for(sb._start(), spec.start_timeout_s)
         except BaseException as e:
