@@ -24,6 +24,7 @@ _GROUPS: list[tuple[str, str, str]] = [
     ("harnessrl.harnesses.cli", "app", "harness"),
     ("harnessrl.trace.cli", "app", "tree"),
     ("harnessrl.rollout.cli", "rollout", "rollout"),
+    ("harnessrl.train.cli", "train", "train"),
     ("harnessrl.proxy.cli", "serve", "serve"),
     ("harnessrl.proxy.cli", "calls_app", "calls"),
 ]

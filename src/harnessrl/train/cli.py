@@ -1,0 +1,84 @@
+"""`harnessrl train`: the main job. Parse the config, load the tasks, run `train.loop.train`.
+
+With no `--config`, the demo configuration shipped with the package is used (`configs/demo.toml` in
+the repository; the package holds the same file as `harnessrl/train/demo.toml`): SmolLM2-135M on the
+embedded engine, Claude Code `--bare`, the bundled warmup tasks, two short steps on CPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harnessrl.config import Config, ConfigError, load_config
+from harnessrl.tasks import load_configured
+from harnessrl.types import EngineError, Task, TaskError
+
+DEMO_CONFIG = Path(__file__).with_name("demo.toml")
+"""The configuration `harnessrl train` runs when no --config is given."""
+
+
+def train_config(config: Path | None, overrides: list[str], **flags: object) -> Config:
+    """The run config: a file (default: the demo), the flags, then the -o overrides (last wins)."""
+    extra = [f"{k}={json.dumps(v)}" for k, v in flags.items() if v is not None]
+    try:
+        return load_config(config if config is not None else DEMO_CONFIG, [*extra, *overrides])
+    except ConfigError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
+def select_tasks(cfg: Config) -> list[Task]:
+    """Tasks of `cfg.tasks` (split), of `train.categories` when given, then the first `tasks.limit`."""
+    load = load_configured(cfg.tasks.model_copy(update={"limit": None}))
+    for err in load.rejected:
+        typer.echo(f"rejected: {err}", err=True)
+    cats = cfg.train.categories
+    tasks = [t for t in load.tasks if not cats or t.category in cats]
+    if cfg.tasks.limit is not None:
+        tasks = tasks[: cfg.tasks.limit]
+    if not tasks:
+        raise TaskError(f"no tasks in {cfg.tasks.path!r} (split={cfg.tasks.split!r}, categories={cats})")
+    return tasks
+
+
+def train(
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML config (default: the packaged demo).")
+    ] = None,
+    override: Annotated[
+        list[str] | None, typer.Option("-o", help="Dotted override, e.g. train.lr=1e-5 (repeatable).")
+    ] = None,
+    steps: Annotated[int | None, typer.Option(help="Training steps (train.steps).")] = None,
+    harness: Annotated[
+        str | None, typer.Option(help="Train through this harness only (sets train.harnesses).")
+    ] = None,
+    tasks: Annotated[str | None, typer.Option(help="Task set path (tasks.path).")] = None,
+    category: Annotated[
+        list[str] | None, typer.Option(help="Only tasks of this category (repeatable; train.categories).")
+    ] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue from the latest checkpoint.")] = False,
+) -> None:
+    """Train the policy with RL through unmodified harnesses; one metrics line per step."""
+    flags: dict[str, object] = {"train.steps": steps, "tasks.path": tasks, "train.resume": resume or None}
+    if harness is not None:
+        flags["train.harnesses"] = [harness]
+    if category:
+        flags["train.categories"] = list(category)
+    cfg = train_config(config, override or [], **flags)
+    try:
+        task_list = select_tasks(cfg)
+        from harnessrl.train.loop import train as run_training
+
+        typer.echo(
+            f"training {cfg.engine.model} on {len(task_list)} tasks, {cfg.train.steps} steps -> "
+            f"{cfg.train.out_dir}/metrics.jsonl"
+        )
+        asyncio.run(run_training(cfg, task_list, echo=lambda line: print(line, flush=True)))
+    except (TaskError, EngineError, ConfigError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise typer.Exit(2) from None

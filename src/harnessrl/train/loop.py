@@ -1,0 +1,381 @@
+"""The RL training loop behind `harnessrl train`: one step, top to bottom, in named stages.
+
+    cfg = load_config("configs/demo.toml")
+    records = asyncio.run(train(cfg, tasks))        # one metrics dict per step
+
+One step (`TrainLoop.run_step`), as in DESIGN's "One training step, as data":
+
+    schedule    jobs = which tasks x which harnesses, `group_size` rollouts per (task, harness) group
+                (`train.schedule`: a pure function of (seed, step), so a resumed run redoes the same step)
+    rollouts    the runner runs every job through its harness in a sandbox against the proxy; the proxy
+                samples from the engine, which holds the CURRENT policy weights
+    trees       each `ok` rollout -> prefix tree -> TreeSample. Non-ok rollouts, trees the trace filters
+                dropped whole, and trees without a single trained token are counted by status label
+                and never trained (DESIGN invariant 3: nothing is lost silently)
+    advantages  GRPO inside each (task, harness) group over the kept rollouts; PPO (algorithm = "ppo")
+                with the trainer's value head: per-branch GAE on each tree
+    optimize    `Trainer.step`: one optimizer step over the tree-packed batch
+    sync        `engine.update_weights(trainer.weights())`
+    log         one JSON line per step in `<out_dir>/metrics.jsonl`, one summary line on the console
+    checkpoint  every `save_every` steps and after the last: trainer state + loop position
+
+Weights. The embedded default keeps two copies of the policy in one process: the trainer's (float32,
+with optimizer state) and the engine's (`engine.dtype`). After each optimizer step the engine copies
+the trainer's tensors in place (`HFEngine.update_weights`: queued behind the running batch, bumps
+`weights_version`). A vLLM engine would instead be handed a checkpoint folder to reload; that engine
+does not exist yet, so the loop only knows the in-process hand-off.
+
+Resume. `train.resume = true` loads the latest checkpoint under `<out_dir>/checkpoints` (model,
+optimizer, scheduler, RNG streams, optimizer step; the loop step is stored as the trainer's
+`data_position`), pushes its weights to the engine, drops metrics lines of steps after it, and runs
+the next step with the schedule that step had. Rollouts themselves are not replayed bit-identically:
+harnesses, sandboxes and concurrent sampling are not deterministic.
+
+A step with nothing to learn from skips the optimizer (and the weight hand-off) and says why in its
+log line: no trainable rollout, or GRPO with every group at zero variance and no KL term (a
+zero-advantage step would only spend a forward and backward pass). Left out: asynchronous (off-policy)
+rollouts overlapping training, several PPO epochs per batch, and keeping rollouts of a step for reuse.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from statistics import fmean, pstdev
+from typing import Any
+
+from harnessrl.config import Config, ConfigError
+from harnessrl.protocols import Engine
+from harnessrl.rollout.runner import RolloutRunner
+from harnessrl.rollout.session import RolloutStack
+from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
+from harnessrl.train.schedule import ScheduleSpec, schedule_step
+from harnessrl.train.trainer import Trainer
+from harnessrl.types import Rollout, RolloutStatus, Task, TreeSample
+
+TREE_KEYS = (
+    "calls",
+    "retokenized",
+    "live_leaves",
+    "dead_leaves",
+    "tokens_per_call",
+    "tokens_paths",
+    "tokens_unique",
+    "model_tokens_kept",
+)
+"""Tree statistics (summed over the trained trees of a step) that go into each metrics line."""
+
+
+def trainer_config(cfg: Config) -> Any:
+    """The TrainerConfig the loop runs: `train.trainer` with lr / seed / temperature from the run."""
+    t = cfg.train.trainer
+    for name, where in (("lr", "train.lr"), ("seed", "train.seed"), ("temperature", "engine.sampling")):
+        if name in t.model_fields_set:
+            raise ConfigError(f"set {where}, not train.trainer.{name}: the loop fills it in from there")
+    temp = cfg.engine.sampling.temperature
+    update: dict[str, Any] = {
+        "lr": cfg.train.lr,
+        "seed": cfg.train.seed,
+        "temperature": temp if temp > 0 else 1.0,
+    }
+    if "total_steps" not in t.model_fields_set:
+        update["total_steps"] = cfg.train.steps
+    if cfg.train.algorithm == "ppo" and t.value == "none":
+        update["value"] = "head"
+    return t.model_copy(update=update)
+
+
+def build_trainer(cfg: Config) -> Trainer:
+    """A Trainer on its own float32 copy of `engine.model` (plus critic / reference copies if configured)."""
+    from harnessrl.engines.models import load_model
+
+    tc = trainer_config(cfg)
+
+    def copy() -> Any:
+        return load_model(cfg.engine.model, "float32", cfg.engine.device)
+
+    critic = copy() if tc.value == "critic" else None
+    ref = copy() if tc.loss.kl_coef > 0 else None
+    return Trainer(copy(), tc, ref_model=ref, critic=critic)
+
+
+def schedule_spec(cfg: Config) -> ScheduleSpec:
+    t = cfg.train
+    return ScheduleSpec(
+        harnesses=tuple(t.harnesses or [cfg.rollout.harness]),
+        tasks_per_step=t.tasks_per_step,
+        group_size=t.group_size,
+        harnesses_per_task=t.harnesses_per_task,
+        seed=t.seed,
+        options=t.harness_options,
+    )
+
+
+class StepBatch:
+    """The trainable part of one step's rollouts, with the label of every rollout."""
+
+    def __init__(self) -> None:
+        self.samples: list[TreeSample] = []
+        self.harness: list[str] = []
+        """Harness of each kept sample."""
+        self.labels: Counter[str] = Counter()
+        """Status label of every rollout: ok (trained) or why not."""
+        self.tree_stats: list[dict[str, Any]] = []
+
+
+def collect_trees(rollouts: Sequence[Rollout], cfg: Config) -> StepBatch:
+    """Stage `trees`: ok rollouts -> TreeSamples; everything else counted by its label, not trained."""
+    batch = StepBatch()
+    for r in rollouts:
+        if r.status is not RolloutStatus.OK:
+            batch.labels[r.status_label] += 1
+            continue
+        tree = trace_rollout(r, cfg.trace)
+        labelled = with_filter_status(r, tree)
+        if labelled.status is not RolloutStatus.OK:
+            batch.labels[labelled.status_label] += 1
+            continue
+        if int(tree.stats.get("model_tokens_kept", 0)) == 0:
+            batch.labels["filtered:no_model_tokens"] += 1
+            continue
+        batch.labels["ok"] += 1
+        batch.samples.append(tree.to_sample())
+        batch.harness.append(r.harness)
+        batch.tree_stats.append(tree.stats)
+    return batch
+
+
+def group_summary(samples: Sequence[TreeSample]) -> dict[str, int]:
+    """Trained groups and how many of them have zero reward variance (no GRPO signal)."""
+    rewards: dict[str, list[float]] = defaultdict(list)
+    for s in samples:
+        rewards[s.group_id].append(s.reward)
+    zero = sum(1 for rs in rewards.values() if max(rs) == min(rs))
+    return {"trained": len(rewards), "zero_variance": zero}
+
+
+def reward_summary(rollouts: Sequence[Rollout]) -> dict[str, Any]:
+    """Mean / std / min / max of the rewards of the ok rollouts, overall and per harness."""
+    scored = [r for r in rollouts if r.status is RolloutStatus.OK and r.reward is not None]
+    values = [float(r.reward) for r in scored if r.reward is not None]
+    by_harness: dict[str, list[float]] = defaultdict(list)
+    for r in scored:
+        by_harness[r.harness].append(float(r.reward or 0.0))
+    return {
+        "n": len(values),
+        "mean": fmean(values) if values else None,
+        "std": pstdev(values) if values else None,
+        "min": min(values, default=None),
+        "max": max(values, default=None),
+        "by_harness": {h: fmean(v) for h, v in sorted(by_harness.items())},
+    }
+
+
+class TrainLoop:
+    """Runs training steps against a RolloutRunner (see the module docstring)."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        tasks: Sequence[Task],
+        trainer: Trainer,
+        engine: Engine,
+        *,
+        echo: Callable[[str], None] = print,
+    ) -> None:
+        if not tasks:
+            raise ValueError("no tasks to train on")
+        self.cfg = cfg
+        self.tasks = list(tasks)
+        self.trainer = trainer
+        self.engine = engine
+        self.echo = echo
+        self.spec = schedule_spec(cfg)
+        self.out_dir = Path(cfg.train.out_dir)
+        self.metrics_path = self.out_dir / "metrics.jsonl"
+        self.checkpoints = self.out_dir / "checkpoints"
+
+    def rollout_config(self) -> Config:
+        """The run config with rollout artifacts under `<out_dir>/rollouts` (one folder per rollout)."""
+        return self.cfg.model_copy(
+            update={
+                "rollout": self.cfg.rollout.model_copy(update={"out_dir": str(self.out_dir / "rollouts")})
+            }
+        )
+
+    async def run(self) -> list[dict[str, Any]]:
+        """Resume if asked, then run steps up to `train.steps`; returns this run's metrics records."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        start = await self.resume() if self.cfg.train.resume else 0
+        if not self.cfg.train.resume:
+            self.metrics_path.write_text("")
+        records: list[dict[str, Any]] = []
+        async with RolloutStack.from_config(self.rollout_config(), self.tasks, engine=self.engine) as stack:
+            assert stack.runner is not None
+            for step in range(start, self.cfg.train.steps):
+                records.append(await self.run_step(stack.runner, step))
+        return records
+
+    async def run_step(self, runner: RolloutRunner, step: int) -> dict[str, Any]:
+        """One full step (module docstring); returns the metrics record it logged."""
+        clock = _Clock()
+        jobs = schedule_step(self.tasks, self.spec, step)
+        rollouts = await runner.run_many(jobs)
+        clock.lap("rollouts")
+        batch = collect_trees(rollouts, self.cfg)
+        clock.lap("trees")
+        trainer_metrics, skip = self.optimize(batch, clock)
+        if skip is None:
+            await self.engine.update_weights(self.trainer.weights())
+            clock.lap("weights")
+        record = self.record(step, rollouts, batch, trainer_metrics, skip)
+        self.checkpoint(step)
+        clock.lap("checkpoint")
+        record["time"] = clock.laps
+        self.log(record)
+        return record
+
+    def optimize(self, batch: StepBatch, clock: _Clock) -> tuple[dict[str, float], str | None]:
+        """Stages `advantages` + `optimize`; returns (trainer metrics, why the step was skipped or None)."""
+        from harnessrl.rl.advantages import broadcast, grpo_advantages, ppo_advantages
+        from harnessrl.rl.packing import layout_tree
+
+        if not batch.samples:
+            return {}, "no_trainable_rollouts"
+        layouts = [layout_tree(s) for s in batch.samples]
+        returns = None
+        if self.cfg.train.algorithm == "ppo":
+            values = self.trainer.values(layouts)
+            pairs = [
+                ppo_advantages(L, v, [s.reward] * len(L.path_tokens))
+                for L, v, s in zip(layouts, values, batch.samples, strict=True)
+            ]
+            advantages = [a for a, _ in pairs]
+            returns = [g for _, g in pairs]
+        else:
+            per_rollout = grpo_advantages(
+                [s.reward for s in batch.samples], [s.group_id for s in batch.samples]
+            )
+            if all(a == 0.0 for a in per_rollout) and self.trainer.cfg.loss.kl_coef == 0.0:
+                clock.lap("advantages")
+                return {}, "zero_advantage"
+            advantages = [broadcast(L, a) for L, a in zip(layouts, per_rollout, strict=True)]
+        clock.lap("advantages")
+        metrics = self.trainer.step(layouts, advantages, returns=returns)
+        clock.lap("train")
+        return metrics, None
+
+    def record(
+        self,
+        step: int,
+        rollouts: Sequence[Rollout],
+        batch: StepBatch,
+        trainer_metrics: dict[str, float],
+        skip: str | None,
+    ) -> dict[str, Any]:
+        """The metrics line of one step (stage `log`)."""
+        tree = aggregate_stats(batch.tree_stats)
+        groups = group_summary(batch.samples)
+        groups["scheduled"] = len({r.group_id for r in rollouts})
+        return {
+            "step": step,
+            "optimizer_step": self.trainer.state.step,
+            "trained": skip is None,
+            "skip_reason": skip,
+            "rollouts": len(rollouts),
+            "status": dict(sorted(batch.labels.items())),
+            "trained_rollouts": len(batch.samples),
+            "trained_by_harness": dict(sorted(Counter(batch.harness).items())),
+            "reward": reward_summary(rollouts),
+            "groups": groups,
+            "tree": {k: tree.get(k, 0) for k in TREE_KEYS},
+            "trainer": trainer_metrics,
+            "weights_version": getattr(self.engine, "weights_version", None),
+        }
+
+    def log(self, record: dict[str, Any]) -> None:
+        with self.metrics_path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(record, sort_keys=True) + "\n")
+        self.echo(console_line(record, self.cfg.train.steps))
+
+    def checkpoint(self, step: int) -> None:
+        """Stage `checkpoint`: every `save_every` steps and after the last step."""
+        every = self.cfg.train.save_every
+        last = step + 1 == self.cfg.train.steps
+        if last or (every > 0 and (step + 1) % every == 0):
+            self.trainer.state.data_position = step + 1
+            self.trainer.save(self.checkpoints)
+
+    async def resume(self) -> int:
+        """Load the latest checkpoint, hand its weights to the engine; returns the next step (0 if none)."""
+        from harnessrl.train.checkpoint import latest_checkpoint
+
+        path = latest_checkpoint(self.checkpoints)
+        if path is None:
+            self.echo(f"resume: no checkpoint under {self.checkpoints}; starting at step 0")
+            self.metrics_path.write_text("")
+            return 0
+        self.trainer.load(path)
+        start = self.trainer.state.data_position
+        await self.engine.update_weights(self.trainer.weights())
+        kept = []
+        if self.metrics_path.is_file():
+            lines = self.metrics_path.read_text(encoding="utf-8").splitlines()
+            kept = [line for line in lines if line.strip() and json.loads(line)["step"] < start]
+        self.metrics_path.write_text("".join(line + "\n" for line in kept))
+        self.echo(f"resume: {path} (optimizer step {self.trainer.state.step}); next step {start}")
+        return start
+
+
+class _Clock:
+    """Seconds per named stage of one step, plus the total."""
+
+    def __init__(self) -> None:
+        self.t0 = self.last = time.perf_counter()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = round(self.laps.get(name, 0.0) + now - self.last, 3)
+        self.laps["step"] = round(now - self.t0, 3)
+        self.last = now
+
+
+def console_line(rec: dict[str, Any], steps: int) -> str:
+    """`step 1/2 | ok 3/4 harness_error 1 | reward 0.25+-0.43 | ...` (one line per step)."""
+    status = " ".join(f"{k} {v}" for k, v in rec["status"].items())
+    rw = rec["reward"]
+    reward = "reward -" if rw["mean"] is None else f"reward {rw['mean']:.3f}+-{rw['std']:.3f}"
+    t = rec["trainer"]
+    if rec["trained"]:
+        train = (
+            f"loss {t.get('loss/total', 0.0):+.4f} grad {t.get('grad_norm', 0.0):.3f} "
+            f"mismatch {t.get('mismatch/abs_max', 0.0):.2e} tok {t.get('trained_tokens', 0)}"
+        )
+    else:
+        train = f"skipped ({rec['skip_reason']})"
+    times = rec["time"]
+    parts = " ".join(f"{k} {times[k]:.1f}" for k in ("rollouts", "trees", "train", "weights") if k in times)
+    return (
+        f"step {rec['step'] + 1}/{steps} | {status} | {reward} | groups {rec['groups']['trained']} "
+        f"(zero-var {rec['groups']['zero_variance']}) | {train} | {times['step']:.1f}s ({parts})"
+    )
+
+
+async def train(
+    cfg: Config,
+    tasks: Sequence[Task],
+    *,
+    engine: Engine | None = None,
+    trainer: Trainer | None = None,
+    echo: Callable[[str], None] = print,
+) -> list[dict[str, Any]]:
+    """Build the trainer and engine (unless given) and run the loop; returns the metrics records."""
+    from harnessrl.engines import build_engine
+
+    trainer = trainer if trainer is not None else build_trainer(cfg)
+    engine = engine if engine is not None else build_engine(cfg.engine)
+    return await TrainLoop(cfg, tasks, trainer, engine, echo=echo).run()

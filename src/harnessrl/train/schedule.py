@@ -1,0 +1,101 @@
+"""Which rollouts one training step runs: tasks, harnesses, GRPO groups. A pure function of (seed, step).
+
+    jobs = schedule_step(tasks, ScheduleSpec(harnesses=["claude-code", "codex"], tasks_per_step=2,
+                                              group_size=4, seed=0), step=7)
+
+Tasks are drawn epoch-wise: epoch e is a permutation of all tasks shuffled by (seed, e), and step s
+takes positions [s * k, (s + 1) * k) of the concatenated epochs, so every task comes up once per epoch
+and a step's tasks depend only on (seed, step). Each drawn task runs under `harnesses_per_task` of the
+harnesses (all of them when 0; otherwise drawn by (seed, step, position)); each (task, harness) pair is
+one GRPO group of `group_size` rollouts with group id `<task id>/<harness>` (a task drawn twice in one
+step, which happens at an epoch boundary, makes one group of twice the size). Groups never mix harnesses;
+a batch may mix them (mix-harness training).
+
+Nothing here reads global RNG state: resuming at step s gives exactly the jobs step s had in the
+original run. Left out: K-pairing of white-box harness configurations (harness scaling): that needs
+the factor space of `harnessrl.scaling`, which would plug in as another way to pick `harnesses`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnessrl.rollout.runner import RolloutJob
+from harnessrl.types import Task
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """The knobs of the schedule (built from TrainConfig by the loop)."""
+
+    harnesses: tuple[str, ...]
+    tasks_per_step: int = 2
+    group_size: int = 2
+    harnesses_per_task: int = 0
+    """0 = every harness for every drawn task."""
+    seed: int = 0
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Adapter switches per harness name (RolloutJob.options)."""
+
+
+def _rng(*parts: object) -> random.Random:
+    """A generator seeded by a string of the parts (str seeds are hashed with SHA-512: stable)."""
+    return random.Random("/".join(str(p) for p in parts))
+
+
+def task_indices(num_tasks: int, step: int, per_step: int, seed: int) -> list[int]:
+    """Indices of the tasks of `step` (see the module docstring); may repeat across an epoch boundary."""
+    if num_tasks < 1:
+        raise ValueError("no tasks to schedule")
+    out: list[int] = []
+    perms: dict[int, list[int]] = {}
+    for pos in range(step * per_step, (step + 1) * per_step):
+        epoch, offset = divmod(pos, num_tasks)
+        if epoch not in perms:
+            perm = list(range(num_tasks))
+            _rng("tasks", seed, epoch).shuffle(perm)
+            perms[epoch] = perm
+        out.append(perms[epoch][offset])
+    return out
+
+
+def harnesses_for(spec: ScheduleSpec, step: int, position: int) -> list[str]:
+    """The harnesses the task at `position` of `step` runs under, in the order of `spec.harnesses`."""
+    k = spec.harnesses_per_task
+    if k == 0 or k >= len(spec.harnesses):
+        return list(spec.harnesses)
+    chosen = set(_rng("harness", spec.seed, step, position).sample(range(len(spec.harnesses)), k))
+    return [h for i, h in enumerate(spec.harnesses) if i in chosen]
+
+
+def group_id(task: Task, harness: str) -> str:
+    """The GRPO group of a (task, harness) pair."""
+    return f"{task.id}/{harness}"
+
+
+def rollout_id(step: int, task: Task, harness: str, member: int) -> str:
+    """A rollout id that is unique across the run and usable as a folder name."""
+    return f"s{step:06d}-{task.id}-{harness.replace(':', '_').replace('/', '_')}-{member}"
+
+
+def schedule_step(tasks: Sequence[Task], spec: ScheduleSpec, step: int) -> list[RolloutJob]:
+    """All rollouts of `step`: per drawn task, per chosen harness, `group_size` members of one group."""
+    if not spec.harnesses:
+        raise ValueError("no harnesses to schedule")
+    jobs: list[RolloutJob] = []
+    members: dict[str, int] = {}
+    for position, index in enumerate(task_indices(len(tasks), step, spec.tasks_per_step, spec.seed)):
+        task = tasks[index]
+        for harness in harnesses_for(spec, step, position):
+            gid = group_id(task, harness)
+            first = members.get(gid, 0)  # a task drawn twice (at an epoch boundary): one bigger group
+            members[gid] = first + spec.group_size
+            options = dict(spec.options.get(harness, {}))
+            jobs += [
+                RolloutJob(task, harness, rollout_id(step, task, harness, m), group_id=gid, options=options)
+                for m in range(first, first + spec.group_size)
+            ]
+    return jobs

@@ -1,0 +1,250 @@
+"""The training loop end to end: real bubblewrap sandboxes, the real proxy on a real port, the embedded
+hf engine on the tiny random Qwen3 (real Qwen3 tokenizer), real checkers, the real Trainer.
+
+The "harness" is the `shell` adapter running curl: one model call through the sandbox's only way out,
+then a score file derived from the rollout's session token (distinct per rollout, so GRPO groups have
+reward variance without depending on what the random model says). A second shell adapter registered as
+`shell-b` scores a constant 0 (a zero-variance group) and crashes on tasks whose prompt says "crash".
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from harnessrl.config import Config, ConfigError
+from harnessrl.engines import build_engine
+from harnessrl.engines.hf import HFEngine
+from harnessrl.harnesses.registry import HARNESSES
+from harnessrl.harnesses.shell import Shell
+from harnessrl.protocols import SamplingParams
+from harnessrl.rl.packing import layout_tree
+from harnessrl.rollout.session import RolloutStack
+from harnessrl.train.loop import TrainLoop, build_trainer, trainer_config
+from harnessrl.train.schedule import ScheduleSpec, schedule_step
+from harnessrl.train.trainer import Trainer
+from harnessrl.types import Checker, Task, TaskFile, TreeNode, TreeSample
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+torch.set_num_threads(1)
+
+CHECK = """
+import json, sys
+from pathlib import Path
+def grade(transcript, workspace_path):
+    p = Path(workspace_path) / "score.txt"
+    if not p.is_file():
+        return {"score": 0.0}
+    return {"score": int(p.read_text().split()[0][:8], 16) / 0xFFFFFFFF}
+def main():
+    print(json.dumps(grade([], sys.argv[1])))
+if __name__ == "__main__":
+    main()
+"""
+
+CURL = (
+    'curl -sf -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
+    '-H "authorization: Bearer $HARNESSRL_API_KEY" '
+    '-d \'{"model":"m","max_tokens":6,"messages":[{"role":"user","content":"say hi"}]}\' > reply.json'
+)
+VARIED = f'{CURL} && printf %s "$HARNESSRL_API_KEY" | md5sum > score.txt'
+CONSTANT = f'{CURL} && case "$HARNESSRL_PROMPT" in *crash*) exit 3;; esac; echo 00000000 > score.txt'
+
+
+def make_task(task_id: str, prompt: str) -> Task:
+    return Task(
+        id=task_id,
+        prompt=prompt,
+        workspace=[TaskFile(path="README.md", content="task\n")],
+        checker=Checker(files=[TaskFile(path="reward/check.py", content=CHECK)]),
+    )
+
+
+TASKS = [make_task("t0", "write a score"), make_task("t1", "crash after the call")]
+
+
+def make_cfg(out: Path, **train: Any) -> Config:
+    base: dict[str, Any] = {
+        "lr": 1e-2,
+        "steps": 1,
+        "seed": 3,
+        "out_dir": str(out),
+        "tasks_per_step": 2,
+        "group_size": 2,
+        "harnesses": ["shell", "shell-b"],
+        "harness_options": {"shell": {"command": VARIED}, "shell-b": {"command": CONSTANT}},
+    }
+    base.update(train)
+    return Config.model_validate(
+        {
+            "engine": {"type": "hf", "model": "tiny-qwen3", "max_batch": 8, "sampling": {"max_tokens": 6}},
+            "rollout": {"concurrency": 4, "timeout_s": 60.0},
+            "train": base,
+        }
+    )
+
+
+@pytest.fixture(autouse=True)
+def shell_b(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(HARNESSES, "shell-b", Shell())
+
+
+def snapshot(trainer: Trainer) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in trainer.weights().items()}
+
+
+async def engine_vs_trainer_gap(engine: HFEngine, trainer: Trainer) -> float:
+    """Largest |engine sampling log-prob - trainer log-prob| over a fresh two-call rollout."""
+    prompt = [151644, 872, 198, 14990, 151645, 198, 151644, 77091, 198]
+    sp = SamplingParams(temperature=1.0, max_tokens=8, seed=5)
+    first = await engine.generate(prompt, sp)
+    env = [151645, 198, 151644, 872, 198]
+    second = await engine.generate(prompt + first.output_ids + env, sp)
+    n1, n2 = len(first.output_ids), len(second.output_ids)
+    nodes = [
+        TreeNode(node_id=0, parent=-1, tokens=prompt, model_mask=[False] * 9, logprobs=[0.0] * 9),
+        TreeNode(
+            node_id=1,
+            parent=0,
+            tokens=first.output_ids,
+            model_mask=[True] * n1,
+            logprobs=first.output_logprobs,
+        ),
+        TreeNode(
+            node_id=2,
+            parent=1,
+            tokens=env + second.output_ids,
+            model_mask=[False] * 5 + [True] * n2,
+            logprobs=[0.0] * 5 + second.output_logprobs,
+        ),
+    ]
+    layout = layout_tree(TreeSample(rollout_id="x", group_id="g", reward=0.0, nodes=nodes, paths=[[0, 1, 2]]))
+    ours = trainer.logprobs([layout])[0]
+    mask = layout.loss_mask
+    return float((ours[mask] - layout.rollout_logprobs[mask]).abs().max())
+
+
+async def test_one_full_step(tmp_path: Path) -> None:
+    cfg = make_cfg(tmp_path / "run")
+    trainer = build_trainer(cfg)
+    engine = build_engine(cfg.engine)
+    assert isinstance(engine, HFEngine)
+    before = snapshot(trainer)
+    lines: list[str] = []
+    loop = TrainLoop(cfg, TASKS, trainer, engine, echo=lines.append)
+    loop.out_dir.mkdir(parents=True)
+    async with RolloutStack.from_config(loop.rollout_config(), TASKS, engine=engine) as stack:
+        assert stack.runner is not None
+        assert await engine_vs_trainer_gap(engine, trainer) < 1e-4  # same weights to begin with
+        rec = await loop.run_step(stack.runner, 0)
+
+        # One optimizer step moved the trainer; the engine got exactly the new weights.
+        after = trainer.weights()
+        assert any(not torch.equal(before[k], after[k]) for k in before)
+        assert engine.weights_version == 1
+        engine_state = engine.model.state_dict()
+        assert all(torch.equal(engine_state[k], v) for k, v in after.items())
+        assert await engine_vs_trainer_gap(engine, trainer) < 1e-4
+        assert await engine_vs_trainer_gap(engine, build_trainer(cfg)) > 1e-3  # the policy did move
+
+    # 2 tasks x 2 harnesses x 2 rollouts; t1 crashes under shell-b (counted, never trained).
+    assert rec["rollouts"] == 8
+    assert rec["status"] == {"harness_error": 2, "ok": 6}
+    assert rec["trained"] is True and rec["skip_reason"] is None
+    assert rec["trained_rollouts"] == 6
+    assert rec["trained_by_harness"] == {"shell": 4, "shell-b": 2}
+    assert rec["groups"] == {"scheduled": 4, "trained": 3, "zero_variance": 1}
+    assert rec["optimizer_step"] == 1 and rec["weights_version"] == 1
+    assert rec["reward"]["n"] == 6 and rec["reward"]["by_harness"]["shell-b"] == 0.0
+    assert 0.0 < rec["reward"]["by_harness"]["shell"] < 1.0
+    tree = rec["tree"]
+    assert tree["calls"] == 6 and tree["live_leaves"] == 6 and tree["dead_leaves"] == 0
+    assert 0 < tree["model_tokens_kept"] <= 6 * 6
+    assert tree["tokens_unique"] == tree["tokens_paths"] == tree["tokens_per_call"]  # one call per rollout
+    t = rec["trainer"]
+    assert t["trained_tokens"] == tree["model_tokens_kept"]
+    assert t["mismatch/abs_max"] < 1e-4  # the engine sampled with the trainer's weights
+    assert set(rec["time"]) == {"rollouts", "trees", "advantages", "train", "weights", "checkpoint", "step"}
+
+    logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert logged == [json.loads(json.dumps(rec))]
+    assert len(lines) == 1 and lines[0].startswith("step 1/1 | harness_error 2 ok 6 | reward ")
+    assert (tmp_path / "run" / "checkpoints" / "step-00000001" / "state.pt").is_file()  # the last step
+
+    # Groups never mix harnesses: every rollout folder's group is its own (task, harness) pair.
+    for rdir in sorted((tmp_path / "run" / "rollouts").iterdir()):
+        r = json.loads((rdir / "rollout.json").read_text())
+        assert r["group_id"] == f"{r['task_id']}/{r['harness']}"
+
+
+def test_schedule_groups_and_determinism() -> None:
+    tasks = [make_task(f"t{i}", "p") for i in range(5)]
+    spec = ScheduleSpec(
+        harnesses=("claude-code", "codex", "openclaw"), tasks_per_step=2, group_size=3, seed=7
+    )
+    jobs = schedule_step(tasks, spec, step=4)
+    assert len(jobs) == 2 * 3 * 3
+    groups: dict[str, set[str]] = {}
+    for job in jobs:
+        groups.setdefault(job.group_id, set()).add(job.harness)
+        assert job.group_id == f"{job.task.id}/{job.harness}"
+    assert all(len(h) == 1 for h in groups.values()) and len(groups) == 6
+    assert [j.rollout_id for j in jobs] == [j.rollout_id for j in schedule_step(tasks, spec, step=4)]
+    # Every task comes up once per epoch (5 tasks, 2 per step: steps 0, 1 and half of 2).
+    seen = [j.task.id for s in range(5) for j in schedule_step(tasks, spec, s) if j.harness == "codex"]
+    assert len(seen) == 5 * 2 * 3
+    firsts = seen[::3]
+    assert sorted(firsts[:5]) == [f"t{i}" for i in range(5)]
+    assert sorted(firsts[5:]) == [f"t{i}" for i in range(5)]
+    # An epoch boundary drawing one task twice in a step: one group of twice the size, unique ids.
+    two = [make_task("a", "p"), make_task("b", "p")]
+    small = ScheduleSpec(harnesses=("shell",), tasks_per_step=3, group_size=2, seed=0)
+    merged = schedule_step(two, small, step=0)
+    sizes: dict[str, int] = {}
+    for job in merged:
+        sizes[job.group_id] = sizes.get(job.group_id, 0) + 1
+    assert sorted(sizes.values()) == [2, 4] and len({j.rollout_id for j in merged}) == 6
+    one = ScheduleSpec(harnesses=("claude-code", "codex", "openclaw"), harnesses_per_task=1, seed=7)
+    picked = [len({j.harness for j in schedule_step(tasks, one, s)}) for s in range(6)]
+    assert all(1 <= n <= 2 for n in picked) and any(n == 2 for n in picked)
+
+
+def test_trainer_config_takes_run_settings() -> None:
+    cfg = make_cfg(Path("unused"), algorithm="ppo")
+    tc = trainer_config(cfg)
+    assert (tc.lr, tc.seed, tc.temperature, tc.total_steps, tc.value) == (1e-2, 3, 1.0, 1, "head")
+    bad = make_cfg(Path("unused"), trainer={"lr": 0.5})
+    with pytest.raises(ConfigError, match=r"set train\.lr, not train\.trainer\.lr"):
+        trainer_config(bad)
+
+
+async def test_checkpoint_and_resume(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    cfg = make_cfg(out, steps=2, save_every=1, tasks_per_step=1, harnesses=["shell"])
+    first = TrainLoop(cfg, TASKS, build_trainer(cfg), build_engine(cfg.engine), echo=lambda _: None)
+    records = await first.run()
+    assert [r["step"] for r in records] == [0, 1]
+    assert [r["optimizer_step"] for r in records] == [1, 2]
+    ckpts = sorted(p.name for p in (out / "checkpoints").iterdir())
+    assert ckpts == ["step-00000001", "step-00000002"]
+    step1_rollouts = sorted(p.name for p in (out / "rollouts").iterdir() if p.name.startswith("s000001-"))
+    # A kill before the last checkpoint landed: resume must redo step 1 from the step-0 state.
+    shutil.rmtree(out / "checkpoints" / "step-00000002")
+    shutil.rmtree(out / "rollouts")
+    resumed_cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"resume": True})})
+    trainer = build_trainer(resumed_cfg)
+    engine = build_engine(resumed_cfg.engine)
+    lines: list[str] = []
+    again = TrainLoop(resumed_cfg, TASKS, trainer, engine, echo=lines.append)
+    redo = await again.run()
+    assert lines[0].startswith("resume: ") and "next step 1" in lines[0]
+    assert [r["step"] for r in redo] == [1] and redo[0]["optimizer_step"] == 2
+    assert redo[0]["weights_version"] == 2  # the checkpoint's weights, then the redone step's
+    assert sorted(p.name for p in (out / "rollouts").iterdir()) == step1_rollouts
+    logged = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert logged == [0, 1]
