@@ -17,6 +17,7 @@ from harnessrl.engines import ENGINES, build_engine
 from harnessrl.engines.hf import HFEngine
 from harnessrl.engines.kv_cache import GrowingCache, GrowingLayer, merge_rows, select_rows
 from harnessrl.engines.models import teacher_force_logprobs, tiny_qwen3
+from harnessrl.engines.prefix_cache import PrefixCache, common_prefix
 from harnessrl.engines.sampling import sample_rows
 from harnessrl.protocols import Engine, GenerationResult, SamplingParams
 from harnessrl.types import EngineError
@@ -154,7 +155,7 @@ async def test_single_request_logprobs_equal_teacher_forcing(model: Any) -> None
     await engine.close()
     assert (len(r.output_ids), r.finish_reason) == (80, "length")
     assert max_diff(model, p, r) < 1e-4
-    assert r.meta == {"weights_version": 0, "prompt_tokens": 11}
+    assert r.meta == {"weights_version": 0, "prompt_tokens": 11, "cached_tokens": 0}
 
 
 async def test_logprobs_are_tempered_and_untruncated_under_top_p(qwen: tuple[Any, Any]) -> None:
@@ -258,6 +259,65 @@ async def test_max_batch_bounds_the_running_rows(qwen: tuple[Any, Any]) -> None:
     assert engine.stats.prefills == 5
     for p, r in zip(prompts, results, strict=True):
         assert max_diff(qwen[0], p, r) < 1e-4
+
+
+# ------------------------------------------------------------------ prefix cache
+
+
+def test_prefix_cache_store_lookup_and_eviction() -> None:
+    def kv(n: int, fill: float) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        t = torch.full((1, 1, n, 1), fill)
+        return [(t, t.clone())]
+
+    assert common_prefix(torch.tensor([1, 2, 3]), torch.tensor([1, 2, 4, 5])) == 2
+    assert common_prefix(torch.tensor([1, 2]), torch.tensor([1, 2, 4])) == 2
+    cache = PrefixCache(max_tokens=30, min_match=2)
+    cache.insert(list(range(10)), kv(10, 1.0))
+    cache.insert(list(range(12)), kv(12, 2.0))  # extends the first entry: replaces it
+    assert (len(cache), cache.tokens) == (1, 12)
+    hit = cache.lookup([*range(5), 99, 98])
+    assert hit is not None and hit[0] == 5 and hit[1][0][0].shape == (1, 1, 5, 1)
+    assert hit[1][0][0].flatten().tolist() == [2.0] * 5
+    hit = cache.lookup(list(range(12)))
+    assert hit is not None and hit[0] == 11  # the last prompt token is always fed
+    assert cache.lookup([0, 7, 7]) is None  # 1 common token < min_match
+    cache.insert([50 + i for i in range(10)], kv(10, 3.0))
+    cache.insert([80 + i for i in range(10)], kv(10, 4.0))  # 32 tokens > 30: the oldest goes
+    assert (len(cache), cache.tokens) == (2, 20)
+    assert cache.lookup(list(range(12))) is None
+    cache.clear()
+    assert (len(cache), cache.tokens) == (0, 0)
+
+
+async def test_agent_turns_reuse_the_previous_call(model: Any) -> None:
+    engine = HFEngine(model, None)
+    p1 = prompt(30)
+    r1 = await engine.generate(p1, SamplingParams(max_tokens=20))
+    p2 = p1 + r1.output_ids + prompt(10, 5)  # the harness sends history + a tool result
+    r2 = await engine.generate(p2, SamplingParams(max_tokens=15))
+    r3 = await engine.generate(p1, SamplingParams(max_tokens=5))  # a GRPO sibling: same first prompt
+    await engine.close()
+    assert (r1.meta["cached_tokens"], r2.meta["cached_tokens"], r3.meta["cached_tokens"]) == (0, 49, 29)
+    assert engine.stats.prefill_tokens == 30 + (60 - 49) + 1
+    for p, r in ((p1, r1), (p2, r2), (p1, r3)):
+        assert max_diff(model, p, r) < 1e-4
+
+
+async def test_prefix_cache_is_dropped_on_weight_update_and_can_be_disabled(qwen: tuple[Any, Any]) -> None:
+    engine = HFEngine(copy.deepcopy(qwen[0]), None)
+    p = prompt(20)
+    await engine.generate(p, SamplingParams(max_tokens=3))
+    other, _ = tiny_qwen3(seed=1)
+    await engine.update_weights(other.state_dict())
+    after = await engine.generate(p, SamplingParams(max_tokens=3))
+    await engine.close()
+    assert after.meta["cached_tokens"] == 0
+    assert max_diff(other, p, after) < 1e-4
+    off = HFEngine(qwen[0], None, prefix_cache_tokens=0)
+    await off.generate(p, SamplingParams(max_tokens=3))
+    again = await off.generate(p, SamplingParams(max_tokens=3))
+    await off.close()
+    assert again.meta["cached_tokens"] == 0
 
 
 # ------------------------------------------------------------------ weights

@@ -4,30 +4,32 @@ Design. `generate()` is an asyncio front end: it validates the request, puts it 
 and awaits a future. ONE worker thread owns the model and loops over:
 
 1. admit: take waiting requests in arrival order while fewer than `max_batch` rows decode. Each new
-   request is prefilled ALONE (batch of one, no padding), its first token is sampled, and its KV cache
-   is merged into the running batch: caches are left-padded with zeros to a common width and
-   concatenated on the batch axis. So a request that arrives while a batch decodes joins it at the
-   next step boundary, after its prefill.
+   request is prefilled ALONE (batch of one, no padding), starting after its longest common prefix
+   with a finished sequence (`prefix_cache.py`: agent turns re-send their history, GRPO siblings
+   share a first prompt); its first token is sampled and its KV cache is merged into the running
+   batch: caches are left-padded with zeros to a common width and stacked on the batch axis. So a
+   request that arrives while a batch decodes joins it at the next step boundary, after its prefill.
 2. decode: one forward of every row's last token against the shared cache, with a 2-D attention mask
    that hides each row's left padding and explicit position ids (each row's own length), then one
    sampled token per row (`sampling.sample_rows`).
 3. leave: rows that hit a stop id ("stop"; the stop token is kept), their `max_tokens` or the context
-   end ("length"), or whose caller went away (cancelled future) leave the batch; leading cache columns
-   that are padding for every remaining row are trimmed.
+   end ("length"), or whose caller went away (cancelled future) leave the batch; their keys/values go
+   to the prefix cache; leading cache columns that are padding for every remaining row are trimmed.
 
 Weight updates are queued like requests: when one reaches the front, admission pauses, the running
-batch finishes, the weights are loaded, `weights_version` goes up, and admission resumes. Every result
-records the `weights_version` it was sampled with in `meta`, and one request never spans two versions.
+batch finishes, the weights are loaded, `weights_version` goes up, the prefix cache is dropped, and
+admission resumes. Every result records the `weights_version` it was sampled with in `meta` (with
+`prompt_tokens` and `cached_tokens`), and one request never spans two versions.
 
 Errors: a request that cannot run (empty, token ids outside the vocabulary, no room in the context)
 fails alone with EngineError before it is queued; an exception in its prefill fails only that
 request; an exception in a batched decode step fails the rows of that step (they share one forward).
 
 Simplified, on purpose: prefill is not chunked and not batched (a long prompt stalls decoding for its
-duration); the cache is one padded tensor per layer (`kv_cache.GrowingLayer`: appends in place, but
-rows joining or leaving copy it, and padding wastes room when lengths differ a lot; paged attention is
-what the vLLM engine is for); no prefix caching; models must use full attention in every layer (no
-sliding-window or recurrent layers).
+duration; identical prompts arriving together are each prefilled); the cache is one padded tensor per
+layer (`kv_cache.GrowingLayer`: appends in place, but rows joining or leaving copy it, and padding
+wastes room when lengths differ a lot; paged attention is what the vLLM engine is for); models must
+use full attention in every layer (no sliding-window or recurrent layers).
 
 Sampling and log-probs (`sampling.py`): each recorded log-prob is that of the sampled token under
 softmax(logits / temperature), BEFORE top-p truncation, i.e. exactly what a trainer recomputes with
@@ -51,8 +53,9 @@ from typing import Any
 import torch
 
 from harnessrl.config import EngineConfig
-from harnessrl.engines.kv_cache import GrowingCache, merge_rows, select_rows
+from harnessrl.engines.kv_cache import GrowingCache, cache_from, merge_rows, row_kv, select_rows
 from harnessrl.engines.models import load_model, load_tokenizer
+from harnessrl.engines.prefix_cache import PrefixCache
 from harnessrl.engines.sampling import sample_rows
 from harnessrl.protocols import GenerationResult, SamplingParams
 from harnessrl.types import EngineError, FinishReason
@@ -70,6 +73,8 @@ class _Request:
     output_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     version: int = 0
+    cached: int = 0
+    """Prompt tokens whose keys/values came from the prefix cache."""
 
 
 @dataclass(eq=False)
@@ -89,6 +94,10 @@ class EngineStats:
     peak_batch: int = 0
     joined_running_batch: int = 0
     """Requests admitted while other rows were already decoding."""
+    prefill_tokens: int = 0
+    """Prompt tokens run through the model (prefix-cache hits excluded)."""
+    cached_tokens: int = 0
+    """Prompt tokens whose keys/values came from the prefix cache."""
 
 
 def _settle(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], value: Any) -> None:
@@ -162,6 +171,7 @@ class HFEngine:
         max_batch: int = 16,
         max_context: int | None = None,
         seed: int | None = None,
+        prefix_cache_tokens: int = 8192,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
@@ -176,6 +186,7 @@ class HFEngine:
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self._seeds = random.Random(seed)
+        self._prefix = PrefixCache(prefix_cache_tokens)
         self._inbox: queue.SimpleQueue[_Request | _WeightUpdate | None] = queue.SimpleQueue()
         self._pending: deque[_Request | _WeightUpdate] = deque()
         self._batch = _Batch()
@@ -302,20 +313,25 @@ class HFEngine:
         )
 
     def _prefill(self, req: _Request) -> None:
+        """Run the prompt (after any prefix-cache hit), sample its first token, join the batch."""
         n = len(req.prompt_ids)
         try:
-            cache = GrowingCache()
-            ids_1T = torch.tensor([req.prompt_ids], dtype=torch.long, device=self.device)
-            positions_1T = torch.arange(n, device=self.device)[None, :]
+            hit = self._prefix.lookup(req.prompt_ids)
+            start, cache = (hit[0], cache_from(hit[1])) if hit else (0, GrowingCache())
+            ids_1T = torch.tensor([req.prompt_ids[start:]], dtype=torch.long, device=self.device)
+            positions_1T = torch.arange(start, n, device=self.device)[None, :]
             logits_1V = self._forward(ids_1T, positions_1T, None, cache).logits[:, -1]
-            req.version = self.weights_version
+            req.version, req.cached = self.weights_version, start
             finished = self._sample([req], logits_1V)[0]
         except Exception as e:  # one bad request must not take the engine down
             _settle(req.loop, req.future, EngineError(f"prefill failed: {type(e).__name__}: {e}"))
             return
         self.stats.prefills += 1
+        self.stats.prefill_tokens += n - start
+        self.stats.cached_tokens += start
         self.stats.joined_running_batch += bool(self._batch.rows)
         if finished is not None:
+            self._prefix.insert(req.prompt_ids, row_kv(cache, 0, n))
             self._finish(req, finished)
             return
         self._batch.add(req, cache, n)
@@ -338,6 +354,9 @@ class HFEngine:
         keep = []
         for i, (row, reason) in enumerate(zip(batch.rows, finished, strict=True)):
             if reason is not None:
+                assert batch.cache is not None
+                kv = row_kv(batch.cache, i, batch.lengths[i])  # prompt + output[:-1]
+                self._prefix.insert(row.prompt_ids + row.output_ids[:-1], kv)
                 self._finish(row, reason)
             elif not row.future.done():
                 keep.append(i)
@@ -365,7 +384,11 @@ class HFEngine:
         return reasons
 
     def _finish(self, req: _Request, reason: FinishReason) -> None:
-        meta = {"weights_version": req.version, "prompt_tokens": len(req.prompt_ids)}
+        meta = {
+            "weights_version": req.version,
+            "prompt_tokens": len(req.prompt_ids),
+            "cached_tokens": req.cached,
+        }
         _settle(req.loop, req.future, GenerationResult(req.output_ids, req.logprobs, reason, meta))
 
     def _apply_update(self, upd: _WeightUpdate) -> None:
@@ -384,4 +407,5 @@ class HFEngine:
             _settle(upd.loop, upd.future, err)
             return
         self.weights_version += 1
+        self._prefix.clear()  # keys/values computed with the old weights
         _settle(upd.loop, upd.future, None)

@@ -93,3 +93,22 @@ def select_rows(cache: GrowingCache, rows: list[int], cut: int) -> None:
         assert isinstance(layer, GrowingLayer)
         idx = torch.tensor(rows, dtype=torch.long, device=layer.buf_k.device)
         layer.set_buffers(layer.buf_k[idx, :, cut:], layer.buf_v[idx, :, cut:], layer.length - cut)
+
+
+def row_kv(cache: GrowingCache, row: int, length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """A copy of one row's real (unpadded, right-aligned) keys/values: per layer (1, H, length, D)."""
+    out = []
+    for layer in cache.layers:
+        assert isinstance(layer, GrowingLayer)
+        end = layer.length
+        sl = slice(end - length, end)
+        out.append((layer.buf_k[row : row + 1, :, sl].clone(), layer.buf_v[row : row + 1, :, sl].clone()))
+    return out
+
+
+def cache_from(kv: list[tuple[torch.Tensor, torch.Tensor]]) -> GrowingCache:
+    """A one-row GrowingCache holding these per-layer keys/values (copied into fresh buffers)."""
+    cache = GrowingCache()
+    for i, (k, v) in enumerate(kv):
+        cache.update(k, v, i)
+    return cache
