@@ -478,9 +478,9 @@ def test_registry_names() -> None:
 
 
 async def test_registry_builds_hf_from_config() -> None:
-    engine = build_engine(EngineConfig(type="hf", model="tiny-qwen3", max_batch=3))
+    engine = build_engine(EngineConfig(type="hf", model="tiny-qwen3", max_batch=3, prefix_cache_tokens=100))
     assert isinstance(engine, HFEngine) and isinstance(engine, Engine)
-    assert engine.max_batch == 3
+    assert (engine.max_batch, engine._prefix.max_tokens) == (3, 100)
     assert engine.tokenizer.convert_tokens_to_ids("<|im_end|>") == 151645
     r = await engine.generate([14990, 1879], SamplingParams(max_tokens=4))
     await engine.close()

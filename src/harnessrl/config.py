@@ -77,6 +77,9 @@ class EngineConfig(Section):
     """torch device for the embedded engine."""
     max_batch: int = 16
     """Most sequences decoded together by the embedded engine."""
+    prefix_cache_tokens: int = Field(default=8192, ge=0)
+    """Embedded engine: tokens of finished sequences whose keys/values are kept for reuse by prompts
+    that extend them (0 = off; SmolLM2 needs ~46 KB per token in float32)."""
     script: str | None = None
     """For `scripted`: a JSON/JSONL file of assistant turns to replay."""
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)

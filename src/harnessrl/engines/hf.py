@@ -161,7 +161,11 @@ class _Batch:
 
 
 class HFEngine:
-    """Continuous-batching transformers engine (see the module docstring for the design)."""
+    """Continuous-batching transformers engine (see the module docstring for the design).
+
+    `max_context` defaults to the model's `max_position_embeddings`; `seed` seeds the generators of
+    requests without their own seed; `prefix_cache_tokens` bounds the prefix cache (0 turns it off).
+    """
 
     def __init__(
         self,
@@ -198,7 +202,8 @@ class HFEngine:
     def from_config(cls, cfg: EngineConfig) -> HFEngine:
         """Load `cfg.model` (`default`, `tiny-qwen3`, or a checkpoint folder) with its tokenizer."""
         model = load_model(cfg.model, cfg.dtype, cfg.device)
-        return cls(model, load_tokenizer(cfg.model), max_batch=cfg.max_batch)
+        tok = load_tokenizer(cfg.model)
+        return cls(model, tok, max_batch=cfg.max_batch, prefix_cache_tokens=cfg.prefix_cache_tokens)
 
     @property
     def tokenizer(self) -> Any:
