@@ -15,7 +15,7 @@ import pytest
 
 from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.bwrap import bwrap_path
-from harnessrl.sandbox.sandbox import read_output
+from harnessrl.sandbox.sandbox import read_output, sweep_stale
 from harnessrl.types import SandboxError
 
 pytestmark = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
@@ -192,6 +192,12 @@ async def test_sandbox_dies_with_its_host_process(tmp_path: Path) -> None:
     host.kill()  # SIGKILL: no finaliser, no destroy(); only --die-with-parent and the pid namespace
     await host.wait()
     assert await wait_gone("sleep 987660") == []
+    # Its folder stays behind until a later process sweeps it.
+    assert [p.name.startswith("hrl-sb-") for p in tmp_path.iterdir()] == [True]
+    (tmp_path / "hrl-sb-mine").mkdir()
+    (tmp_path / "hrl-sb-mine" / "owner").write_text(str(os.getpid()))
+    assert sweep_stale(tmp_path) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["hrl-sb-mine"]
 
 
 async def test_unusable_base_dir_raises_sandbox_error(tmp_path: Path) -> None:

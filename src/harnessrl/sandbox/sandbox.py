@@ -77,6 +77,30 @@ def default_base_dir() -> Path:
     return Path(tempfile.gettempdir())
 
 
+def sweep_stale(base: Path | None = None) -> int:
+    """Remove sandbox folders whose creating process is gone (a host killed with SIGKILL runs no
+    finaliser: its sandboxes' processes die with it, their folders stay). Returns how many went.
+    Runs once per process on the first create; a folder without an owner file is left alone."""
+    removed = 0
+    root = base or default_base_dir()
+    for folder in root.glob("hrl-sb-*") if root.is_dir() else []:
+        try:
+            pid = int((folder / "owner").read_text())
+        except (OSError, ValueError):
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+        except PermissionError:
+            pass
+    return removed
+
+
+_swept: set[Path] = set()
+
+
 def _kill_and_remove(pid: int | None, root: Path) -> None:
     """Finaliser: SIGKILL the agent's process group (bwrap: the whole pid namespace), remove the folder."""
     if pid is not None:
@@ -132,6 +156,11 @@ class Sandbox:
         return sb
 
     async def _start(self) -> None:
+        base = self.root.parent
+        if base not in _swept:
+            _swept.add(base)
+            sweep_stale(base)
+        (self.root / "owner").write_text(str(os.getpid()))
         for sub in ("home", "tmp", "io", "sock"):
             (self.root / sub).mkdir()
         self.host_workspace.mkdir(parents=True, exist_ok=True)
