@@ -2,10 +2,11 @@
 
 A rollout tree here is a root (system prompt + tools + user query: environment tokens) followed by
 turns; each turn node is one model call's new tokens: environment tokens (a tool result) followed by the
-model's output tokens. The first leaf is a straight trajectory; every further leaf branches off an
-existing node (a retry regenerating from the same prompt, a re-rendered history, a sub-agent sharing the
-prompt prefix) and continues with its own turns. Log-probs are arbitrary negative numbers: nothing
-here is sampled from a model.
+model's output tokens. The first leaf is a straight trajectory of `turns` turns; every further leaf
+branches off a node in the later half of an existing path (a retry regenerating the last calls, a
+re-rendered history, a sub-agent sharing the prompt prefix) and continues with `branch_turns` turns of
+its own, so most tokens sit in a long shared prefix, as in real agent rollouts. Log-probs are
+arbitrary negative numbers: nothing here is sampled from a model.
 """
 
 from __future__ import annotations
@@ -31,13 +32,16 @@ def rollout_tree(
     leaves: int,
     prefix: int = 64,
     turns: tuple[int, int] = (2, 5),
+    branch_turns: tuple[int, int] | None = None,
     env_tokens: tuple[int, int] = (4, 24),
     out_tokens: tuple[int, int] = (4, 24),
     rollout_id: str = "r0",
     group_id: str = "g0",
     reward: float = 0.0,
 ) -> TreeSample:
-    """A random rollout-shaped tree with exactly `leaves` kept root-to-leaf paths."""
+    """A random rollout-shaped tree with exactly `leaves` kept root-to-leaf paths.
+
+    `turns` / `branch_turns` bound the turns of the first trajectory / of each branch (default: same)."""
     nodes: list[TreeNode] = [
         TreeNode(
             node_id=0,
@@ -66,11 +70,11 @@ def rollout_tree(
     paths: list[list[int]] = []
     for leaf in range(leaves):
         if leaf == 0:
-            path = [0]
-        else:  # branch off a node of an existing path that is not a leaf of it
+            path, span = [0], turns
+        else:  # branch off a node in the later half of an existing path (never off its leaf)
             base = rng.choice(paths)
-            path = base[: rng.randrange(1, len(base))]
-        for _ in range(rng.randint(*turns)):
+            path, span = base[: rng.randrange(max(1, len(base) // 2), len(base))], branch_turns or turns
+        for _ in range(rng.randint(*span)):
             path.append(add(path[-1]))
         paths.append(path)
     return TreeSample(rollout_id=rollout_id, group_id=group_id, reward=reward, nodes=nodes, paths=paths)

@@ -1,0 +1,135 @@
+"""Tree packing vs. path-by-path vs. call-by-call: forward+backward time and tokens processed.
+
+    .venv/bin/python benchmarks/packing.py                    # default: ~1-2 minutes on two cores
+    .venv/bin/python benchmarks/packing.py --leaves 8 16 --prefix 1024 --hidden 256
+
+Trees are shaped like agent rollouts (`harnessrl.rl.synthetic.rollout_tree`): a long shared prefix
+(system prompt, tools, task), then turns of tool output + model output, with further leaves branching
+off earlier turns (retries, re-rendered histories, sub-agents sharing the prompt). For each tree:
+
+- tree:  one packed forward+backward of the unique tokens with the tree attention mask;
+- paths: one forward+backward per kept root-to-leaf path (shared tokens recomputed per path);
+- calls: one forward+backward per model call's full sequence (prompt + output), i.e. what training on
+  the captured calls without prefix merging would process.
+
+The loss is the sum of the trained tokens' log-probs (its value does not matter for timing). Times are
+process CPU seconds, best of `--repeats` runs, one torch thread by default (one model warm-up
+forward+backward before everything).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from harnessrl.rl.forward import packed_forward, token_logprobs
+from harnessrl.rl.packing import TreeLayout, layout_tree, pack
+from harnessrl.rl.synthetic import call_token_counts, rollout_tree
+from harnessrl.train.models import tiny_causal_lm
+from harnessrl.types import TreeSample
+
+
+def best_time(fn: Callable[[], None], repeats: int) -> float:
+    """Best CPU seconds of this process over `repeats` runs (CPU time, not wall time: on a shared
+    machine other processes' load would otherwise swamp the comparison)."""
+    times = []
+    for _ in range(repeats):
+        t = time.process_time()
+        fn()
+        times.append(time.process_time() - t)
+    return min(times)
+
+
+def run_tree(model: Any, layout: TreeLayout) -> None:
+    model.zero_grad(set_to_none=True)
+    packed_forward(model, pack([layout], [0])).logprobs.sum().backward()
+
+
+def causal_step(model: Any, ids: list[int], trained: list[bool]) -> None:
+    """Forward+backward of one plain causal sequence; the LM head runs only on rows predicting a trained
+    token, as in the packed forward (so the comparison is about packing, not about the head)."""
+    seq = torch.tensor([ids])
+    hidden = model.get_decoder()(input_ids=seq, use_cache=False).last_hidden_state[0]
+    pos = torch.tensor([i for i, t in enumerate(trained) if t and i > 0], dtype=torch.long)
+    logp, _ = token_logprobs(model, hidden[pos - 1], seq[0, pos])
+    logp.sum().backward()
+
+
+def run_paths(model: Any, layout: TreeLayout) -> None:
+    model.zero_grad(set_to_none=True)
+    for toks in layout.path_tokens:
+        causal_step(model, layout.input_ids[toks].tolist(), layout.loss_mask[toks].tolist())
+
+
+def run_calls(model: Any, sample: TreeSample) -> None:
+    """Each call: its whole prompt + output; only its own output tokens are trained."""
+    model.zero_grad(set_to_none=True)
+    ids: dict[int, list[int]] = {}
+    for i, node in enumerate(sample.nodes):
+        prev = ids[node.parent] if node.parent >= 0 else []
+        ids[i] = prev + node.tokens
+        if node.parent >= 0:
+            causal_step(model, ids[i], [False] * len(prev) + list(node.model_mask))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--leaves", type=int, nargs="+", default=[4, 8, 16, 32])
+    ap.add_argument("--prefix", type=int, default=512, help="shared prefix tokens (system prompt, tools)")
+    ap.add_argument("--turn-tokens", type=int, nargs=2, default=[4, 16], help="min/max tool and model tokens")
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--vocab", type=int, default=1024)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    model = tiny_causal_lm(
+        vocab_size=args.vocab, hidden_size=args.hidden, layers=args.layers, max_positions=16384
+    )
+    print(
+        f"model: Qwen3 {args.layers} layers, hidden {args.hidden}, vocab {args.vocab}; prefix {args.prefix}"
+    )
+    print(
+        f"{'leaves':>6} {'unique':>7} {'path tok':>8} {'call tok':>8} | {'tree cpu':>8} {'paths':>7}"
+        f" {'calls':>7} | {'paths/tree':>10} {'calls/tree':>10}"
+    )
+    rng = random.Random(args.seed)
+    span = (args.turn_tokens[0], args.turn_tokens[1])
+    for leaves in args.leaves:
+        sample = rollout_tree(
+            rng,
+            vocab=args.vocab,
+            leaves=leaves,
+            prefix=args.prefix,
+            turns=(4, 8),
+            branch_turns=(1, 2),
+            env_tokens=span,
+            out_tokens=span,
+        )
+        layout = layout_tree(sample)
+        kept = {n for path in sample.paths for n in path}
+        unique = sum(len(sample.nodes[n].tokens) for n in kept)
+        assert layout.num_tokens == unique, "packing must process exactly the unique tokens"
+        path_tok = sum(len(t) for t in layout.path_tokens)
+        call_tok = sum(call_token_counts(sample))
+        if leaves == args.leaves[0]:
+            run_tree(model, layout)  # warm-up
+        t_tree = best_time(lambda L=layout: run_tree(model, L), args.repeats)  # type: ignore[misc]
+        t_paths = best_time(lambda L=layout: run_paths(model, L), args.repeats)  # type: ignore[misc]
+        t_calls = best_time(lambda S=sample: run_calls(model, S), args.repeats)  # type: ignore[misc]
+        print(
+            f"{leaves:>6} {unique:>7} {path_tok:>8} {call_tok:>8} | {t_tree:>8.3f} {t_paths:>7.3f}"
+            f" {t_calls:>7.3f} | {t_paths / t_tree:>9.2f}x {t_calls / t_tree:>9.2f}x",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
