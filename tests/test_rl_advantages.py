@@ -80,3 +80,20 @@ def test_ppo_advantages_do_not_cross_branch_points() -> None:
     assert adv2[2].item() == pytest.approx(3.0 - 0.2)  # shared token: mean of the two branch returns
     with pytest.raises(ValueError):
         ppo_advantages(L, values, [1.0])
+
+
+def test_grpo_and_ppo_targets_from_samples() -> None:
+    from harnessrl.rl.algorithms import grpo_targets, ppo_targets
+    from harnessrl.rl.config import AdvantageConfig
+
+    a = two_branch_tree()
+    b = two_branch_tree()
+    b.rollout_id, b.reward = "r2", 0.0
+    t = grpo_targets([a, b], AdvantageConfig(eps=0.0))
+    assert t.returns is None
+    assert t.advantages[0].tolist() == [0, 0, 1.0, 0, 1.0, 1.0, 0, 1.0]
+    assert t.advantages[1].tolist() == [0, 0, -1.0, 0, -1.0, -1.0, 0, -1.0]
+    values = [torch.full((8,), 0.25), torch.zeros(8)]
+    p = ppo_targets([a, b], t.layouts, values, AdvantageConfig(estimator="ppo"))
+    assert p.advantages[0].tolist() == [0, 0, 0.75, 0, 0.75, 0.75, 0, 0.75]
+    assert p.returns is not None and p.returns[1].tolist() == [0.0] * 8

@@ -53,8 +53,9 @@ class TrainerConfig(_Section):
     """Run forward passes under bf16 autocast (weights and optimizer stay float32)."""
     attention: Literal["sdpa", "flex"] = "sdpa"
     """Tree-mask implementation: dense bool mask to SDPA, or a FlexAttention BlockMask."""
-    temperature: float = 1.0
-    """Sampling temperature the rollouts used (log-probs are computed under the same scaling)."""
+    temperature: float = Field(1.0, gt=0.0)
+    """Sampling temperature the rollouts used (log-probs are computed under the same scaling; greedy
+    rollouts record log-probs at temperature 1, so use 1.0 for them)."""
     value: Literal["none", "head", "critic"] = "none"
     """PPO value model: none; a linear head on the policy's backbone; or a separate critic model."""
     lora: LoraSettings | None = None
