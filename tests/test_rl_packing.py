@@ -141,3 +141,18 @@ def test_attention_mode_mismatch_is_an_error() -> None:
 def test_packed_logprobs_equal_per_path_flex() -> None:
     """Invariant (a) with FlexAttention (compiles on CPU: ~50 s)."""
     assert _check_packed_equals_paths("flex") < 1e-5
+
+
+def test_chunked_head_equals_unchunked_values_and_grads() -> None:
+    from harnessrl.rl.forward import token_logprobs
+
+    model = tiny_causal_lm(vocab_size=97, seed=4)
+    rows = torch.randn(10, 64, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    targets = torch.arange(10) * 7
+    full, ent_full = token_logprobs(model, rows, targets, temperature=0.7, entropy=True, chunk=1024)
+    (g_full,) = torch.autograd.grad(full.sum(), rows)
+    part, ent_part = token_logprobs(model, rows, targets, temperature=0.7, entropy=True, chunk=3)
+    (g_part,) = torch.autograd.grad(part.sum(), rows)
+    assert torch.equal(full, part)
+    assert ent_full is not None and ent_part is not None and torch.equal(ent_full, ent_part)
+    assert (g_full - g_part).abs().max().item() < 1e-6

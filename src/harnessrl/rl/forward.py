@@ -12,9 +12,9 @@ as-is"), so:
   model must be in `flex_attention` mode (`set_attention(model, "flex")`). On CPU FlexAttention needs
   torch.compile (a C++ toolchain); SDPA is the default.
 
-Left out: chunking the [M, V] logits (memory is M x vocab floats, fine for the models we train on
-CPU; a long-context GPU run would want a chunked log-softmax), and models with logit soft-capping or
-scaled logits (Gemma-2 style): we apply only the LM head and the sampling temperature.
+The LM head runs on `chunk` rows at a time under activation checkpointing (`token_logprobs`), so the
+[M, vocab] logits never exist at once. Left out: models with logit soft-capping or scaled logits
+(Gemma-2 style): we apply only the LM head and the sampling temperature.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 from harnessrl.rl.packing import PackedBatch, TreeLayout, tree_attention_mask
 
@@ -79,20 +80,43 @@ def packed_hidden(model: Any, batch: PackedBatch, attention: Attention = "sdpa")
     return hidden
 
 
-def token_logprobs(
-    model: Any, rows: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0, entropy: bool = False
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-prob of `targets` [M] from hidden `rows` [M, H] through the LM head; entropy [M] if asked."""
-    logits = model.get_output_embeddings()(rows).float()
+def _head_logprobs(
+    head: Any, rows: torch.Tensor, targets: torch.Tensor, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    logits = head(rows).float()
     if temperature != 1.0:
         logits = logits / temperature
     logp_all = F.log_softmax(logits, dim=-1)
-    logp = logp_all.gather(-1, targets[:, None].to(logits.device)).squeeze(-1)
-    ent = None
-    if entropy:
-        with torch.no_grad():
-            ent = -(logp_all.exp() * logp_all).sum(-1)
+    logp = logp_all.gather(-1, targets[:, None]).squeeze(-1)
+    with torch.no_grad():
+        ent = -(logp_all.exp() * logp_all).sum(-1)
     return logp, ent
+
+
+def token_logprobs(
+    model: Any,
+    rows: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: float = 1.0,
+    entropy: bool = False,
+    chunk: int = 1024,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-prob of `targets` [M] from hidden `rows` [M, H] through the LM head; entropy [M] if asked.
+
+    Rows go through the head `chunk` at a time; with gradients on, each chunk is recomputed in the
+    backward pass (activation checkpointing), so at most [chunk, vocab] logits are alive at once."""
+    head = model.get_output_embeddings()
+    targets = targets.to(rows.device)
+    logps, ents = [], []
+    for start in range(0, max(1, rows.shape[0]), chunk):
+        r, t = rows[start : start + chunk], targets[start : start + chunk]
+        if torch.is_grad_enabled() and rows.shape[0] > chunk:
+            lp, en = checkpoint(_head_logprobs, head, r, t, temperature, use_reentrant=False)
+        else:
+            lp, en = _head_logprobs(head, r, t, temperature)
+        logps.append(lp)
+        ents.append(en)
+    return torch.cat(logps), (torch.cat(ents) if entropy else None)
 
 
 def packed_forward(
