@@ -59,9 +59,7 @@ async def proxy():
 
 def runner_for(server: ProxyServer, out: Path, timeout_s: float = 30.0) -> RolloutRunner:
     settings = RunnerSettings(out_dir=out, timeout_s=timeout_s, concurrency=4, sandbox=SandboxConfig())
-    return RolloutRunner(
-        server.deps.sessions, ("127.0.0.1", server.port), settings, checker_runner=lambda: None
-    )
+    return RolloutRunner(server.deps.sessions, ("127.0.0.1", server.port), settings)
 
 
 async def test_batch_of_good_and_faulty_rollouts(proxy: ProxyServer, tmp_path: Path) -> None:
