@@ -130,3 +130,25 @@ def test_bf16_autocast_step_runs() -> None:
     m = tr.step(layouts, advs)
     assert torch.isfinite(torch.tensor(m["loss/total"]))
     assert all(p.dtype == torch.float32 for p in tr.params)
+
+
+def test_flex_attention_training_is_refused_on_cpu() -> None:
+    cfg = TrainerConfig(attention="flex")
+    with pytest.raises(ValueError, match="no CPU backward"):
+        Trainer(tiny_causal_lm(vocab_size=VOCAB), cfg)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_flex_attention_step_equals_sdpa_step_on_gpu() -> None:
+    """The trainer's FlexAttention path gives the SDPA path's loss and gradient (CUDA has a Flex backward)."""
+    layouts, advs = batch_of(3)
+    base = TrainerConfig(lr=1e-3, grad_clip=None)
+    sdpa = Trainer(tiny_causal_lm(vocab_size=VOCAB, seed=8).cuda(), base)
+    flex = Trainer(
+        tiny_causal_lm(vocab_size=VOCAB, seed=8).cuda(), base.model_copy(update={"attention": "flex"})
+    )
+    a, b = sdpa.step(layouts, advs), flex.step(layouts, advs)
+    assert abs(a["loss/total"] - b["loss/total"]) < 1e-5
+    worst = max((x - y).abs().max().item() for x, y in zip(grads(sdpa), grads(flex), strict=True))
+    assert worst < 1e-4

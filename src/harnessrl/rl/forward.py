@@ -9,8 +9,9 @@ as-is"), so:
 - attention="sdpa": the mask is a dense bool [1, 1, T, T] (True = may attend), handed to
   `torch.nn.functional.scaled_dot_product_attention`; the model must be in `sdpa` mode.
 - attention="flex": the mask is a FlexAttention BlockMask built from `k <= q < subtree_end[k]`; the
-  model must be in `flex_attention` mode (`set_attention(model, "flex")`). On CPU FlexAttention needs
-  torch.compile (a C++ toolchain); SDPA is the default.
+  model must be in `flex_attention` mode (`set_attention(model, "flex")`). Its cost skips fully masked
+  blocks (sibling branches), where SDPA pays for the whole T x T square. On CPU (torch 2.13) Flex is
+  forward-only (no backward kernel) and compiles on first use (~50 s); SDPA is the default.
 
 The LM head runs on `chunk` rows at a time under activation checkpointing (`token_logprobs`), so the
 [M, vocab] logits never exist at once. Left out: models with logit soft-capping or scaled logits

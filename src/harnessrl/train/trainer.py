@@ -93,6 +93,10 @@ class Trainer:
         elif cfg.value == "head":
             self.value = ValueModel(model.config.hidden_size)
         self.device = next(model.parameters()).device
+        if cfg.attention == "flex" and self.device.type == "cpu":
+            raise ValueError(
+                "FlexAttention has no CPU backward in torch 2.13: train with attention='sdpa' on CPU"
+            )
         if self.value is not None:
             self.value.to(self.device)
         for module in self._modules():
