@@ -97,3 +97,17 @@ def test_grpo_and_ppo_targets_from_samples() -> None:
     p = ppo_targets([a, b], t.layouts, values, AdvantageConfig(estimator="ppo"))
     assert p.advantages[0].tolist() == [0, 0, 0.75, 0, 0.75, 0.75, 0, 0.75]
     assert p.returns is not None and p.returns[1].tolist() == [0.0] * 8
+
+
+def test_rollout_weight_does_not_grow_with_branches() -> None:
+    """Each tree's token weights sum to exactly 1/N, whether it has 1 leaf or 8 (shared tokens once)."""
+    import random
+
+    from harnessrl.rl.synthetic import rollout_tree
+
+    rng = random.Random(3)
+    layouts = [layout_tree(rollout_tree(rng, vocab=30, leaves=k, prefix=5)) for k in (1, 8, 3)]
+    assert len(layouts[1].path_tokens) == 8
+    for w, L in zip(rollout_token_weights(layouts), layouts, strict=True):
+        assert float(w.sum()) == pytest.approx(1 / 3, abs=1e-6)
+        assert int((w > 0).sum()) == L.num_model_tokens

@@ -1,1 +1,9 @@
-"""rl"""
+"""RL math on prefix trees; knows nothing about where trajectories came from.
+
+- `packing`: lay out each tree's unique tokens once (depth-first), tree attention mask, first-fit rows
+- `forward`: a causal LM's forward over packed rows (SDPA / FlexAttention), per-path reference
+- `advantages`: GRPO per (task, harness) group, per-branch GAE for PPO, per-token rollout weights
+- `losses`: clipped policy gradient x truncated IS weight, k3 KL, clipped value loss, mismatch metrics
+- `algorithms`: TreeSamples -> layouts + per-token arrays for the trainer
+- `synthetic`: rollout-shaped random trees for tests and benchmarks
+"""

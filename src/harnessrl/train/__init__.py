@@ -1,1 +1,4 @@
-"""train"""
+"""Training: `trainer.Trainer` (algorithm-blind optimizer step over packed trees), checkpoints, LoRA,
+value models, data parallel helpers; `loop` runs rollouts -> trees -> advantages -> steps.
+
+Importing this package is light (no torch): `harnessrl.config` embeds `train.config`."""
