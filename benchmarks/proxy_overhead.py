@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -68,6 +69,20 @@ async def think(seconds: float, session: int, call: int) -> None:
         await asyncio.sleep(seconds * (0.5 + ((session * 7919 + call * 104729) % 1000) / 1000))
 
 
+async def read_response(reader: asyncio.StreamReader) -> bytes:
+    """One HTTP/1.1 response body: Content-Length or chunked (a fast turn comes whole, a slow one chunked)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = re.search(rb"(?i)content-length: *(\d+)", head)
+    if length is not None:
+        return await reader.readexactly(int(length.group(1)))
+    body = b""
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).strip(), 16)
+        body += await reader.readexactly(size + 2)
+        if size == 0:
+            return body
+
+
 async def proxy_session(
     host: str, port: int, token: str, session: int, calls: int, pause: float, out: list[float]
 ) -> None:
@@ -80,12 +95,7 @@ async def proxy_session(
         head = f"POST /r/{token}/v1/messages HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\n"
         start = time.perf_counter()
         writer.write(head.encode() + f"content-length: {len(payload)}\r\n\r\n".encode() + payload)
-        received = b""
-        while not received.endswith(b"\r\n0\r\n\r\n"):
-            chunk = await reader.read(65536)
-            if not chunk:
-                raise RuntimeError("proxy closed the connection")
-            received += chunk
+        received = await read_response(reader)
         out.append(time.perf_counter() - start)
         if b"message_stop" not in received:
             raise RuntimeError(f"unexpected response: {received[:300]!r}")

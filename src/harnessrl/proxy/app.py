@@ -28,6 +28,7 @@ from harnessrl.proxy.dialects.base import Dialect
 from harnessrl.proxy.dialects.openai_chat import openai_error
 from harnessrl.proxy.handler import (
     Call,
+    Outcome,
     mark_partial,
     parse_and_validate,
     parse_body,
@@ -139,6 +140,14 @@ class ProxyApp:
         prompt_stage(call)
         task = start(call)
         if req.stream:
+            # A turn done within one keep-alive interval goes out as one complete SSE body (fewer
+            # writes, no streaming machinery); otherwise stream: head now, keep-alives, then the events.
+            done, _ = await asyncio.wait({task}, timeout=self.deps.config.keepalive_s)
+            if done:
+                assert call.prompt is not None
+                head = dialect.stream_head(req, call.response_id, len(call.prompt.ids))
+                body_bytes = b"".join(head + self.final_events(call, task.result()))
+                return Response(body_bytes, media_type="text/event-stream", headers=_SSE_HEADERS)
             return StreamingResponse(
                 self.stream(call, task), media_type="text/event-stream", headers=_SSE_HEADERS
             )
@@ -147,30 +156,26 @@ class ProxyApp:
             return json_response(dialect.error_json(500, f"engine error: {outcome.error}"), 500)
         return json_response(dialect.response_json(req, outcome.completion))
 
-    async def stream(self, call: Call, task: asyncio.Task[Any]) -> AsyncIterator[bytes]:
-        """Stage format (streaming): head, keep-alives while generating, then the complete events."""
+    def final_events(self, call: Call, outcome: Outcome) -> list[bytes]:
+        """The events after the head: the whole turn, or an error event in the API's shape."""
+        if outcome.completion is None:
+            message = f"engine error: {outcome.error}"
+            return call.dialect.stream_error(call.req, call.response_id, 500, message)
+        return call.dialect.stream_events(call.req, outcome.completion)
+
+    async def stream(self, call: Call, task: asyncio.Task[Outcome]) -> AsyncIterator[bytes]:
+        """Stage format (streaming, slow turns): head, keep-alives while generating, then the events.
+        A client that goes away before the last chunk leaves its call marked `partial`."""
         dialect, delivered = call.dialect, False
         try:
             assert call.prompt is not None
             head = dialect.stream_head(call.req, call.response_id, len(call.prompt.ids))
-            interval = self.deps.config.keepalive_s
-            # A turn done within one keep-alive interval goes out as one chunk (fewer writes and client
-            # wake-ups); otherwise the head goes out now and keep-alives follow until the turn is done.
-            done, _ = await asyncio.wait({task}, timeout=interval)
-            if not done:
-                yield b"".join(head) if head else dialect.keepalive
-                head = []
-                while not task.done():
-                    done, _ = await asyncio.wait({task}, timeout=interval)
-                    if not done:
-                        yield dialect.keepalive
-            outcome = task.result()
-            if outcome.completion is None:
-                message = f"engine error: {outcome.error}"
-                events = dialect.stream_error(call.req, call.response_id, 500, message)
-            else:
-                events = dialect.stream_events(call.req, outcome.completion)
-            yield b"".join(head + events)
+            yield b"".join(head) if head else dialect.keepalive
+            while not task.done():
+                done, _ = await asyncio.wait({task}, timeout=self.deps.config.keepalive_s)
+                if not done:
+                    yield dialect.keepalive
+            yield b"".join(self.final_events(call, task.result()))
             delivered = True
         finally:
             if not delivered:
