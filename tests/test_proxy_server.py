@@ -371,3 +371,40 @@ def test_a_failing_capture_never_breaks_serving() -> None:
         assert [c.text for c in deps.sessions.calls("cap")] == ["done", "done"]
     finally:
         server.stop()
+
+
+MALFORMED = 'Let me run it.\n<tool_call>\n{"name": "exec", "arguments": {"command": "ls"</tool_call>'
+
+
+@pytest.mark.parametrize("max_tokens", [200, 3])
+def test_malformed_or_truncated_output_still_streams_valid_events(max_tokens: int) -> None:
+    server = scripted_proxy([MALFORMED]).start()
+    try:
+        info = server.server.deps.sessions.open("bad-output")
+        a = httpx.post(
+            info.base_url + "/v1/messages", json={**ANTHROPIC, "stream": True, "max_tokens": max_tokens}
+        )
+        chat = {**CHAT, "stream": True, "max_tokens": max_tokens}
+        c = httpx.post(info.openai_base_url + "/chat/completions", json=chat)
+        resp = {**RESPONSES, "stream": True, "max_output_tokens": max_tokens}
+        r = httpx.post(info.openai_base_url + "/responses", json=resp)
+        decoded_a = grammar.check_anthropic(a.content)
+        decoded_c = grammar.check_chat(c.content)
+        decoded_r = grammar.check_responses(r.content)
+        recorded = server.server.deps.sessions.calls("bad-output")
+        if max_tokens == 3:
+            assert (decoded_a["stop_reason"], decoded_c["finish_reason"], decoded_r["status"]) == (
+                "max_tokens",
+                "length",
+                "incomplete",
+            )
+            assert [len(x.output_ids) for x in recorded] == [3, 3, 3]
+            assert all(x.finish_reason == "length" for x in recorded)
+        else:
+            # bad tool-call JSON is plain text, never a tool call
+            assert decoded_a["content"] == [{"type": "text", "text": MALFORMED}]
+            assert (decoded_c["content"], decoded_c["tool_calls"]) == (MALFORMED, [])
+            assert [i["type"] for i in decoded_r["output"]] == ["message"]
+            assert all(x.tags == ["stream", "malformed_output"] for x in recorded)
+    finally:
+        server.stop()

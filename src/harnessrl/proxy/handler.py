@@ -24,7 +24,7 @@ from typing import Any
 from harnessrl.protocols import GenerationResult, SamplingParams
 from harnessrl.proxy import capture
 from harnessrl.proxy.canonical import CanonicalRequest, Completion, new_id, validate_messages
-from harnessrl.proxy.deps import PromptLike, ProxyDeps
+from harnessrl.proxy.deps import ParsedLike, PromptLike, ProxyDeps
 from harnessrl.proxy.dialects.base import Dialect
 from harnessrl.proxy.sessions import Session
 from harnessrl.types import ChatMessage, ModelCall, RequestError, ToolCall
@@ -44,6 +44,8 @@ class Outcome:
     """call_id of the call whose generation produced this output."""
     message: ChatMessage | None = None
     """The parsed assistant message (what the splicer remembers)."""
+    malformed: bool = False
+    """The output held a block the chat format could not read (sent as plain text)."""
     error: str | None = None
     replay_of: str | None = None
 
@@ -140,12 +142,13 @@ async def _generate(call: Call) -> Outcome:
     assert call.prompt is not None
     try:
         result = await call.deps.engine.generate(call.prompt.ids, sampling_for(call))
-        completion, message = completion_from(call, result)
+        completion, parsed = completion_from(call, result)
     except Exception as e:  # engine faults are data: this call fails, the server keeps serving
         log.exception("engine failed on call %s", call.call_id)
         outcome = Outcome(None, None, call.call_id, error=f"{type(e).__name__}: {e}")
     else:
-        outcome = Outcome(completion, result, call.call_id, message=message)
+        malformed = bool(parsed.malformed)
+        outcome = Outcome(completion, result, call.call_id, message=parsed.message(), malformed=malformed)
     record_stage(call, outcome)
     return outcome
 
@@ -161,9 +164,9 @@ async def _replay(call: Call, earlier: asyncio.Future[Any]) -> Outcome:
     return outcome
 
 
-def completion_from(call: Call, result: GenerationResult) -> tuple[Completion, ChatMessage]:
+def completion_from(call: Call, result: GenerationResult) -> tuple[Completion, ParsedLike]:
     """Parse the output ids into text, reasoning and tool calls (with this dialect's call ids); also
-    return the parsed assistant message as the chat format sees it."""
+    return the chat format's own parse."""
     parsed = call.deps.fmt.parse(result.output_ids)
     custom = set(call.req.options.get("custom_tools", ()))
     calls = [_wire_tool_call(tc, call.dialect.tool_id_prefix, custom) for tc in parsed.tool_calls]
@@ -179,7 +182,7 @@ def completion_from(call: Call, result: GenerationResult) -> tuple[Completion, C
         output_tokens=len(result.output_ids),
         created=int(time.time()),
     )
-    return completion, parsed.message()
+    return completion, parsed
 
 
 def _wire_tool_call(tc: ToolCall, prefix: str, custom: set[str]) -> ToolCall:
@@ -219,6 +222,8 @@ def _model_call(call: Call, outcome: Outcome) -> ModelCall:
         tags.append("compaction_request")
     if outcome.replay_of is not None:
         tags.append("retry_replay")
+    if outcome.malformed:
+        tags.append("malformed_output")
     return ModelCall(
         call_id=call.call_id,
         rollout_id=call.session.rollout_id,
