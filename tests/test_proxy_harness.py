@@ -1,0 +1,118 @@
+"""Real harness binaries (Claude Code, Codex; installed under the harness cache) against the live proxy,
+run directly on the host in a temporary workspace: the harness must run the scripted tool call, finish
+with `done`, and its second call must be spliced onto the first (token-in-token-out on real traffic).
+
+Marked `harness`; skipped when the binaries are not installed (`harnessrl harness install`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnessrl.harnesses import claude_code, codex
+from harnessrl.harnesses.install import cache_root
+from harnessrl.proxy.server import ThreadedProxyServer
+from harnessrl.proxy.testing import scripted_proxy, turn_from_decision
+from harnessrl.types import ModelCall
+
+pytestmark = pytest.mark.harness
+BIN = cache_root() / "harnesses"
+CLAUDE = BIN / f"claude-code-{claude_code.VERSION}" / "node_modules" / ".bin" / "claude"
+CODEX = BIN / f"codex-{codex.VERSION}" / "node_modules" / ".bin" / "codex"
+
+
+def decisions(shared: Path, folder: str) -> list[Any]:
+    paths = sorted((shared / "harness-traffic" / folder).glob("*.json"))
+    return [turn_from_decision(json.loads(p.read_text())["reply"]["decision"]) for p in paths]
+
+
+@pytest.fixture
+def proxy(request: pytest.FixtureRequest, shared_fixtures: Path) -> Iterator[ThreadedProxyServer]:
+    server = scripted_proxy(decisions(shared_fixtures, request.param)).start()
+    yield server
+    server.stop()
+
+
+def assert_two_spliced_calls(calls: list[ModelCall], tool: str) -> None:
+    first, second = calls
+    assert [t.name for t in first.tool_calls] == [tool]
+    assert (second.text, second.render, second.spliced_from) == ("done", "spliced", first.call_id)
+    assert (
+        second.prompt_ids[: len(first.prompt_ids) + len(first.output_ids)]
+        == first.prompt_ids + first.output_ids
+    )
+
+
+@pytest.mark.skipif(not CLAUDE.exists(), reason="Claude Code is not installed")
+@pytest.mark.parametrize("proxy", ["claude-code-bare"], indirect=True)
+def test_claude_code_through_the_proxy(proxy: ThreadedProxyServer, tmp_path: Path) -> None:
+    info = proxy.server.deps.sessions.open("claude")
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir(), home.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "IS_SANDBOX": "1",
+        "ANTHROPIC_BASE_URL": info.base_url,
+        "ANTHROPIC_API_KEY": info.token,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+    }
+    argv = [str(CLAUDE), "-p", "create hello.txt", "--bare", "--output-format", "stream-json", "--verbose"]
+    done = subprocess.run(
+        [*argv, "--dangerously-skip-permissions"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["result"] == "done"
+    assert (work / "hello.txt").read_text() == "hi"
+    assert_two_spliced_calls(proxy.server.deps.sessions.calls("claude"), "Bash")
+
+
+@pytest.mark.skipif(not CODEX.exists(), reason="Codex is not installed")
+@pytest.mark.parametrize("proxy", ["codex-responses"], indirect=True)
+def test_codex_through_the_proxy(proxy: ThreadedProxyServer, tmp_path: Path) -> None:
+    info = proxy.server.deps.sessions.open("codex")
+    work, codex_home = tmp_path / "work", tmp_path / "home" / ".codex"
+    work.mkdir(), codex_home.mkdir(parents=True)
+    (codex_home / "config.toml").write_text(
+        'model = "gpt-5.5"\nmodel_provider = "harnessrl"\napproval_policy = "never"\n'
+        'sandbox_mode = "danger-full-access"\ncheck_for_update_on_startup = false\n\n'
+        f'[model_providers.harnessrl]\nname = "harnessrl"\nbase_url = "{info.openai_base_url}"\n'
+        'env_key = "HARNESSRL_API_KEY"\nwire_api = "responses"\n\n[analytics]\nenabled = false\n'
+    )
+    env = {**os.environ, "HOME": str(codex_home.parent), "CODEX_HOME": str(codex_home)}
+    env |= {"HARNESSRL_API_KEY": info.token, "RUST_LOG": "error"}
+    argv = [
+        str(CODEX),
+        "exec",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--json",
+    ]
+    done = subprocess.run(
+        [*argv, "create hello.txt"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    messages = [e["item"]["text"] for e in events if e.get("item", {}).get("type") == "agent_message"]
+    assert messages == ["done"]
+    assert (work / "hello.txt").read_text() == "hi"
+    assert_two_spliced_calls(proxy.server.deps.sessions.calls("codex"), "exec_command")
