@@ -25,10 +25,10 @@ from harnessrl.harnesses.shell import Shell
 from harnessrl.protocols import SamplingParams
 from harnessrl.rl.packing import layout_tree
 from harnessrl.rollout.session import RolloutStack
-from harnessrl.train.loop import TrainLoop, build_trainer, trainer_config
+from harnessrl.train.loop import TrainLoop, build_trainer, collect_trees, trainer_config
 from harnessrl.train.schedule import ScheduleSpec, schedule_step
 from harnessrl.train.trainer import Trainer
-from harnessrl.types import Checker, Task, TaskFile, TreeNode, TreeSample
+from harnessrl.types import Checker, ModelCall, Rollout, RolloutStatus, Task, TaskFile, TreeNode, TreeSample
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 torch.set_num_threads(1)
@@ -248,3 +248,31 @@ async def test_checkpoint_and_resume(tmp_path: Path) -> None:
     assert sorted(p.name for p in (out / "rollouts").iterdir()) == step1_rollouts
     logged = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert logged == [0, 1]
+
+
+def _call(rid: str, index: int, prompt: list[int], output: list[int]) -> ModelCall:
+    return ModelCall(
+        call_id=f"{rid}-{index}",
+        rollout_id=rid,
+        index=index,
+        dialect="openai_chat",
+        prompt_ids=prompt,
+        output_ids=output,
+        output_logprobs=[-0.5] * len(output),
+    )
+
+
+def test_collect_trees_counts_every_rollout_and_keeps_only_ok_trees() -> None:
+    ok = Rollout(rollout_id="a", task_id="t", harness="h", group_id="t/h", reward=1.0)
+    ok.calls = [_call("a", 0, [1, 2, 3], [4, 5]), _call("a", 1, [1, 2, 3, 4, 5, 6], [7])]
+    timeout = ok.model_copy(update={"rollout_id": "b", "status": RolloutStatus.TIMEOUT})
+    no_calls = Rollout(rollout_id="c", task_id="t", harness="h", group_id="t/h", reward=0.0)
+    empty = no_calls.model_copy(update={"rollout_id": "d", "calls": [_call("d", 0, [1, 2], [])]})
+    cfg = make_cfg(Path("unused"))
+    batch = collect_trees([ok, timeout, no_calls, empty], cfg)
+    assert batch.labels == {"ok": 1, "timeout": 1, "filtered:no_trainable_calls": 2}
+    assert [s.rollout_id for s in batch.samples] == ["a"] and batch.harness == ["h"]
+    assert batch.tree_stats[0]["model_tokens_kept"] == 3 and batch.tree_stats[0]["tokens_unique"] == 7
+    strict = cfg.model_copy(update={"trace": cfg.trace.model_copy(update={"max_live_leaves": 0})})
+    dropped = collect_trees([ok], strict)
+    assert dropped.labels == {"filtered:over_branching": 1} and dropped.samples == []

@@ -52,6 +52,7 @@ from harnessrl.protocols import Engine
 from harnessrl.rollout.runner import RolloutRunner
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
+from harnessrl.train.config import TrainerConfig
 from harnessrl.train.schedule import ScheduleSpec, schedule_step
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import Rollout, RolloutStatus, Task, TreeSample
@@ -69,7 +70,7 @@ TREE_KEYS = (
 """Tree statistics (summed over the trained trees of a step) that go into each metrics line."""
 
 
-def trainer_config(cfg: Config) -> Any:
+def trainer_config(cfg: Config) -> TrainerConfig:
     """The TrainerConfig the loop runs: `train.trainer` with lr / seed / temperature from the run."""
     t = cfg.train.trainer
     for name, where in (("lr", "train.lr"), ("seed", "train.seed"), ("temperature", "engine.sampling")):
@@ -114,7 +115,7 @@ def schedule_spec(cfg: Config) -> ScheduleSpec:
     )
 
 
-class StepBatch:
+class TreeBatch:
     """The trainable part of one step's rollouts, with the label of every rollout."""
 
     def __init__(self) -> None:
@@ -126,9 +127,9 @@ class StepBatch:
         self.tree_stats: list[dict[str, Any]] = []
 
 
-def collect_trees(rollouts: Sequence[Rollout], cfg: Config) -> StepBatch:
+def collect_trees(rollouts: Sequence[Rollout], cfg: Config) -> TreeBatch:
     """Stage `trees`: ok rollouts -> TreeSamples; everything else counted by its label, not trained."""
-    batch = StepBatch()
+    batch = TreeBatch()
     for r in rollouts:
         if r.status is not RolloutStatus.OK:
             batch.labels[r.status_label] += 1
@@ -238,7 +239,7 @@ class TrainLoop:
         self.log(record)
         return record
 
-    def optimize(self, batch: StepBatch, clock: _Clock) -> tuple[dict[str, float], str | None]:
+    def optimize(self, batch: TreeBatch, clock: _Clock) -> tuple[dict[str, float], str | None]:
         """Stages `advantages` + `optimize`; returns (trainer metrics, why the step was skipped or None)."""
         from harnessrl.rl.advantages import broadcast, grpo_advantages, ppo_advantages
         from harnessrl.rl.packing import layout_tree
@@ -272,7 +273,7 @@ class TrainLoop:
         self,
         step: int,
         rollouts: Sequence[Rollout],
-        batch: StepBatch,
+        batch: TreeBatch,
         trainer_metrics: dict[str, float],
         skip: str | None,
     ) -> dict[str, Any]:
