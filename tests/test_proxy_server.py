@@ -241,29 +241,36 @@ def _timed_chunks(url: str, body: dict[str, Any]) -> list[tuple[float, bytes]]:
     return out
 
 
-@pytest.mark.parametrize("dialect", ["anthropic", "openai_chat"])
+KEEPALIVE_CASES = {
+    "anthropic": ("/v1/messages", {**ANTHROPIC, "stream": True}, b"event: ping", b"event: message_start"),
+    "openai_chat": ("/v1/chat/completions", {**CHAT, "stream": True}, b": keep-alive", b": keep-alive"),
+    "openai_responses": (
+        "/v1/responses",
+        {**RESPONSES, "stream": True},
+        b": keep-alive",
+        b"event: response.created",
+    ),
+}
+
+
+@pytest.mark.parametrize("dialect", sorted(KEEPALIVE_CASES))
 def test_keepalives_while_a_slow_engine_generates(dialect: str) -> None:
     server = scripted_proxy(["done"], delay_s=1.2, config=ProxyConfig(keepalive_s=0.2)).start()
     try:
         info = server.server.deps.sessions.open("slow")
-        if dialect == "anthropic":
-            url, body, ping = info.base_url + "/v1/messages", {**ANTHROPIC, "stream": True}, b"event: ping"
-        else:
-            url, body, ping = (
-                info.openai_base_url + "/chat/completions",
-                {**CHAT, "stream": True},
-                b": keep-alive",
-            )
-        chunks = _timed_chunks(url, body)
+        route, body, ping, first = KEEPALIVE_CASES[dialect]
+        chunks = _timed_chunks(info.base_url + route, body)
         raw = b"".join(c for _, c in chunks)
         assert raw.count(ping) >= 4
+        assert chunks[0][1].startswith(first)
         times = [0.0] + [t for t, _ in chunks]
         assert max(b - a for a, b in itertools.pairwise(times)) < 0.2 + 0.35
         if dialect == "anthropic":
-            assert chunks[0][1].startswith(b"event: message_start")
             assert grammar.check_anthropic(raw)["content"] == [{"type": "text", "text": "done"}]
-        else:
+        elif dialect == "openai_chat":
             assert grammar.check_chat(raw)["content"] == "done"
+        else:
+            assert grammar.check_responses(raw)["output"][0]["content"][0]["text"] == "done"
     finally:
         server.stop()
 
