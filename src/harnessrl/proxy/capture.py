@@ -46,13 +46,19 @@ def digest(data: bytes) -> str:
 
 def system_digest(messages: list[ChatMessage]) -> str:
     """Digest of all system/developer messages, in order."""
-    parts = [m.content for m in messages if m.role in ("system", "developer")]
-    return digest(json.dumps(parts).encode())
+    h = hashlib.sha256()
+    for m in messages:
+        if m.role in ("system", "developer"):
+            h.update(m.content.encode())
+            h.update(b"\x00")
+    return h.hexdigest()[:16]
 
 
 def tools_digest(tools: list[ToolSpec]) -> str:
-    """Digest of the tool set (names, descriptions, schemas, in the order offered)."""
-    return digest(json.dumps([t.model_dump() for t in tools], sort_keys=True).encode())
+    """Digest of the tool set (names, types, descriptions, schemas, in the order offered). Schema keys
+    are hashed in the order the client sent them: a harness re-sends its tools the same way."""
+    rows = [[t.name, t.type, t.description, t.parameters] for t in tools]
+    return digest(json.dumps(rows, ensure_ascii=False).encode())
 
 
 def headers_of_interest(headers: Mapping[str, str]) -> dict[str, str]:
