@@ -152,3 +152,8 @@ def test_flex_attention_step_equals_sdpa_step_on_gpu() -> None:
     assert abs(a["loss/total"] - b["loss/total"]) < 1e-5
     worst = max((x - y).abs().max().item() for x, y in zip(grads(sdpa), grads(flex), strict=True))
     assert worst < 1e-4
+
+
+def test_fsdp_without_torchrun_is_refused() -> None:
+    with pytest.raises(ValueError, match="torchrun"):
+        Trainer(tiny_causal_lm(vocab_size=VOCAB), TrainerConfig(fsdp=True))

@@ -1,4 +1,4 @@
-"""Data parallel under torchrun (gloo, 2 ranks): the all-reduced gradient equals the one-process one."""
+"""Data parallel and FSDP2 under torchrun (gloo, 2 ranks): the summed gradient equals the one-process one."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -34,11 +35,17 @@ adv = grpo_advantages([s.reward for s in samples], [s.group_id for s in samples]
 layouts = [layout_tree(s) for s in samples]
 advs = [broadcast(L, a) for L, a in zip(layouts, adv)]
 # rank 1 starts from other weights: broadcast_params must overwrite them with rank 0's
-cfg = TrainerConfig(lr=1e-3, grad_clip=None, token_budget=200)
+# budget 400: rank 0 packs its trees into 2 micro-batches, rank 1 into 3 (FSDP must pad rank 0)
+cfg = TrainerConfig(lr=1e-3, grad_clip=None, token_budget=400, fsdp=sys.argv[2] == "fsdp")
 tr = Trainer(tiny_causal_lm(vocab_size=53, seed=dp.rank()), cfg)
 m = tr.step(dp.shard(layouts), dp.shard(advs))
+grads = [p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad for p in tr.params]
+weights = tr.weights()
+micro = [m["micro_batches"]] * dp.world_size()
+if dp.active():
+    dist.all_gather_object(micro, m["micro_batches"])
 if dp.rank() == 0:
-    out = {"grads": [p.grad for p in tr.params], "weights": tr.weights(), "world": dp.world_size()}
+    out = {"grads": grads, "weights": weights, "world": dp.world_size(), "micro": micro}
     torch.save(out, sys.argv[1])
 """
 
@@ -49,28 +56,30 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.slow
-def test_two_rank_gradient_equals_single_process(tmp_path: Path) -> None:
-    script = tmp_path / "driver.py"
+def run_driver(tmp: Path, name: str, mode: str, ranks: int) -> dict[str, Any]:
+    script = tmp / "driver.py"
     script.write_text(DRIVER)
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    single = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "one.pt")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert single.returncode == 0, single.stderr
-    cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--nnodes=1", "--nproc-per-node=2",
-        "--master-addr=127.0.0.1", f"--master-port={free_port()}", str(script), str(tmp_path / "two.pt"),
-    ]  # fmt: skip
-    multi = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert multi.returncode == 0, multi.stderr[-3000:]
-    one = torch.load(tmp_path / "one.pt", weights_only=False)
-    two = torch.load(tmp_path / "two.pt", weights_only=False)
+    out = tmp / f"{name}.pt"
+    cmd = [sys.executable, str(script), str(out), mode]
+    if ranks > 1:
+        cmd[1:1] = ["-m", "torch.distributed.run", "--nnodes=1", f"--nproc-per-node={ranks}",
+                    "--master-addr=127.0.0.1", f"--master-port={free_port()}"]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: dict[str, Any] = torch.load(out, weights_only=False)
+    return result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["dp", "fsdp"])
+def test_two_ranks_gradient_equals_single_process(tmp_path: Path, mode: str) -> None:
+    one = run_driver(tmp_path, "one", "dp", 1)
+    two = run_driver(tmp_path, "two", mode, 2)
     assert one["world"] == 1 and two["world"] == 2
+    assert two["micro"] == [2, 3]
     worst = max((a - b).abs().max().item() for a, b in zip(one["grads"], two["grads"], strict=True))
     assert worst < 1e-6
     assert max(g.abs().max().item() for g in one["grads"]) > 1e-4
+    assert one["weights"].keys() == two["weights"].keys()
+    assert all(one["weights"][k].shape == two["weights"][k].shape for k in one["weights"])

@@ -60,6 +60,9 @@ class TrainerConfig(_Section):
     """PPO value model: none; a linear head on the policy's backbone; or a separate critic model."""
     lora: LoraSettings | None = None
     """Train LoRA adapters instead of all weights."""
+    fsdp: bool = False
+    """Shard parameters, gradients and optimizer state over torchrun ranks with FSDP2 (full-weight
+    training only: not with LoRA or a value model; no checkpoints yet)."""
     seed: int = 0
     """Seed of torch / random at construction (the value head's init, dropout)."""
     loss: LossConfig = Field(default_factory=LossConfig)

@@ -36,6 +36,7 @@ from harnessrl.rl.forward import packed_forward, set_attention
 from harnessrl.rl.losses import Metrics, mismatch_metrics, policy_loss, value_loss
 from harnessrl.rl.packing import PackedBatch, TreeLayout, pack_by_budget
 from harnessrl.train import distributed as dp
+from harnessrl.train import fsdp
 from harnessrl.train.checkpoint import TrainState, load_checkpoint, save_checkpoint
 from harnessrl.train.config import TrainerConfig
 from harnessrl.train.lora import apply_lora, is_lora, merged_state_dict
@@ -101,6 +102,10 @@ class Trainer:
             self.value.to(self.device)
         for module in self._modules():
             dp.broadcast_params(module)
+        if cfg.fsdp:
+            if not dp.active() or cfg.lora is not None or self.value is not None:
+                raise ValueError("fsdp needs torchrun with 2+ ranks, and no LoRA or value model")
+            fsdp.shard_model(model)
         self.params = [p for m in self._modules() for p in m.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
             self.params, lr=cfg.lr, betas=cfg.betas, eps=cfg.adam_eps, weight_decay=cfg.weight_decay
@@ -120,6 +125,18 @@ class Trainer:
     # Forward-only passes
     # ---------------------------------------------------------------------------------------------
 
+    def _padded(self, batches: Sequence[PackedBatch]) -> list[PackedBatch]:
+        """Under FSDP, pad with dummy micro-batches to the most any rank runs (they are collectives)."""
+        if not self.cfg.fsdp:
+            return list(batches)
+        keys = (
+            sorted(batches[0].extras)
+            if batches
+            else ["adv", "w", "old"] + (["ref"] if self.ref_model else [])
+        )
+        missing = fsdp.max_over_ranks(len(batches)) - len(batches)
+        return list(batches) + [fsdp.dummy_batch(keys) for _ in range(missing)]
+
     def _scatter(self, batch: PackedBatch, values: torch.Tensor) -> torch.Tensor:
         full = torch.zeros(batch.num_tokens, dtype=torch.float32)
         full[batch.model_positions()] = values.detach().float().cpu()
@@ -132,7 +149,7 @@ class Trainer:
         """Per micro-batch: [T] arrays old (policy log-probs), and ref / v_old when configured."""
         for module in self._modules():
             module.eval()
-        for batch in batches:
+        for batch in self._padded(batches):
             out: dict[str, torch.Tensor] = {}
             with self._autocast():
                 res = packed_forward(
@@ -245,13 +262,16 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         metrics = Metrics()
         metrics.merge(step.metrics)
-        for batch in step.micro:
+        for batch in self._padded(step.micro):
             loss = self._micro_loss(batch, metrics)
-            loss.backward()
+            (loss * dp.world_size() if self.cfg.fsdp else loss).backward()  # FSDP averages over ranks
             metrics.add("loss/total", float(loss.detach()), 0.0)
-        dp.all_reduce_grads(self.params)
+        if not self.cfg.fsdp:  # FSDP reduce-scatters (sums) the gradients in backward
+            dp.all_reduce_grads(self.params)
         clip = self.cfg.grad_clip if self.cfg.grad_clip is not None else float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self.params, clip)
+        if hasattr(grad_norm, "full_tensor"):  # a DTensor under FSDP
+            grad_norm = grad_norm.full_tensor()
         lr = float(self.scheduler.get_last_lr()[0])
         self.optimizer.step()
         self.scheduler.step()
@@ -288,10 +308,14 @@ class Trainer:
         a full fine-tune are the live parameters, so an engine must copy them before the next step)."""
         if is_lora(self.model):
             return merged_state_dict(self.model)
+        if self.cfg.fsdp:
+            return fsdp.full_state_dict(self.model)  # rank 0 only
         return {k: v.detach() for k, v in self.model.state_dict().items()}
 
     def save(self, root: str | Path) -> Path:
         """Checkpoint everything needed for an exact resume under `root/step-<n>/`."""
+        if self.cfg.fsdp:
+            raise NotImplementedError("checkpoints of FSDP-sharded trainers are not implemented yet")
         payload: dict[str, Any] = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
