@@ -276,3 +276,28 @@ def test_collect_trees_counts_every_rollout_and_keeps_only_ok_trees() -> None:
     strict = cfg.model_copy(update={"trace": cfg.trace.model_copy(update={"max_live_leaves": 0})})
     dropped = collect_trees([ok], strict)
     assert dropped.labels == {"filtered:over_branching": 1} and dropped.samples == []
+
+
+async def test_ppo_trains_where_grpo_has_no_signal(tmp_path: Path) -> None:
+    """A constant reward of 0.5: GRPO skips the step; PPO's value head (zero at first) gives R - V."""
+    half = {"shell": {"command": f"{CURL} && echo 80000000 > score.txt"}}
+    records = {}
+    for algorithm in ("grpo", "ppo"):
+        cfg = make_cfg(
+            tmp_path / algorithm,
+            algorithm=algorithm,
+            tasks_per_step=1,
+            harnesses=["shell"],
+            harness_options=half,
+        )
+        trainer = build_trainer(cfg)
+        loop = TrainLoop(cfg, TASKS[:1], trainer, build_engine(cfg.engine), echo=lambda _: None)
+        (records[algorithm],) = await loop.run()
+    grpo, ppo = records["grpo"], records["ppo"]
+    assert grpo["status"] == ppo["status"] == {"ok": 2}
+    assert grpo["trained"] is False and grpo["skip_reason"] == "zero_advantage"
+    assert grpo["optimizer_step"] == 0 and grpo["weights_version"] == 0
+    assert ppo["trained"] is True and ppo["optimizer_step"] == 1 and ppo["weights_version"] == 1
+    assert ppo["reward"]["mean"] == pytest.approx(0x80000000 / 0xFFFFFFFF)
+    assert ppo["trainer"]["value/mse"] == pytest.approx(ppo["reward"]["mean"] ** 2, rel=1e-5)
+    assert ppo["trainer"]["grad_norm"] > 0.0
