@@ -5,9 +5,17 @@ of time (the model costs ~0, so this is nearly pure asyncio overhead). Proxy: th
 live proxy (uvicorn, in a child process so that it has its own interpreter), called over HTTP/1.1
 keep-alive connections by a minimal raw-socket client, one connection and one session per concurrent
 harness; a call's latency runs from writing the request to reading the final SSE chunk. Every call
-sends a fresh user message (so nothing is a retry replay), with a ~1 KB system prompt and three tools,
-so the proxy does its real work: parse, render through the Qwen3 chat template, generate, parse the
-output, record, format the events.
+continues its session's conversation with a new user message (so nothing is a retry replay), with a
+~1 KB system prompt and three tools, so the proxy does its real work: parse, splice the recorded ids and
+render the new turn through the Qwen3 chat template, generate, parse the output, record, format the
+events. A session starts a new conversation every 16 calls; `--fresh` makes every call a new one-message
+conversation (rendered from scratch, no splice).
+
+Sessions pause between calls like a harness running tools (`--think-ms`, mean 500 ms, jittered; none
+at 1 session). Without pauses (`--think-ms 0`) the engine costs nothing, so N sessions simply queue
+behind each other and latency measures throughput (~N x the proxy's CPU per call), not added latency.
+The last column is the proxy process's own CPU time per call, the number that decides capacity: one
+proxy process (one event loop) serves about 1 / (CPU per call) calls per second.
 
     .venv/bin/python benchmarks/proxy_overhead.py                 # ~1 minute on two cores
     .venv/bin/python benchmarks/proxy_overhead.py --sessions 1 64 --calls 400
@@ -38,10 +46,32 @@ TOOLS = [
 ]
 
 
+ANSWER = "Done: hello.txt is created."
+TURNS = 16
+"""Calls per conversation: a session starts a new conversation every TURNS calls."""
+FRESH = False
+"""True (--fresh): every call starts a new conversation, so every prompt is rendered from scratch."""
+
+
 def body(session: int, call: int) -> dict[str, Any]:
-    message = f"session {session}, task {call}: create hello.txt"
-    return {"model": "bench", "max_tokens": 64, "stream": True, "system": SYSTEM, "tools": TOOLS,
-            "messages": [{"role": "user", "content": message}]}  # fmt: skip
+    """Call k of a session: the conversation so far (up to TURNS - 1 earlier exchanges) plus a new user
+    task; the proxy splices the recorded ids and tokenizes only the new turn, as in a real rollout."""
+    messages: list[dict[str, Any]] = []
+    first = call if FRESH else call - call % TURNS
+    for k in range(first, call):
+        messages += [
+            {"role": "user", "content": f"session {session}, task {k}"},
+            {"role": "assistant", "content": ANSWER},
+        ]
+    messages.append({"role": "user", "content": f"session {session}, task {call}"})
+    return {
+        "model": "bench",
+        "max_tokens": 64,
+        "stream": True,
+        "system": SYSTEM,
+        "tools": TOOLS,
+        "messages": messages,
+    }
 
 
 # -- the proxy side (child process) ----------------------------------------------------------------------
@@ -51,7 +81,7 @@ async def serve(n_sessions: int) -> None:
     from harnessrl.proxy.server import ProxyServer
     from harnessrl.proxy.testing import scripted_deps
 
-    deps = scripted_deps(["Done: hello.txt is created."])
+    deps = scripted_deps([ANSWER])
     async with ProxyServer(deps, port=0) as server:
         tokens = [deps.sessions.open(f"bench{i}").token for i in range(n_sessions)]
         print(json.dumps({"url": server.url, "tokens": tokens}), flush=True)
@@ -171,8 +201,11 @@ def main() -> None:
     )
     parser.add_argument("--think-ms", type=float, default=500.0, help="mean pause between a session's calls")
     parser.add_argument("--min-calls", type=int, default=2, help="calls per session at least")
+    parser.add_argument("--fresh", action="store_true", help="one-call conversations (no splicing)")
     parser.add_argument("--serve", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global FRESH
+    FRESH = args.fresh
     if args.serve:
         asyncio.run(serve(args.serve))
         return
@@ -195,7 +228,7 @@ def main() -> None:
 async def run_all(args: argparse.Namespace, server: dict[str, Any]) -> None:
     from harnessrl.proxy.testing import scripted_deps
 
-    deps = scripted_deps(["Done: hello.txt is created."])
+    deps = scripted_deps([ANSWER])
     await measure(4, 5, 0.0, server, deps.engine, deps.fmt)  # warm up both paths
     header = f"{'sessions':>8} {'calls':>6} | {'direct p50':>10} {'p99':>7} | {'proxy p50':>9} {'p99':>7} |"
     header += f" {'added p50':>9} {'p99':>7} | {'ratio p50':>9} {'p99':>6} | {'proxy CPU/call':>14}"
