@@ -82,13 +82,15 @@ def packed_hidden(model: Any, batch: PackedBatch, attention: Attention = "sdpa")
 
 
 def _head_logprobs(
-    head: Any, rows: torch.Tensor, targets: torch.Tensor, temperature: float
-) -> tuple[torch.Tensor, torch.Tensor]:
+    head: Any, rows: torch.Tensor, targets: torch.Tensor, temperature: float, entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     logits = head(rows).float()
     if temperature != 1.0:
         logits = logits / temperature
     logp_all = F.log_softmax(logits, dim=-1)
     logp = logp_all.gather(-1, targets[:, None]).squeeze(-1)
+    if not entropy:
+        return logp, None
     with torch.no_grad():
         ent = -(logp_all.exp() * logp_all).sum(-1)
     return logp, ent
@@ -112,11 +114,12 @@ def token_logprobs(
     for start in range(0, max(1, rows.shape[0]), chunk):
         r, t = rows[start : start + chunk], targets[start : start + chunk]
         if torch.is_grad_enabled() and rows.shape[0] > chunk:
-            lp, en = checkpoint(_head_logprobs, head, r, t, temperature, use_reentrant=False)
+            lp, en = checkpoint(_head_logprobs, head, r, t, temperature, entropy, use_reentrant=False)
         else:
-            lp, en = _head_logprobs(head, r, t, temperature)
+            lp, en = _head_logprobs(head, r, t, temperature, entropy)
         logps.append(lp)
-        ents.append(en)
+        if en is not None:
+            ents.append(en)
     return torch.cat(logps), (torch.cat(ents) if entropy else None)
 
 
