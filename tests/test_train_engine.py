@@ -71,3 +71,55 @@ async def test_engine_and_trainer_logprobs_agree(temperature: float) -> None:
         assert worst_gap(trainer, after) < 1e-5
     finally:
         await engine.close()
+
+
+@pytest.mark.slow
+async def test_smollm2_engine_and_trainer_logprobs_agree() -> None:
+    """(d) with the embedded default model (SmolLM2-135M-Instruct, tied embeddings, 49k vocabulary)."""
+    from harnessrl.engines.models import load_model, load_tokenizer
+
+    tok = load_tokenizer("default")
+    engine = HFEngine(load_model("default"), tok, max_batch=2, seed=0)
+    trainer = Trainer(load_model("default"), TrainerConfig(lr=1e-5, temperature=0.8))
+    try:
+        chat = [{"role": "user", "content": "Name a colour."}]
+        text = tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        ids = tok.encode(text, add_special_tokens=False)
+        sp = SamplingParams(temperature=0.8, max_tokens=16, seed=1)
+        samples = []
+        for k in range(2):
+            res = await engine.generate(ids, sp)
+            n = len(res.output_ids)
+            nodes = [
+                TreeNode(
+                    node_id=0, parent=-1, tokens=ids, model_mask=[False] * len(ids), logprobs=[0.0] * len(ids)
+                ),
+                TreeNode(
+                    node_id=1,
+                    parent=0,
+                    tokens=res.output_ids,
+                    model_mask=[True] * n,
+                    logprobs=res.output_logprobs,
+                ),
+            ]
+            samples.append(
+                TreeSample(rollout_id=f"s{k}", group_id="g", reward=float(k), nodes=nodes, paths=[[0, 1]])
+            )
+        gap = worst_gap(trainer, samples)
+        layouts = [layout_tree(x) for x in samples]
+        trainer.step(layouts, [broadcast(L, a) for L, a in zip(layouts, (-1.0, 1.0), strict=True)])
+        await engine.update_weights({k: v.clone() for k, v in trainer.weights().items()})
+        res = await engine.generate(ids, sp)
+        after = samples[0].model_copy(deep=True)
+        after.nodes[1] = TreeNode(
+            node_id=1,
+            parent=0,
+            tokens=res.output_ids,
+            model_mask=[True] * len(res.output_ids),
+            logprobs=res.output_logprobs,
+        )
+        gap_after = worst_gap(trainer, [after])
+        print(f"SmolLM2 engine vs trainer max |logp diff| = {gap:.2e} before, {gap_after:.2e} after a step")
+        assert gap < 1e-4 and gap_after < 1e-4
+    finally:
+        await engine.close()
