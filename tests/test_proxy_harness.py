@@ -2,6 +2,9 @@
 run directly on the host in a temporary workspace: the harness must run the scripted tool call, finish
 with `done`, and its second call must be spliced onto the first (token-in-token-out on real traffic).
 
+OpenClaw runs once per API it can speak; with chat and Anthropic it moves a context message to the end
+of each request, so its second call must be marked `retokenized` (a new branch), never spliced.
+
 Marked `harness`; skipped when the binaries are not installed (`harnessrl harness install`).
 """
 
@@ -16,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from harnessrl.harnesses import claude_code, codex
+from harnessrl.harnesses import claude_code, codex, openclaw
 from harnessrl.harnesses.install import cache_root
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.testing import scripted_proxy, turn_from_decision
@@ -26,6 +29,7 @@ pytestmark = pytest.mark.harness
 BIN = cache_root() / "harnesses"
 CLAUDE = BIN / f"claude-code-{claude_code.VERSION}" / "node_modules" / ".bin" / "claude"
 CODEX = BIN / f"codex-{codex.VERSION}" / "node_modules" / ".bin" / "codex"
+OPENCLAW_DIR = BIN / f"openclaw-{openclaw.VERSION}"
 
 
 def decisions(shared: Path, folder: str) -> list[Any]:
@@ -40,14 +44,16 @@ def proxy(request: pytest.FixtureRequest, shared_fixtures: Path) -> Iterator[Thr
     server.stop()
 
 
-def assert_two_spliced_calls(calls: list[ModelCall], tool: str) -> None:
+def assert_two_calls(calls: list[ModelCall], tool: str, render: str = "spliced") -> None:
+    """Call 1 made the tool call, call 2 said `done`; call 2 spliced onto call 1 (or `retokenized`)."""
     first, second = calls
     assert [t.name for t in first.tool_calls] == [tool]
+    if render == "retokenized":
+        assert (second.text, second.render, second.spliced_from) == ("done", "retokenized", None)
+        return
     assert (second.text, second.render, second.spliced_from) == ("done", "spliced", first.call_id)
-    assert (
-        second.prompt_ids[: len(first.prompt_ids) + len(first.output_ids)]
-        == first.prompt_ids + first.output_ids
-    )
+    prefix = first.prompt_ids + first.output_ids
+    assert second.prompt_ids[: len(prefix)] == prefix
 
 
 @pytest.mark.skipif(not CLAUDE.exists(), reason="Claude Code is not installed")
@@ -77,7 +83,7 @@ def test_claude_code_through_the_proxy(proxy: ThreadedProxyServer, tmp_path: Pat
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1])["result"] == "done"
     assert (work / "hello.txt").read_text() == "hi"
-    assert_two_spliced_calls(proxy.server.deps.sessions.calls("claude"), "Bash")
+    assert_two_calls(proxy.server.deps.sessions.calls("claude"), "Bash")
 
 
 @pytest.mark.skipif(not CODEX.exists(), reason="Codex is not installed")
@@ -115,4 +121,57 @@ def test_codex_through_the_proxy(proxy: ThreadedProxyServer, tmp_path: Path) -> 
     messages = [e["item"]["text"] for e in events if e.get("item", {}).get("type") == "agent_message"]
     assert messages == ["done"]
     assert (work / "hello.txt").read_text() == "hi"
-    assert_two_spliced_calls(proxy.server.deps.sessions.calls("codex"), "exec_command")
+    assert_two_calls(proxy.server.deps.sessions.calls("codex"), "exec_command")
+
+
+OPENCLAW_APIS = {
+    "openclaw-responses": ("openai-responses", "spliced"),
+    "openclaw-chat": ("openai-completions", "retokenized"),
+    "openclaw-anthropic": ("anthropic-messages", "retokenized"),
+}
+
+
+@pytest.mark.slow  # OpenClaw starts in 10-20 s on two cores; ~30 s per API here
+@pytest.mark.skipif(not (OPENCLAW_DIR / openclaw.NODE_BIN).exists(), reason="OpenClaw is not installed")
+@pytest.mark.parametrize("proxy", sorted(OPENCLAW_APIS), indirect=True)
+def test_openclaw_through_the_proxy(
+    proxy: ThreadedProxyServer, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    api, render = OPENCLAW_APIS[request.node.callspec.params["proxy"]]
+    info = proxy.server.deps.sessions.open("openclaw")
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir(), home.mkdir()
+    cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+    model = {"id": "policy", "name": "policy", "reasoning": False, "input": ["text"], "cost": cost}
+    model |= {"contextWindow": 131072, "maxTokens": 4096}
+    base = info.base_url if api == "anthropic-messages" else info.openai_base_url
+    provider = {"baseUrl": base, "apiKey": info.token, "api": api, "models": [model]}
+    config = {
+        "models": {"providers": {"harnessrl": provider}},
+        "agents": {"defaults": {"model": {"primary": "harnessrl/policy"}}},
+    }
+    (home / "cfg.json5").write_text(json.dumps(config))
+    env = {**os.environ, "HOME": str(home), "NO_COLOR": "1"}
+    env["PATH"] = f"{OPENCLAW_DIR / openclaw.NODE_BIN}:{env['PATH']}"
+    argv = [
+        str(OPENCLAW_DIR / "node_modules" / ".bin" / "openclaw"),
+        "agent",
+        "exec",
+        "--config",
+        str(home / "cfg.json5"),
+    ]
+    argv += [
+        "--cwd",
+        str(work),
+        "--model",
+        "harnessrl/policy",
+        "--timeout",
+        "120",
+        "--json",
+        "create hello.txt",
+    ]
+    done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout[done.stdout.find("{") :])["final"] == "done"
+    assert (work / "hello.txt").read_text() == "hi"
+    assert_two_calls(proxy.server.deps.sessions.calls("openclaw"), "exec", render)
