@@ -55,6 +55,11 @@ def test_probes_and_models(server: ThreadedProxyServer) -> None:
     models = httpx.get(server.url + "/v1/models").json()
     assert [m["id"] for m in models["data"]] == ["harnessrl"]
     assert httpx.get(server.url + "/r/nope/v1/models").status_code == 401
+    assert httpx.get(server.url + "/v1/models/claude-x").json()["id"] == "claude-x"
+    info = open_session(server)
+    assert httpx.head(info.base_url + "/").status_code == 200
+    assert httpx.get(info.openai_base_url + "/models").json()["data"][0]["id"] == "harnessrl"
+    assert httpx.get(server.url + "/r/nope/").status_code == 401
 
 
 def test_unknown_tokens_get_401_in_each_api_shape(server: ThreadedProxyServer) -> None:

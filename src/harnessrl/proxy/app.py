@@ -90,12 +90,12 @@ class ProxyApp:
 
     async def dispatch(self, request: Request) -> Response:
         token, route = split_path(request.url.path)
-        if route in ("/", "") and token is None:
-            return json_response({"status": "ok"})
-        if route == MODELS:
+        if route in ("/", "", MODELS) or route.startswith(MODELS + "/"):
             if token is not None and self.deps.sessions.by_path_token(token) is None:
                 return json_response(openai_error(401, "unknown session token"), 401)
-            return self.models()
+            if route in ("/", ""):
+                return json_response({"status": "ok"})
+            return self.models(route.removeprefix(MODELS).strip("/"))
         dialect = DIALECTS.get("/v1/messages" if route == COUNT_TOKENS else route.rstrip("/"))
         if dialect is None:
             return json_response(openai_error(404, f"no route {request.method} {route}"), 404)
@@ -116,10 +116,14 @@ class ProxyApp:
         sessions = self.deps.sessions
         return sessions.by_path_token(token) if token is not None else sessions.by_api_key(api_key(request))
 
-    def models(self) -> Response:
-        name = self.deps.model_name
+    def models(self, model_id: str) -> Response:
+        """`GET /v1/models` (both APIs' list shapes merged) or `GET /v1/models/<id>` (any id: the harness
+        may ask for the name it was configured with; every name is served by the one policy)."""
+        name = model_id or self.deps.model_name
         entry = {"id": name, "object": "model", "created": 0, "owned_by": "harnessrl", "type": "model"}
         entry |= {"display_name": name, "created_at": "1970-01-01T00:00:00Z"}
+        if model_id:
+            return json_response(entry)
         return json_response(
             {"object": "list", "data": [entry], "has_more": False, "first_id": name, "last_id": name}
         )
