@@ -4,6 +4,7 @@ real Qwen3 tokenizer."""
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import socket
@@ -420,3 +421,20 @@ def test_malformed_or_truncated_output_still_streams_valid_events(max_tokens: in
             assert all(x.tags == ["stream", "malformed_output"] for x in recorded)
     finally:
         server.stop()
+
+
+def test_gzip_bodies_are_decoded_within_the_limit(server: ThreadedProxyServer) -> None:
+    info = open_session(server)
+    url = info.base_url + "/v1/messages"
+    headers = {"content-type": "application/json", "content-encoding": "gzip"}
+    r = httpx.post(url, content=gzip.compress(json.dumps(ANTHROPIC).encode()), headers=headers)
+    assert r.json()["content"] == [{"type": "text", "text": "done"}]
+    bomb = gzip.compress(json.dumps({**ANTHROPIC, "pad": "x" * 100_000}).encode())
+    assert len(bomb) < 4000
+    r = httpx.post(url, content=bomb, headers=headers)
+    assert (r.status_code, r.json()["error"]["type"]) == (413, "request_too_large")
+    r = httpx.post(url, content=b"not gzip", headers=headers)
+    assert r.status_code == 400 and "not valid gzip" in r.json()["error"]["message"]
+    r = httpx.post(url, content=b"{}", headers={**headers, "content-encoding": "zstd"})
+    assert r.status_code == 400 and "content-encoding 'zstd'" in r.json()["error"]["message"]
+    assert len(calls(server, info.rollout_id)) == 1

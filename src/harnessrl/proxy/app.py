@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -79,7 +80,27 @@ async def read_body(request: Request, limit: int) -> bytes:
         if size > limit:
             raise RequestError(f"request body exceeds {limit} bytes", status=413)
         chunks.append(chunk)
-    return b"".join(chunks)
+    return decode_body(b"".join(chunks), request.headers.get("content-encoding", ""), limit)
+
+
+def decode_body(raw: bytes, encoding: str, limit: int) -> bytes:
+    """Undo a `gzip` / `deflate` content-encoding, still within `limit` bytes (413 beyond it); other
+    encodings (zstd, br) are a 400 naming the header."""
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return raw
+    if encoding not in ("gzip", "deflate"):
+        raise RequestError(
+            f"content-encoding {encoding!r} is not supported (gzip, deflate)", param="content-encoding"
+        )
+    inflater = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib header, detected
+    try:
+        out = inflater.decompress(raw, limit + 1)
+    except zlib.error as e:
+        raise RequestError(f"request body is not valid {encoding}: {e}", param="content-encoding") from None
+    if len(out) > limit:
+        raise RequestError(f"decoded request body exceeds {limit} bytes", status=413)
+    return out
 
 
 class ProxyApp:
