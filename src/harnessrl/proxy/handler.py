@@ -224,7 +224,7 @@ def _model_call(call: Call, outcome: Outcome) -> ModelCall:
         tags.append("retry_replay")
     if outcome.malformed:
         tags.append("malformed_output")
-    return ModelCall(
+    return ModelCall.model_construct(  # hot path: fields are already typed; skip validation
         call_id=call.call_id,
         rollout_id=call.session.rollout_id,
         index=call.index,
