@@ -3,10 +3,15 @@
     app = make_app(deps)     # deps: ProxyDeps (engine, chat format, session store, config)
 
 Routes, each also under `/r/<token>`: `POST /v1/messages` (+ `?beta=true`), `POST /v1/messages/count_tokens`,
-`POST /v1/chat/completions`, `POST /v1/responses`, `GET /v1/models`; plus `GET /` and `HEAD /` probes.
-Model routes need a session: the `/r/<token>` prefix, else the API key (`x-api-key` or
+`POST /v1/chat/completions`, `POST /v1/responses`, `GET /v1/models[/<id>]`; plus `GET /` and `HEAD /`
+probes. Model routes need a session: the `/r/<token>` prefix, else the API key (`x-api-key` or
 `Authorization: Bearer`) as a token, else (open mode only) the default session; otherwise 401.
-Order of checks: route (404) -> session (401) -> body size (413) -> JSON (400) -> fields (400).
+Order of checks: route (404) -> session (401) -> body size, after gzip/deflate decoding (413) -> JSON
+(400) -> fields (400).
+
+Streaming: a turn that is done within one keep-alive interval is sent as one complete SSE body (with
+Content-Length); a slower one is streamed: the API's head events (or a keep-alive), keep-alives every
+`keepalive_s`, then the rest of the events.
 """
 
 from __future__ import annotations
