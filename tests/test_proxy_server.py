@@ -8,6 +8,7 @@ import gzip
 import itertools
 import json
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -438,3 +439,24 @@ def test_gzip_bodies_are_decoded_within_the_limit(server: ThreadedProxyServer) -
     r = httpx.post(url, content=b"{}", headers={**headers, "content-encoding": "zstd"})
     assert r.status_code == 400 and "content-encoding 'zstd'" in r.json()["error"]["message"]
     assert len(calls(server, info.rollout_id)) == 1
+
+
+def test_stop_returns_while_a_stream_is_in_flight() -> None:
+    server = scripted_proxy(["done"], delay_s=60, config=ProxyConfig(keepalive_s=0.2)).start()
+    info = server.server.deps.sessions.open("stuck")
+    errors: list[BaseException] = []
+
+    def client() -> None:
+        try:
+            httpx.post(info.base_url + "/v1/messages", json={**ANTHROPIC, "stream": True}, timeout=120)
+        except httpx.HTTPError as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=client, daemon=True)
+    thread.start()
+    time.sleep(1.0)
+    start = time.monotonic()
+    server.stop()
+    assert time.monotonic() - start < 15
+    thread.join(timeout=15)
+    assert not thread.is_alive()

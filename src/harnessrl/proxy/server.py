@@ -53,6 +53,7 @@ class ProxyServer:
             lifespan="off",
             access_log=False,
             timeout_keep_alive=600,
+            timeout_graceful_shutdown=5,  # in-flight streams get 5 s, then stop() returns
         )
         self._server = uvicorn.Server(config)
         self._task = asyncio.ensure_future(self._server.serve(sockets=[sock]))
