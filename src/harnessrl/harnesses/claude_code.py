@@ -76,11 +76,18 @@ class ClaudeCode:
             )
         is_error = bool(result.get("is_error")) or result.get("subtype") != "success"
         final = result.get("result")
+        final = final if isinstance(final, str) else ""
+        ok = res.returncode == 0 and not is_error and not res.timed_out
+        error = ""
+        if is_error:  # `subtype` may still say "success": the reason is in the result text
+            error = f"{result.get('subtype', '')}: {final}".strip(": ")
+        elif not ok:
+            error = stderr_tail(res)
         return HarnessResult(
-            ok=res.returncode == 0 and not is_error and not res.timed_out,
+            ok=ok,
             exit_code=res.returncode,
-            final_message=final if isinstance(final, str) else "",
+            final_message=final,
             timed_out=res.timed_out,
-            error=str(result.get("subtype", "")) if is_error else "",
+            error=error,
             turns=result.get("num_turns"),
         )
