@@ -148,3 +148,24 @@ async def test_agent_cannot_see_reward_or_other_rollouts(proxy: ProxyServer, tmp
     assert (ws / "found.txt").read_text() == ""
     assert "secret" not in (ws / "leak.txt").read_text()
     assert "reward" not in (ws / "listing.txt").read_text().split()
+
+
+async def test_pooled_sandboxes_give_the_same_results(proxy: ProxyServer, tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    settings = RunnerSettings(out_dir=tmp_path / "runs", sandbox=SandboxConfig(pool_size=2), concurrency=1)
+    runner = RolloutRunner(proxy.deps.sessions, ("127.0.0.1", proxy.port), settings)
+    try:
+        jobs = [
+            RolloutJob(task, "shell", f"p{i}", options={"command": "printf hi > out.txt"}) for i in range(3)
+        ]
+        rollouts = await runner.run_many(jobs)
+        pool = runner._pools[task.input_mount_dir]
+        assert pool.hits >= 1  # the first acquire creates directly, later ones find prewarmed sandboxes
+    finally:
+        await runner.close()
+    assert [r.reward for r in rollouts] == [1.0, 1.0, 1.0]
+    for i in range(3):
+        ws = tmp_path / "runs" / f"p{i}" / "workspace"
+        assert sorted(p.name for p in ws.iterdir()) == ["README.md", "out.txt"]
+        assert "+++ b/out.txt" in (tmp_path / "runs" / f"p{i}" / "workspace.diff").read_text()
+    assert pool.idle == 0  # closed: no prewarmed sandbox left behind

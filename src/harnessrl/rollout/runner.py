@@ -7,7 +7,8 @@ For each rollout, in this order (every step's failure becomes a status, never an
 
     1. materialise the task workspace into <out_dir>/<rollout_id>/workspace    (task files only)
     2. create the sandbox (workspace bound rw at the task's mount dir, only the model endpoint
-       reachable)                                                    -> sandbox_error
+       reachable), or take a prewarmed one from the pool when `sandbox.pool_size` > 0 and copy
+       the workspace in                                              -> sandbox_error
     3. open a proxy session; the harness gets `<endpoint inside>/r/<token>` and the token as API key
     4. launch the harness headless; wait up to `timeout_s`          -> timeout / harness_error
     5. close the session: the captured calls (partial ones too)     -> engine_error if a call failed
@@ -24,7 +25,6 @@ while the checker reads it. Statuses follow DESIGN invariant 3 (exactly one per 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import shutil
@@ -42,6 +42,7 @@ from harnessrl.harnesses.run import harness_binds, run_harness
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.sandbox import Sandbox, SandboxSpec
+from harnessrl.sandbox.pool import SandboxPool
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.tasks import materialize_workspace
 from harnessrl.types import HarnessError, ModelCall, Rollout, RolloutStatus, SandboxError, Task, VerifierError
@@ -100,6 +101,7 @@ class RolloutRunner:
         self.judge = judge
         self._checker_runner = checker_runner or self._default_checker_runner
         self._slots = asyncio.Semaphore(max(1, settings.concurrency))
+        self._pools: dict[str, SandboxPool] = {}
 
     def _default_checker_runner(self) -> CommandRunner | None:
         if self.settings.sandbox.backend != "bwrap":
@@ -162,16 +164,8 @@ class RolloutRunner:
         except (KeyError, HarnessError) as e:
             _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"unknown harness {job.harness!r}: {e}")
             return None
-        spec = SandboxSpec(
-            backend=self.settings.sandbox.backend,
-            workspace=workspace,
-            mount_dir=job.task.input_mount_dir,
-            ro_binds=harness_binds(self.settings.harness_cache),
-            endpoint=self.endpoint,
-            memory_mb=self.settings.sandbox.memory_mb,
-        )
         try:
-            sandbox = await Sandbox.create(spec)
+            sandbox = await self._open_sandbox(job.task, workspace)
         except SandboxError as e:
             _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
             return None
@@ -199,11 +193,52 @@ class RolloutRunner:
             _set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
         finally:
             rollout.calls = self.sessions.close(job.rollout_id)
-            with contextlib.suppress(Exception):
-                await sandbox.destroy()
+            await self._close_sandbox(sandbox, workspace)
         if result is not None:
             _status_from_harness(rollout, result)
         return raw
+
+    def _spec(self, task: Task, workspace: Path | None) -> SandboxSpec:
+        return SandboxSpec(
+            backend=self.settings.sandbox.backend,
+            workspace=workspace,
+            mount_dir=task.input_mount_dir,
+            ro_binds=harness_binds(self.settings.harness_cache),
+            endpoint=self.endpoint,
+            memory_mb=self.settings.sandbox.memory_mb,
+        )
+
+    async def _open_sandbox(self, task: Task, workspace: Path) -> Sandbox:
+        """A fresh sandbox with `workspace` bound, or (pool_size > 0) a prewarmed one filled with a copy.
+
+        Pools are kept per mount point (tasks of one set share it); a pooled sandbox owns its
+        workspace, which `_close_sandbox` moves back to `workspace` once everything inside is dead.
+        """
+        size = self.settings.sandbox.pool_size
+        if size <= 0:
+            return await Sandbox.create(self._spec(task, workspace))
+        pool = self._pools.get(task.input_mount_dir)
+        if pool is None:
+            pool = self._pools[task.input_mount_dir] = SandboxPool(self._spec(task, None), size)
+        sandbox = await pool.acquire()
+        shutil.copytree(workspace, sandbox.host_workspace, symlinks=True, dirs_exist_ok=True)
+        return sandbox
+
+    async def _close_sandbox(self, sandbox: Sandbox, workspace: Path) -> None:
+        """Destroy the agent's sandbox; a pooled one hands its final workspace back first."""
+        pooled = sandbox.spec.workspace is None
+        if pooled:
+            shutil.rmtree(workspace, ignore_errors=True)
+        try:
+            await sandbox.destroy(keep_workspace=workspace if pooled else None)
+        except Exception:  # teardown is best effort here: the finaliser still kills and removes
+            log.exception("destroying sandbox %s failed", sandbox.id)
+
+    async def close(self) -> None:
+        """Destroy the prewarmed sandboxes of every pool (rollouts in flight keep theirs)."""
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            await pool.close()
 
     async def _score(self, task: Task, workspace: Path, rollout: Rollout) -> None:
         """Step 6: the checker (and judge) on the final workspace; failures -> verifier_error."""

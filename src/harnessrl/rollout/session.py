@@ -109,6 +109,8 @@ class RolloutStack:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self.runner is not None:
+            await self.runner.close()
         await self.server.stop()
         close: Any = getattr(self.engine, "close", None)
         if close is not None:
