@@ -5,13 +5,14 @@ with `done`, and its second call must be spliced onto the first (token-in-token-
 OpenClaw runs once per API it can speak; with chat and Anthropic it moves a context message to the end
 of each request, so its second call must be marked `retokenized` (a new branch), never spliced.
 
-Marked `harness`; skipped when the binaries are not installed (`harnessrl harness install`).
+Marked `harness`; each test installs its pinned harness on first use (skipped only without npm).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 
 from harnessrl.harnesses import claude_code, codex, openclaw
 from harnessrl.harnesses.install import cache_root
+from harnessrl.harnesses.registry import get_harness
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.testing import scripted_proxy, turn_from_decision
 from harnessrl.types import ModelCall
@@ -30,6 +32,13 @@ BIN = cache_root() / "harnesses"
 CLAUDE = BIN / f"claude-code-{claude_code.VERSION}" / "node_modules" / ".bin" / "claude"
 CODEX = BIN / f"codex-{codex.VERSION}" / "node_modules" / ".bin" / "codex"
 OPENCLAW_DIR = BIN / f"openclaw-{openclaw.VERSION}"
+
+
+def install(name: str) -> None:
+    """Install the pinned harness on first use, as CI does (skip only where npm is missing)."""
+    if shutil.which("npm") is None:
+        pytest.skip("npm is needed to install the harnesses")
+    get_harness(name).ensure_installed()
 
 
 def decisions(shared: Path, folder: str) -> list[Any]:
@@ -56,9 +65,9 @@ def assert_two_calls(calls: list[ModelCall], tool: str, render: str = "spliced")
     assert second.prompt_ids[: len(prefix)] == prefix
 
 
-@pytest.mark.skipif(not CLAUDE.exists(), reason="Claude Code is not installed")
 @pytest.mark.parametrize("proxy", ["claude-code-bare"], indirect=True)
 def test_claude_code_through_the_proxy(proxy: ThreadedProxyServer, tmp_path: Path) -> None:
+    install("claude-code")
     info = proxy.server.deps.sessions.open("claude")
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir(), home.mkdir()
@@ -86,9 +95,9 @@ def test_claude_code_through_the_proxy(proxy: ThreadedProxyServer, tmp_path: Pat
     assert_two_calls(proxy.server.deps.sessions.calls("claude"), "Bash")
 
 
-@pytest.mark.skipif(not CODEX.exists(), reason="Codex is not installed")
 @pytest.mark.parametrize("proxy", ["codex-responses"], indirect=True)
 def test_codex_through_the_proxy(proxy: ThreadedProxyServer, tmp_path: Path) -> None:
+    install("codex")
     info = proxy.server.deps.sessions.open("codex")
     work, codex_home = tmp_path / "work", tmp_path / "home" / ".codex"
     work.mkdir(), codex_home.mkdir(parents=True)
@@ -132,11 +141,11 @@ OPENCLAW_APIS = {
 
 
 @pytest.mark.slow  # OpenClaw starts in 10-20 s on two cores; ~30 s per API here
-@pytest.mark.skipif(not (OPENCLAW_DIR / openclaw.NODE_BIN).exists(), reason="OpenClaw is not installed")
 @pytest.mark.parametrize("proxy", sorted(OPENCLAW_APIS), indirect=True)
 def test_openclaw_through_the_proxy(
     proxy: ThreadedProxyServer, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    install("openclaw")
     api, render = OPENCLAW_APIS[request.node.callspec.params["proxy"]]
     info = proxy.server.deps.sessions.open("openclaw")
     work, home = tmp_path / "work", tmp_path / "home"
