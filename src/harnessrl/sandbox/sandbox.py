@@ -291,6 +291,8 @@ class Sandbox:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 await proc.wait()
+                if proc.stdin is not None:  # lets the transport close now, not in a GC after the loop
+                    proc.stdin.close()
             if keep_workspace is not None and self.spec.workspace is None:
                 shutil.move(self.host_workspace, keep_workspace)
         finally:
