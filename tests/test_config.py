@@ -44,3 +44,13 @@ def test_bad_toml_names_file(tmp_path: Path) -> None:
 def test_malformed_override() -> None:
     with pytest.raises(ConfigError, match=r"section\.key=value"):
         load_config(None, ["justakey"])
+
+
+def test_flag_overrides_skip_unset_and_quote_strings() -> None:
+    from harnessrl.config import flag_overrides
+
+    flags = {"rollout.n": 4, "engine.model": '/ckpt/a "b"', "tasks.split": None, "rollout.timeout_s": 2.5}
+    extra = flag_overrides(flags)
+    assert extra == ["rollout.n=4", 'engine.model="/ckpt/a \\"b\\""', "rollout.timeout_s=2.5"]
+    cfg = load_config(None, extra)
+    assert (cfg.rollout.n, cfg.engine.model, cfg.rollout.timeout_s) == (4, '/ckpt/a "b"', 2.5)

@@ -9,6 +9,7 @@ runtime objects; runtime objects never read global config.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -211,6 +212,14 @@ def merge_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
             node = child
         node[parts[-1]] = value
     return data
+
+
+def flag_overrides(flags: dict[str, Any]) -> list[str]:
+    """CLI flags `{"rollout.n": 4, "engine.model": "/ckpt"}` as dotted overrides; None means unset.
+
+    Values are written as JSON, which is valid TOML for strings, numbers and booleans.
+    """
+    return [f"{k}={json.dumps(v)}" for k, v in flags.items() if v is not None]
 
 
 def _format_validation(err: ValidationError, origin: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -13,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harnessrl.config import Config, ConfigError, load_config
+from harnessrl.config import Config, ConfigError, flag_overrides, load_config
 from harnessrl.rollout.runner import RolloutJob, dump_summary, summarize
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.tasks import load_tasks
@@ -21,8 +20,7 @@ from harnessrl.types import EngineError, Rollout, RolloutStatus, TaskError
 
 
 def _config(config: Path | None, overrides: list[str], **flags: object) -> Config:
-    # JSON strings are valid TOML strings, so each flag becomes an ordinary dotted override.
-    extra = [f"{k}={json.dumps(v)}" for k, v in flags.items() if v is not None]
+    extra = flag_overrides(flags)
     try:
         return load_config(config, [*extra, *overrides])
     except ConfigError as e:

@@ -8,14 +8,13 @@ embedded engine, Claude Code `--bare`, the bundled warmup tasks, two short steps
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from harnessrl.config import Config, ConfigError, load_config
+from harnessrl.config import Config, ConfigError, flag_overrides, load_config
 from harnessrl.tasks import load_configured
 from harnessrl.types import EngineError, Task, TaskError
 
@@ -25,7 +24,7 @@ DEMO_CONFIG = Path(__file__).with_name("demo.toml")
 
 def train_config(config: Path | None, overrides: list[str], **flags: object) -> Config:
     """The run config: a file (default: the demo), the flags, then the -o overrides (last wins)."""
-    extra = [f"{k}={json.dumps(v)}" for k, v in flags.items() if v is not None]
+    extra = flag_overrides(flags)
     try:
         return load_config(config if config is not None else DEMO_CONFIG, [*extra, *overrides])
     except ConfigError as e:
