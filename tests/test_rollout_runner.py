@@ -57,15 +57,31 @@ async def proxy():
         yield server
 
 
-def runner_for(server: ProxyServer, out: Path, timeout_s: float = 30.0) -> RolloutRunner:
-    settings = RunnerSettings(out_dir=out, timeout_s=timeout_s, concurrency=4, sandbox=SandboxConfig())
-    return RolloutRunner(server.deps.sessions, ("127.0.0.1", server.port), settings)
+@pytest.fixture
+async def make_runner(proxy: ProxyServer, tmp_path: Path):
+    """Runners on the proxy, writing under tmp_path/runs; closed (with their pools) at teardown."""
+    made: list[RolloutRunner] = []
+
+    def make(timeout_s: float = 30.0, pool_size: int | None = None, concurrency: int = 4) -> RolloutRunner:
+        settings = RunnerSettings(
+            out_dir=tmp_path / "runs",
+            timeout_s=timeout_s,
+            concurrency=concurrency,
+            sandbox=SandboxConfig(pool_size=pool_size),
+        )
+        made.append(RolloutRunner(proxy.deps.sessions, ("127.0.0.1", proxy.port), settings))
+        return made[-1]
+
+    yield make
+    for runner in made:
+        await runner.close()
 
 
-async def test_batch_of_good_and_faulty_rollouts(proxy: ProxyServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("pool_size", [None, 0], ids=["pooled", "fresh"])
+async def test_batch_of_good_and_faulty_rollouts(make_runner, tmp_path: Path, pool_size: int | None) -> None:
     task = make_task(tmp_path)
     bad_mount = task.model_copy(update={"input_mount_dir": "/dev/null/ws"})
-    runner = runner_for(proxy, tmp_path / "runs", timeout_s=8.0)
+    runner = make_runner(timeout_s=8.0, pool_size=pool_size)
     # Call order matters for the engine fault (the engine's 3rd call fails): run the good one first.
     good = await runner.run(
         RolloutJob(task, "shell", "good", options={"command": f"{CURL} && printf hi > out.txt"})
@@ -107,9 +123,9 @@ async def test_batch_of_good_and_faulty_rollouts(proxy: ProxyServer, tmp_path: P
     assert summary["mean_reward_ok"] == 0.75
 
 
-async def test_artifacts_round_trip(proxy: ProxyServer, tmp_path: Path) -> None:
+async def test_artifacts_round_trip(make_runner, tmp_path: Path) -> None:
     task = make_task(tmp_path)
-    runner = runner_for(proxy, tmp_path / "runs")
+    runner = make_runner()
     r = await runner.run(
         RolloutJob(task, "shell", "r1", options={"command": f"{CURL} && printf hi > out.txt"})
     )
@@ -132,9 +148,12 @@ async def test_artifacts_round_trip(proxy: ProxyServer, tmp_path: Path) -> None:
     assert back.calls == r.calls and back.reward == 1.0 and back.status is RolloutStatus.OK
 
 
-async def test_agent_cannot_see_reward_or_other_rollouts(proxy: ProxyServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("pool_size", [None, 0], ids=["pooled", "fresh"])
+async def test_agent_cannot_see_reward_or_other_rollouts(
+    make_runner, tmp_path: Path, pool_size: int | None
+) -> None:
     task = make_task(tmp_path)
-    runner = runner_for(proxy, tmp_path / "runs")
+    runner = make_runner(pool_size=pool_size)
     await runner.run(RolloutJob(task, "shell", "first", options={"command": "printf secret > mine.txt"}))
     probe = (
         "ls -a > listing.txt; "
@@ -153,19 +172,32 @@ async def test_agent_cannot_see_reward_or_other_rollouts(proxy: ProxyServer, tmp
 async def test_pooled_sandboxes_give_the_same_results(proxy: ProxyServer, tmp_path: Path) -> None:
     task = make_task(tmp_path)
     settings = RunnerSettings(out_dir=tmp_path / "runs", sandbox=SandboxConfig(pool_size=2), concurrency=1)
-    runner = RolloutRunner(proxy.deps.sessions, ("127.0.0.1", proxy.port), settings)
-    try:
+    async with RolloutRunner(proxy.deps.sessions, ("127.0.0.1", proxy.port), settings) as runner:
         jobs = [
             RolloutJob(task, "shell", f"p{i}", options={"command": "printf hi > out.txt"}) for i in range(3)
         ]
         rollouts = await runner.run_many(jobs)
         pool = runner._pools[task.input_mount_dir]
         assert pool.hits >= 1  # the first acquire creates directly, later ones find prewarmed sandboxes
-    finally:
-        await runner.close()
+        assert pool.idle == 2
+    assert runner._pools == {} and pool.idle == 0  # closing the runner destroys the idle sandboxes
     assert [r.reward for r in rollouts] == [1.0, 1.0, 1.0]
     for i in range(3):
         ws = tmp_path / "runs" / f"p{i}" / "workspace"
         assert sorted(p.name for p in ws.iterdir()) == ["README.md", "out.txt"]
         assert "+++ b/out.txt" in (tmp_path / "runs" / f"p{i}" / "workspace.diff").read_text()
     assert pool.idle == 0  # closed: no prewarmed sandbox left behind
+
+
+async def test_pool_follows_concurrency_by_default_and_zero_turns_it_off(make_runner, tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    job = RolloutJob(task, "shell", "d0", options={"command": "printf hi > out.txt"})
+    pooled = make_runner(concurrency=3)
+    assert (await pooled.run(job)).reward == 1.0
+    pool = pooled._pools[task.input_mount_dir]
+    assert pool.size == 3
+    fresh = make_runner(pool_size=0)
+    assert (
+        await fresh.run(RolloutJob(task, "shell", "d1", options={"command": "printf hi > out.txt"}))
+    ).reward == 1.0
+    assert fresh._pools == {}

@@ -104,10 +104,12 @@ class SandboxConfig(Section):
     """bwrap = bubblewrap isolation; local = no isolation (warns on every use)."""
     memory_mb: int | None = 4096
     """Address-space limit per sandbox, where the kernel allows."""
-    pool_size: int = 0
-    """Sandboxes kept prewarmed per workspace mount point (0 = create each rollout's sandbox on demand).
-    A pooled rollout skips sandbox start-up: ~22 ms instead of ~32 ms of isolation cost per rollout on
-    2 idle cores (`benchmarks/sandbox.py`)."""
+    pool_size: int | None = None
+    """Sandboxes kept prewarmed per workspace mount point; None = as many as `rollout.concurrency`,
+    0 = create each rollout's sandbox on demand. A pooled rollout skips sandbox start-up (bwrap plus
+    the in-sandbox agent's interpreter) on its critical path: ~20 ms instead of ~30 ms of isolation
+    cost per rollout on 2 idle cores (`benchmarks/sandbox.py`). The price: each idle sandbox holds
+    two processes (~10 MB), and the task's workspace is copied in and moved out instead of bound."""
 
 
 class RolloutConfig(Section):

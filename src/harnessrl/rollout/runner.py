@@ -1,14 +1,17 @@
 """The rollout runner: one task through one unmodified harness, in a sandbox, against the proxy.
 
-    runner = RolloutRunner(sessions, endpoint=("127.0.0.1", proxy_port), settings=RunnerSettings(...))
-    rollout = await runner.run(RolloutJob(task, "claude-code", rollout_id="r0", group_id="t0/claude-code"))
+    async with RolloutRunner(sessions, ("127.0.0.1", proxy_port), RunnerSettings(...)) as runner:
+        rollout = await runner.run(RolloutJob(task, "claude-code", rollout_id="r0"))
+
+Close the runner (`async with`, or `await runner.close()`) before its event loop ends: it owns the
+pool of prewarmed sandboxes.
 
 For each rollout, in this order (every step's failure becomes a status, never an exception):
 
     1. materialise the task workspace into <out_dir>/<rollout_id>/workspace    (task files only)
     2. create the sandbox (workspace bound rw at the task's mount dir, only the model endpoint
-       reachable), or take a prewarmed one from the pool when `sandbox.pool_size` > 0 and copy
-       the workspace in                                              -> sandbox_error
+       reachable), or, by default, take a prewarmed one from the pool (`sandbox.pool_size`) and
+       copy the workspace in                                         -> sandbox_error
     3. open a proxy session; the harness gets `<endpoint inside>/r/<token>` and the token as API key
     4. launch the harness headless; wait up to `timeout_s`          -> timeout / harness_error
     5. close the session: the captured calls (partial ones too)     -> engine_error if a call failed
@@ -33,6 +36,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from harnessrl.config import SandboxConfig, VerifyConfig
@@ -209,12 +213,14 @@ class RolloutRunner:
         )
 
     async def _open_sandbox(self, task: Task, workspace: Path) -> Sandbox:
-        """A fresh sandbox with `workspace` bound, or (pool_size > 0) a prewarmed one filled with a copy.
+        """A prewarmed sandbox filled with a copy of `workspace`, or (pool_size 0) a fresh one with it bound.
 
         Pools are kept per mount point (tasks of one set share it); a pooled sandbox owns its
         workspace, which `_close_sandbox` moves back to `workspace` once everything inside is dead.
         """
         size = self.settings.sandbox.pool_size
+        if size is None:
+            size = max(1, self.settings.concurrency)
         if size <= 0:
             return await Sandbox.create(self._spec(task, workspace))
         pool = self._pools.get(task.input_mount_dir)
@@ -239,6 +245,14 @@ class RolloutRunner:
         pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             await pool.close()
+
+    async def __aenter__(self) -> RolloutRunner:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
 
     async def _score(self, task: Task, workspace: Path, rollout: Rollout) -> None:
         """Step 6: the checker (and judge) on the final workspace; failures -> verifier_error."""
