@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harnessrl.sandbox import Sandbox, SandboxSpec
-from harnessrl.sandbox.bwrap import bwrap_path
+from harnessrl.sandbox.bwrap import agent_python, bwrap_path
 from harnessrl.sandbox.sandbox import read_output, sweep_stale
 from harnessrl.types import SandboxError
 
@@ -330,3 +330,29 @@ async def test_bridge_streams_without_buffering(tmp_path: Path) -> None:
     assert (first, rest) == ("data: one\n", "\ndata: two\n\n"), res.stderr
     assert t_first < 1.0  # the first event arrived while the server was still holding the second
     assert t_all >= 1.4
+
+
+async def test_agent_runs_compiled_once_and_falls_back_to_its_source(tmp_path: Path) -> None:
+    import harnessrl.sandbox.sandbox as sbmod
+
+    python = agent_python()[0]
+    pyc = sbmod.compiled_agent(python, tmp_path)
+    assert pyc.suffix == ".pyc" and pyc.parent == tmp_path
+    assert sbmod.compiled_agent(python, tmp_path) is pyc  # cached: no second compile
+    assert sorted(p.name for p in tmp_path.iterdir()) == [pyc.name]  # no temp file left behind
+    async with await Sandbox.create(SandboxSpec(base_dir=tmp_path / "sb")) as sb:
+        assert (await sb.exec(["true"])).returncode == 0
+        assert sb._proc is not None
+        cmdline = Path(f"/proc/{sb._proc.pid}/cmdline").read_bytes().split(b"\0")
+        assert str(sbmod.compiled_agent(python)).encode() in cmdline  # the default cache's .pyc runs
+
+    # An interpreter that cannot compile: the agent runs from its source instead.
+    assert sbmod.compiled_agent("/no/such/python", tmp_path / "other") == sbmod.AGENT_FILE
+    # A cached file owned by someone else is never run.
+    if os.getuid() == 0:
+        third = tmp_path / "third"
+        third.mkdir()
+        planted = sbmod.compiled_agent(python, third)
+        sbmod._compiled.clear()
+        os.chown(planted, 12345, 12345)
+        assert sbmod.compiled_agent(python, third) == sbmod.AGENT_FILE

@@ -42,6 +42,18 @@ async def test_pool_prewarms_refills_and_closes(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+async def test_acquire_on_an_empty_pool_waits_for_the_refill_under_way(tmp_path: Path) -> None:
+    async with SandboxPool(SandboxSpec(base_dir=tmp_path), size=1) as pool:
+        first = await pool.acquire()  # starts the refill
+        assert (pool.idle, len(pool._filling)) == (0, 1)
+        second = await pool.acquire()  # takes that refill rather than starting a second creation
+        try:
+            assert pool.hits == 2 and second is not first and second.alive and pool.failed == 0
+        finally:
+            for sb in (first, second):
+                await sb.destroy()
+
+
 async def test_pooled_sandbox_hands_its_final_workspace_over(tmp_path: Path) -> None:
     async with SandboxPool(SandboxSpec(base_dir=tmp_path / "sb"), size=1) as pool:
         sb = await pool.acquire()

@@ -85,11 +85,12 @@ def build_argv(spec: SandboxSpec, root: Path, workspace: Path, agent_file: Path,
     for path in spec.rw_binds:
         argv += ["--bind", str(path), str(path)]
     argv += ["--bind", str(workspace), spec.mount_dir]
-    argv += ["--ro-bind", str(agent_file), f"{AGENT_DIR}/agent.py"]
+    agent = f"{AGENT_DIR}/agent{agent_file.suffix}"
+    argv += ["--ro-bind", str(agent_file), agent]
     argv += ["--bind", str(root / "io"), f"{AGENT_DIR}/io"]
     argv += ["--ro-bind", str(root / "sock"), f"{AGENT_DIR}/sock"]
     argv += ["--chdir", spec.mount_dir, "--"]
     port = spec.listen_port if spec.endpoint is not None else 0
-    argv += [python, "-I", "-S", f"{AGENT_DIR}/agent.py", str(port), f"{AGENT_DIR}/sock/model.sock"]
+    argv += [python, "-I", "-S", agent, str(port), f"{AGENT_DIR}/sock/model.sock"]
     argv += [f"{AGENT_DIR}/io", "1" if reap_all else "0"]
     return argv

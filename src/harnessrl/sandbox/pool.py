@@ -7,8 +7,9 @@
 
 Only sandboxes that own their workspace can be prewarmed (the spec's `workspace` must be None): the
 caller fills `sb.host_workspace` after acquiring. A request for a different spec (another mount
-point, say) bypasses the pool. Refills run in the background; a refill that fails is logged and
-counted in `failed`, and `acquire` then creates one directly (and raises SandboxError if that fails).
+point, say) bypasses the pool. Refills run in the background; `acquire` on an empty pool waits for
+one under way. A refill that fails is logged and counted in `failed`, and `acquire` then creates one
+directly (and raises SandboxError if that fails).
 """
 
 from __future__ import annotations
@@ -64,16 +65,24 @@ class SandboxPool:
             self._ready.append(sb)
 
     async def acquire(self, spec: SandboxSpec | None = None) -> Sandbox:
-        """A running sandbox for `spec` (default: the pool's). The caller destroys it when done."""
+        """A running sandbox for `spec` (default: the pool's). The caller destroys it when done.
+
+        Takes an idle sandbox if there is one; else waits for a creation already under way (starting
+        another one beside it would only make both slower on a busy machine); else creates one now.
+        """
         if spec is not None and spec != self.spec:
             return await Sandbox.create(spec)
-        while self._ready:
-            sb = self._ready.pop()
-            if sb.alive:
-                self.hits += 1
-                self._refill()
-                return sb
-            await sb.destroy()
+        while True:
+            while self._ready:
+                sb = self._ready.pop()
+                if sb.alive:
+                    self.hits += 1
+                    self._refill()
+                    return sb
+                await sb.destroy()
+            if self._closed or not self._filling:
+                break
+            await asyncio.wait(set(self._filling), return_when=asyncio.FIRST_COMPLETED)
         self._refill()
         return await Sandbox.create(self.spec)
 

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import logging
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 import weakref
@@ -99,6 +101,51 @@ def sweep_stale(base: Path | None = None) -> int:
 
 
 _swept: set[Path] = set()
+_compiled: dict[tuple[str, Path], Path] = {}
+
+
+def compiled_agent(python: str, base: Path | None = None) -> Path:
+    """`_agent.py` compiled to a .pyc by the interpreter that will run it, cached in `base` (default:
+    the default sandbox folder, whatever folder a sandbox itself uses).
+
+    Running the .pyc saves compiling the agent's source at every sandbox start (~3 ms of ~30 on two
+    cores). Compiled once per (interpreter, source) into a file named after both; any failure falls
+    back to the source file, which works the same, only slower to start.
+    """
+    base = base or default_base_dir()
+    key = (python, base)
+    if key in _compiled:
+        return _compiled[key]
+    source = AGENT_FILE.read_bytes()
+    digest = hashlib.sha256(source + os.path.realpath(python).encode()).hexdigest()[:16]
+    target = base / f"agent-{digest}.pyc"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        st = target.stat()
+        if st.st_uid != os.getuid():  # someone else's file: do not run it
+            raise PermissionError(f"{target} is not ours")
+    except FileNotFoundError:
+        tmp = base / f".agent-{digest}.{os.getpid()}.pyc"
+        try:
+            subprocess.run(
+                [python, "-I", "-S", "-c", _COMPILE, str(AGENT_FILE), str(tmp)],
+                check=True,
+                capture_output=True,
+                timeout=30,
+            )
+            os.replace(tmp, target)
+        except (OSError, subprocess.SubprocessError) as e:
+            log.debug("sandbox agent: compiling with %s failed (%s); running the source", python, e)
+            tmp.unlink(missing_ok=True)
+            target = AGENT_FILE
+    except OSError as e:
+        log.debug("sandbox agent: %s; running the source", e)
+        target = AGENT_FILE
+    _compiled[key] = target
+    return target
+
+
+_COMPILE = "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)"
 
 
 def _kill_and_remove(pid: int | None, root: Path) -> None:
@@ -174,9 +221,11 @@ class Sandbox:
                 "sandbox %s: LOCAL backend, NO ISOLATION: the agent can read and write the host", self.id
             )
             python, _ = bwrap.agent_python()
-            argv = [python, "-I", "-S", str(AGENT_FILE), "0", "", str(self.root / "io"), "0"]
+            agent = compiled_agent(python)
+            argv = [python, "-I", "-S", str(agent), "0", "", str(self.root / "io"), "0"]
         else:
-            argv = bwrap.build_argv(self.spec, self.root, self.host_workspace, AGENT_FILE, reap_all=True)
+            agent = compiled_agent(bwrap.agent_python()[0])
+            argv = bwrap.build_argv(self.spec, self.root, self.host_workspace, agent, reap_all=True)
         self._proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,
