@@ -194,6 +194,35 @@ def teacher_force_logprobs(
     return out
 
 
+def small_qwen3_config(
+    *,
+    vocab_size: int,
+    hidden: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    max_positions: int,
+    tie_embeddings: bool,
+    **extra: Any,
+) -> Any:
+    """A Qwen3Config for a small test model: MLP width 2 x hidden, head_dim = hidden / heads.
+    Shared by `tiny_qwen3` (real vocabulary) and `train.models.tiny_causal_lm` (a 64-token one)."""
+    from transformers import Qwen3Config
+
+    return Qwen3Config(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=hidden // heads,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=tie_embeddings,
+        **extra,
+    )
+
+
 def tiny_qwen3(
     seed: int = 0,
     num_layers: int = 2,
@@ -209,19 +238,17 @@ def tiny_qwen3(
     nearly uniform: greedy decoding then has clear winners and sampling tests see real structure. The
     global torch RNG is left untouched.
     """
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3ForCausalLM
 
     tok = qwen3_tokenizer()
-    config = Qwen3Config(
+    config = small_qwen3_config(
         vocab_size=151936,
-        hidden_size=hidden,
-        intermediate_size=2 * hidden,
-        num_hidden_layers=num_layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        head_dim=hidden // heads,
-        max_position_embeddings=max_positions,
-        tie_word_embeddings=True,
+        hidden=hidden,
+        layers=num_layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        max_positions=max_positions,
+        tie_embeddings=True,
         initializer_range=init_std,
         bos_token_id=None,
         eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),

@@ -32,18 +32,18 @@ def tiny_causal_lm(
     attention: str = "sdpa",
 ) -> Any:
     """A randomly initialised Qwen3-architecture model (float32), deterministic for a given seed."""
-    from transformers import AutoModelForCausalLM, Qwen3Config
+    from transformers import AutoModelForCausalLM
 
-    cfg = Qwen3Config(
+    from harnessrl.engines.models import small_qwen3_config
+
+    cfg = small_qwen3_config(
         vocab_size=vocab_size,
-        hidden_size=hidden_size,
-        intermediate_size=2 * hidden_size,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        head_dim=hidden_size // heads,
-        max_position_embeddings=max_positions,
-        tie_word_embeddings=False,
+        hidden=hidden_size,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        max_positions=max_positions,
+        tie_embeddings=False,
     )
     with torch.random.fork_rng():
         torch.manual_seed(seed)
