@@ -18,7 +18,7 @@ import torch
 from harnessrl.rl.advantages import broadcast, grpo_advantages
 from harnessrl.rl.packing import layout_tree
 from harnessrl.rl.synthetic import rollout_tree
-from harnessrl.train.checkpoint import latest_checkpoint
+from harnessrl.train.checkpoint import TrainState, latest_checkpoint, prune_checkpoints, save_checkpoint
 from harnessrl.train.config import TrainerConfig
 from harnessrl.train.models import tiny_causal_lm
 from harnessrl.train.trainer import Trainer
@@ -123,3 +123,19 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path: Path) -> None:
     assert all(torch.equal(a["w"][k], b["w"][k]) for k in a["w"])
     sa, sb = a["opt"]["state"], b["opt"]["state"]
     assert all(torch.equal(sa[i]["exp_avg_sq"], sb[i]["exp_avg_sq"]) for i in sa)
+
+
+def test_prune_keeps_the_newest_complete_checkpoints(tmp_path: Path) -> None:
+    for step in (1, 2, 3, 10):
+        save_checkpoint(tmp_path, TrainState(step=step), {"w": torch.zeros(1)})
+    (tmp_path / ".tmp-step-00000011-1").mkdir()  # a save in progress: not a checkpoint, left alone
+    assert prune_checkpoints(tmp_path, 0) == []
+    gone = prune_checkpoints(tmp_path, 2)
+    assert [p.name for p in gone] == ["step-00000001", "step-00000002"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".tmp-step-00000011-1",
+        "step-00000003",
+        "step-00000010",
+    ]
+    assert latest_checkpoint(tmp_path) == tmp_path / "step-00000010"
+    assert prune_checkpoints(tmp_path / "missing", 1) == []

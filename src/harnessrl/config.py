@@ -150,6 +150,9 @@ class TrainConfig(Section):
     """Adapter switches per harness name, e.g. `{"claude-code" = {bare = true}}`."""
     save_every: int = Field(default=0, ge=0)
     """Checkpoint every this many steps (0 = only at the end); the last step is always saved."""
+    keep_checkpoints: int = Field(default=2, ge=0)
+    """Newest checkpoints kept under `out_dir`; older ones are removed after each save (0 = keep all).
+    A full checkpoint holds weights and optimizer state: ~1.6 GB for SmolLM2-135M in float32."""
     resume: bool = False
     """Continue from the latest checkpoint under `out_dir` (same schedule, next step)."""
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)

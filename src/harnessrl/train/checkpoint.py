@@ -81,6 +81,21 @@ def latest_checkpoint(root: str | Path) -> Path | None:
     return done[-1] if done else None
 
 
+def prune_checkpoints(root: str | Path, keep: int) -> list[Path]:
+    """Remove all but the `keep` newest complete checkpoints under `root` (keep <= 0: remove none).
+    Incomplete folders are left alone (a save in progress). Returns the removed folders."""
+    root = Path(root)
+    if keep <= 0 or not root.is_dir():
+        return []
+    done = sorted(
+        p for p in root.glob("step-*") if (p / "meta.json").is_file() and (p / "state.pt").is_file()
+    )
+    gone = done[:-keep]
+    for path in gone:
+        shutil.rmtree(path, ignore_errors=True)
+    return gone
+
+
 def load_checkpoint(path: str | Path) -> tuple[TrainState, dict[str, Any]]:
     """Read a checkpoint folder; restores the global RNG streams and returns (state, payload)."""
     blob: dict[str, Any] = torch.load(Path(path) / "state.pt", weights_only=False)

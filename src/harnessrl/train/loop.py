@@ -18,6 +18,7 @@ One step (`TrainLoop.run_step`), as in DESIGN's "One training step, as data":
     sync        `engine.update_weights(trainer.weights())`
     log         one JSON line per step in `<out_dir>/metrics.jsonl`, one summary line on the console
     checkpoint  every `save_every` steps and after the last: trainer state + loop position
+                (the newest `keep_checkpoints` are kept)
 
 Weights. The embedded default keeps two copies of the policy in one process: the trainer's (float32,
 with optimizer state) and the engine's (`engine.dtype`). After each optimizer step the engine copies
@@ -307,8 +308,11 @@ class TrainLoop:
         every = self.cfg.train.save_every
         last = step + 1 == self.cfg.train.steps
         if last or (every > 0 and (step + 1) % every == 0):
+            from harnessrl.train.checkpoint import prune_checkpoints
+
             self.trainer.state.data_position = step + 1
             self.trainer.save(self.checkpoints)
+            prune_checkpoints(self.checkpoints, self.cfg.train.keep_checkpoints)
 
     async def resume(self) -> int:
         """Load the latest checkpoint, hand its weights to the engine; returns the next step (0 if none)."""
