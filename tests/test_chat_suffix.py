@@ -13,6 +13,12 @@ from harnessrl.chat.tito import Turn, build_prompt
 from harnessrl.chat.tokenizers import qwen3_tokenizer, qwen3_tokenizer_dir
 from harnessrl.types import ChatMessage, ToolCall, ToolSpec
 
+SYSTEM_TAGGED = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+    "{% if m.role == 'user' and messages[0].role == 'system' %} (see system){% endif %}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+"""User turns depend on whether there is a system prompt: a tail needs it, a bare tail breaks."""
 NUMBERED = (
     "{% for m in messages %}<|im_start|>{{ m.role }} {{ loop.index }}\n{{ m.content }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -37,16 +43,17 @@ def session(fmt: ChatFormat, turns: int) -> tuple[list[ChatMessage], list[Turn]]
 
 
 def full_rendering(fmt: ChatFormat) -> ChatFormat:
-    """The same format with the tail optimisation switched off."""
+    """The same format with the tail optimisation and the direct template rendering switched off."""
     slow = ChatFormat(fmt.tokenizer, enable_thinking=fmt.enable_thinking)
     slow.__dict__["local_suffix"] = False  # a cached_property: pre-seed its value
+    slow.__dict__["direct_render"] = False
     return slow
 
 
 @pytest.mark.parametrize("thinking", [False, True])
 def test_qwen3_tail_rendering_equals_full_rendering_on_long_sessions(thinking: bool) -> None:
     fmt = ChatFormat(qwen3_tokenizer(), enable_thinking=thinking)
-    assert fmt.local_suffix
+    assert fmt.local_suffix and fmt.bare_suffix and fmt.direct_render
     msgs, history = session(fmt, 12)
     prompt = build_prompt(fmt, msgs, TOOLS, history)
     assert prompt.render == "spliced" and prompt.spliced_from == "c11"
@@ -67,4 +74,18 @@ def test_history_dependent_template_keeps_full_rendering() -> None:
     tail = (
         "<|im_start|>user 10\n<tool_response>\nresult 3\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
     )
+    assert fmt.tokenizer.decode(prompt.ids).endswith(tail)
+
+
+def test_system_dependent_template_keeps_the_system_prompt_in_its_tail() -> None:
+    tok = AutoTokenizer.from_pretrained(str(qwen3_tokenizer_dir()))
+    tok.chat_template = SYSTEM_TAGGED
+    fmt = ChatFormat(tok)
+    assert fmt.local_suffix and not fmt.bare_suffix
+    msgs, history = session(fmt, 4)
+    msgs.append(ChatMessage(role="user", content="and now?"))
+    prompt = build_prompt(fmt, msgs, TOOLS, history)
+    assert prompt.render == "spliced"
+    assert prompt == build_prompt(full_rendering(fmt), msgs, TOOLS, history)
+    tail = "and now? (see system)<|im_end|>\n<|im_start|>assistant\n"
     assert fmt.tokenizer.decode(prompt.ids).endswith(tail)

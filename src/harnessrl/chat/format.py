@@ -32,10 +32,15 @@ from typing import Any
 
 from harnessrl.chat.encode import SegmentEncoder
 from harnessrl.chat.parse import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN, ParsedOutput, parse_text
-from harnessrl.types import ChatMessage, RequestError, ToolCall, ToolSpec
+from harnessrl.chat.probes import probe_conversations, probe_tool_sets
+from harnessrl.chat.render import make_direct_renderer
+from harnessrl.types import ChatMessage, RequestError, ToolSpec
 
+JsonList = list[dict[str, Any]]
 _SYSTEM_ROLES = ("system", "developer")
 _SPLICE_MARK = "\u2063harnessrl-splice-point\u2063"
+_MARKER = ChatMessage(role="assistant", content=_SPLICE_MARK)
+"""Stands in for the assistant turn whose end `suffix_after` looks for (never mutated)."""
 _HERMES_HEADER = (
     "# Tools\n\nYou can call the functions described below. Their JSON signatures are listed inside "
     "<tools></tools> tags:\n<tools>"
@@ -106,6 +111,7 @@ class ChatFormat:
         self.stop_token_ids: tuple[int, ...] = tuple(dict.fromkeys(t for t in stops if t is not None))
         """End-of-turn ids: `<|im_end|>`, the eos token and `<|endoftext|>`, those the vocabulary has."""
         self._encoder = SegmentEncoder(tokenizer)
+        self._direct = make_direct_renderer(tokenizer)
         self.assistant_start_ids: tuple[int, ...] = tuple(self.encode("<|im_start|>assistant"))
         """Ids that open an assistant turn (the scripted engine counts them)."""
 
@@ -118,23 +124,53 @@ class ChatFormat:
     def template_text(self, messages: list[ChatMessage], tools: list[ToolSpec], *, generation: bool) -> str:
         """The chat template's text for `messages` (normalised as the module docstring says).
 
-        A template that refuses the conversation (jinja `raise_exception`, e.g. "roles must alternate")
-        raises RequestError: the request cannot be rendered, which is the client's 400, not a crash.
+        Rendered by `chat.render.DirectRenderer` when `direct_render` holds, else by the tokenizer's
+        `apply_chat_template`. A template that refuses the conversation (jinja `raise_exception`, e.g.
+        "roles must alternate") raises RequestError: the request cannot be rendered, which is the
+        client's 400, not a crash.
         """
         from jinja2 import TemplateError
 
+        plain = self._template_messages(messages, tools)
         native = [tool_spec_json(t) for t in tools] if (tools and self.native_tools) else None
         try:
-            text = self.tokenizer.apply_chat_template(
-                self._template_messages(messages, tools),
-                tools=native,
-                add_generation_prompt=generation,
-                tokenize=False,
-                enable_thinking=self.enable_thinking,
-            )
+            if plain and self.direct_render:
+                assert self._direct is not None
+                return self._direct.render(
+                    plain, native, generation=generation, enable_thinking=self.enable_thinking
+                )
+            return self._apply_template(plain, native, generation)
         except TemplateError as exc:
             raise RequestError(f"the chat template rejected the messages: {exc}", param="messages") from exc
+
+    def _apply_template(self, plain: list[dict[str, Any]], native: JsonList | None, gen: bool) -> str:
+        think = self.enable_thinking
+        text = self.tokenizer.apply_chat_template(
+            plain, tools=native, add_generation_prompt=gen, tokenize=False, enable_thinking=think
+        )
         return str(text)
+
+    @functools.cached_property
+    def direct_render(self) -> bool:
+        """Whether `template_text` may render through `chat.render.DirectRenderer` (a third cheaper):
+        it could be built, and its text equals `apply_chat_template`'s on every probe conversation, with
+        and without tools, with and without the generation prompt. Checked once per format."""
+        if self._direct is None:
+            return False
+        try:
+            for msgs in probe_conversations():
+                for tools in probe_tool_sets():
+                    plain = self._template_messages(msgs, tools)
+                    native = [tool_spec_json(t) for t in tools] if (tools and self.native_tools) else None
+                    for gen in (True, False):
+                        direct = self._direct.render(
+                            plain, native, generation=gen, enable_thinking=self.enable_thinking
+                        )
+                        if direct != self._apply_template(plain, native, gen):
+                            return False
+        except Exception:  # a template that refuses the probes, or a transformers that differs
+            return False
+        return True
 
     def render(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> list[int]:
         """Prompt ids for `messages` and `tools`, ending with the generation prompt."""
@@ -182,15 +218,16 @@ class ChatFormat:
     ) -> list[int] | None:
         """Ids that follow the end of assistant message `index` in `render(messages, tools)`.
 
-        The assistant message is replaced by a marker, the whole chat is rendered as text, and the text
-        after the marker's end-of-turn token is encoded: the tokens before it are never re-encoded. With
-        `closed=False` (the recorded output had no end token, e.g. cut by max_tokens) the end token is
-        prepended. Returns None when the marker cannot be located unambiguously.
+        The assistant message is replaced by a marker, the chat is rendered as text (only its tail when
+        `local_suffix` holds, see there), and the text after the marker's end-of-turn token is encoded:
+        the tokens before it are never re-encoded. With `closed=False` (the recorded output had no end
+        token, e.g. cut by max_tokens) the end token is prepended. Returns None when the marker cannot
+        be located unambiguously.
         """
         marked = list(messages)
-        marked[index] = ChatMessage(role="assistant", content=_SPLICE_MARK)
+        marked[index] = _MARKER
         if self.local_suffix:
-            marked = _tail(marked, index)
+            marked, tools = _tail(marked, index, tools, bare=self.bare_suffix)
         text = self.template_text(marked, tools, generation=True)
         at = text.find(_SPLICE_MARK)
         if at == -1 or text.count(_SPLICE_MARK) != 1:
@@ -208,22 +245,33 @@ class ChatFormat:
         Rendering the whole conversation through jinja on every spliced call costs time linear in its
         length (~4 ms at 8 turns, 50-85 ms at 100). For ChatML templates the text after an assistant
         turn depends only on the system prompt, the last user query before it and the messages after
-        it, so `suffix_after` renders just those. Checked once per format, on probe conversations,
-        against full renders; any difference (or a template error) keeps full rendering.
+        it, so `suffix_after` renders just those. Checked once per format, on probe conversations (with
+        and without tools), against full renders; any difference (or a template error) keeps full
+        rendering.
         """
-        probes = _probe_conversations()
-        tools = [ToolSpec(name="probe_tool", description="probe", parameters=_PROBE_PARAMS)]
+        return self._tail_agrees(bare=False)
+
+    @functools.cached_property
+    def bare_suffix(self) -> bool:
+        """Whether the tail of `local_suffix` may also leave out the system prompt and the tools (the
+        tools block is most of a short tail's render time); checked like `local_suffix`."""
+        return self.local_suffix and self._tail_agrees(bare=True)
+
+    def _tail_agrees(self, *, bare: bool) -> bool:
+        """On every probe conversation and tool set, the text after each marked assistant turn is the
+        same in the full render and in the `_tail` render."""
         try:
-            for msgs in probes:
-                for i, m in enumerate(msgs):
-                    if m.role != "assistant":
-                        continue
-                    marked = list(msgs)
-                    marked[i] = ChatMessage(role="assistant", content=_SPLICE_MARK)
-                    full = self.template_text(marked, tools, generation=True)
-                    tail = self.template_text(_tail(marked, i), tools, generation=True)
-                    if full[full.index(_SPLICE_MARK) :] != tail[tail.index(_SPLICE_MARK) :]:
-                        return False
+            for msgs in probe_conversations():
+                for tools in probe_tool_sets():
+                    for i, m in enumerate(msgs):
+                        if m.role != "assistant":
+                            continue
+                        marked = list(msgs)
+                        marked[i] = _MARKER
+                        full = self.template_text(marked, tools, generation=True)
+                        tail = self.template_text(*_tail(marked, i, tools, bare=bare), generation=True)
+                        if full[full.index(_SPLICE_MARK) :] != tail[tail.index(_SPLICE_MARK) :]:
+                            return False
         except (RequestError, ValueError):
             return False
         return True
@@ -269,41 +317,13 @@ class ChatFormat:
         return d
 
 
-def _tail(marked: list[ChatMessage], index: int) -> list[ChatMessage]:
-    """System messages, the last user message before `index`, then `marked[index:]`."""
-    systems = [m for m in marked[:index] if m.role in _SYSTEM_ROLES]
+def _tail(
+    marked: list[ChatMessage], index: int, tools: list[ToolSpec], *, bare: bool
+) -> tuple[list[ChatMessage], list[ToolSpec]]:
+    """(messages, tools) to render for the text after `marked[index]`: the system messages (unless
+    `bare`), the last user message before `index`, then `marked[index:]`; the tools unless `bare`."""
     users = [m for m in marked[:index] if m.role == "user"]
-    return systems + users[-1:] + marked[index:]
-
-
-_PROBE_PARAMS = {"type": "object", "properties": {"x": {"type": "string"}}}
-
-
-def _probe_conversations() -> list[list[ChatMessage]]:
-    """Conversations that exercise what a template may render differently in a tail: tool results
-    (single and grouped), several user turns, reasoning, text and tool-call turns."""
-    call = [ToolCall(id="c1", name="probe_tool", arguments={"x": "1"})]
-    sys_ = ChatMessage(role="system", content="probe system")
-    return [
-        [
-            sys_,
-            ChatMessage(role="user", content="first"),
-            ChatMessage(role="assistant", content="a", reasoning="r1", tool_calls=call),
-            ChatMessage(role="tool", content="out1", tool_call_id="c1"),
-            ChatMessage(role="assistant", content="", tool_calls=call + call),
-            ChatMessage(role="tool", content="out2", tool_call_id="c1"),
-            ChatMessage(role="tool", content="out3", tool_call_id="c1"),
-            ChatMessage(role="assistant", content="done", reasoning="r2"),
-            ChatMessage(role="user", content="second"),
-            ChatMessage(role="assistant", content="ok"),
-            ChatMessage(role="user", content="third"),
-        ],
-        [
-            ChatMessage(role="user", content="no system"),
-            ChatMessage(role="assistant", content="", tool_calls=call),
-            ChatMessage(role="tool", content="out", tool_call_id="c1"),
-            ChatMessage(role="developer", content="late developer note"),
-            ChatMessage(role="assistant", content="bye"),
-            ChatMessage(role="user", content="again"),
-        ],
-    ]
+    if bare:
+        return users[-1:] + marked[index:], []
+    systems = [m for m in marked[:index] if m.role in _SYSTEM_ROLES]
+    return systems + users[-1:] + marked[index:], tools
