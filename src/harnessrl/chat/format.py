@@ -115,6 +115,12 @@ class ChatFormat:
         self.assistant_start_ids: tuple[int, ...] = tuple(self.encode("<|im_start|>assistant"))
         """Ids that open an assistant turn (the scripted engine counts them)."""
 
+    def warm_up(self) -> None:
+        """Do the one-time work now rather than on the first call: compile the template and settle the
+        shortcut checks (`direct_render`, `local_suffix`, `bare_suffix`), decode once."""
+        _ = self.direct_render, self.bare_suffix
+        self.parse(list(self.stop_token_ids))
+
     # -- encoding --------------------------------------------------------------------------------
 
     def encode(self, text: str) -> list[int]:

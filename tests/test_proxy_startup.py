@@ -1,0 +1,47 @@
+"""What the proxy does before it serves: warm the chat format up and settle the heap (once per process)."""
+
+from __future__ import annotations
+
+import gc
+
+import httpx
+import pytest
+
+from harnessrl.proxy import server as server_module
+from harnessrl.proxy.server import ThreadedProxyServer, settle_heap
+from harnessrl.proxy.testing import scripted_deps
+
+
+def test_start_warms_the_chat_format_up() -> None:
+    deps = scripted_deps(["done"])
+    assert "direct_render" not in vars(deps.fmt)
+    server = ThreadedProxyServer(deps).start()
+    try:
+        settled = vars(deps.fmt)
+        assert settled["direct_render"] and settled["local_suffix"] and settled["bare_suffix"]
+        info = deps.sessions.open("r0")
+        body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+        reply = httpx.post(info.base_url + "/v1/messages", json=body, timeout=30)
+        assert reply.status_code == 200 and reply.json()["content"][0]["text"] == "done"
+    finally:
+        server.stop()
+
+
+def test_settle_heap_collects_and_freezes_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server_module, "_heap_settled", False)
+    seen: list[str] = []
+    monkeypatch.setattr(gc, "collect", lambda *a: seen.append("collect") or 0)
+    monkeypatch.setattr(gc, "freeze", lambda: seen.append("freeze"))
+    assert settle_heap()
+    assert not settle_heap()
+    assert seen == ["collect", "freeze"]
+
+
+def test_freeze_heap_false_leaves_the_heap_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server_module, "_heap_settled", False)
+    monkeypatch.setattr(gc, "freeze", lambda: pytest.fail("froze the heap"))
+    server = ThreadedProxyServer(scripted_deps(["done"]))
+    server.server.freeze_heap = False
+    server.start()
+    server.stop()
+    assert not server_module._heap_settled
