@@ -1,4 +1,5 @@
-"""What the proxy does before it serves: warm the chat format up and settle the heap (once per process)."""
+"""What the proxy does before it serves (warm the chat format up, settle the heap once per process), and
+the per-request header dict."""
 
 from __future__ import annotations
 
@@ -45,3 +46,14 @@ def test_freeze_heap_false_leaves_the_heap_alone(monkeypatch: pytest.MonkeyPatch
     server.start()
     server.stop()
     assert not server_module._heap_settled
+
+
+def test_header_dict_is_read_once_first_value_wins() -> None:
+    from starlette.requests import Request
+
+    from harnessrl.proxy.app import api_key, header_dict
+
+    raw = [(b"x-app", b"cli"), (b"authorization", b"Bearer tok"), (b"x-app", b"second")]
+    headers = header_dict(Request({"type": "http", "headers": raw}))
+    assert headers == {"x-app": "cli", "authorization": "Bearer tok"}
+    assert api_key(headers) == "tok"

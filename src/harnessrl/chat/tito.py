@@ -51,26 +51,36 @@ class Prompt:
     """call_id of the Turn whose prompt + output ids start `ids` (render == "spliced")."""
 
 
-def _role(m: ChatMessage) -> str:
-    return "system" if m.role == "developer" else m.role
+_SAME_ROLE = {"developer": "system"}
 
 
 def messages_match(a: ChatMessage, b: ChatMessage) -> bool:
     """Same message by content: role (developer = system), exact text, tool names and arguments."""
-    if _role(a) != _role(b) or a.content != b.content or len(a.tool_calls) != len(b.tool_calls):
+    if a.content != b.content:
         return False
-    pairs = zip(a.tool_calls, b.tool_calls, strict=True)
+    if a.role != b.role and _SAME_ROLE.get(a.role, a.role) != _SAME_ROLE.get(b.role, b.role):
+        return False
+    calls_a, calls_b = a.tool_calls, b.tool_calls
+    if not calls_a and not calls_b:
+        return True
+    if len(calls_a) != len(calls_b):
+        return False
+    pairs = zip(calls_a, calls_b, strict=True)
     return all(x.name == y.name and x.arguments == y.arguments for x, y in pairs)
 
 
 def _extends(turn: Turn, messages: list[ChatMessage], tools: list[ToolSpec]) -> bool:
-    """True if `messages` = turn.messages + [turn.output] + non-model messages, with the same tools."""
+    """True if `messages` = turn.messages + [turn.output] + non-model messages, with the same tools.
+    (Cheapest and most telling checks first: this runs against every remembered turn of a session.)"""
     n = len(turn.messages)
-    if n >= len(messages) or turn.tools != tools or not messages_match(turn.output, messages[n]):
+    if n >= len(messages) or not messages_match(turn.output, messages[n]):
         return False
+    for x, y in zip(turn.messages, messages, strict=False):
+        if not messages_match(x, y):
+            return False
     if any(m.role in ("assistant", "system", "developer") for m in messages[n + 1 :]):
         return False
-    return all(messages_match(x, y) for x, y in zip(turn.messages, messages, strict=False))
+    return turn.tools == tools
 
 
 def find_turn(history: Sequence[Turn], messages: list[ChatMessage], tools: list[ToolSpec]) -> Turn | None:

@@ -20,7 +20,7 @@ import asyncio
 import json
 import logging
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -64,18 +64,28 @@ def split_path(path: str) -> tuple[str | None, str]:
     return None, path
 
 
-def api_key(request: Request) -> str | None:
-    key = request.headers.get("x-api-key")
+def header_dict(request: Request) -> dict[str, str]:
+    """The request headers as a plain dict (names lower-cased by the server; the first of repeated
+    headers wins, as `request.headers.get` has it). Built once per request: starlette's `Headers`
+    decodes and scans the whole list on every lookup, and capture looks up a dozen names."""
+    out: dict[str, str] = {}
+    for name, value in request.scope["headers"]:
+        out.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+    return out
+
+
+def api_key(headers: Mapping[str, str]) -> str | None:
+    key = headers.get("x-api-key")
     if key:
         return key
-    auth = request.headers.get("authorization", "")
+    auth = headers.get("authorization", "")
     scheme, _, value = auth.partition(" ")
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
-async def read_body(request: Request, limit: int) -> bytes:
+async def read_body(request: Request, headers: Mapping[str, str], limit: int) -> bytes:
     """The body, or a 413 as soon as it is known to exceed `limit` bytes."""
-    declared = request.headers.get("content-length")
+    declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise RequestError(f"request body exceeds {limit} bytes", status=413)
     chunks: list[bytes] = []
@@ -85,7 +95,7 @@ async def read_body(request: Request, limit: int) -> bytes:
         if size > limit:
             raise RequestError(f"request body exceeds {limit} bytes", status=413)
         chunks.append(chunk)
-    return decode_body(b"".join(chunks), request.headers.get("content-encoding", ""), limit)
+    return decode_body(b"".join(chunks), headers.get("content-encoding", ""), limit)
 
 
 def decode_body(raw: bytes, encoding: str, limit: int) -> bytes:
@@ -115,7 +125,8 @@ class ProxyApp:
         self.deps = deps
 
     async def dispatch(self, request: Request) -> Response:
-        token, route = split_path(request.url.path)
+        scope = request.scope
+        token, route = split_path(scope.get("root_path", "") + scope["path"])  # = request.url.path
         if route in ("/", "", MODELS) or route.startswith(MODELS + "/"):
             if token is not None and self.deps.sessions.by_path_token(token) is None:
                 return json_response(openai_error(401, "unknown session token"), 401)
@@ -127,20 +138,23 @@ class ProxyApp:
             return json_response(openai_error(404, f"no route {request.method} {route}"), 404)
         if request.method != "POST":
             return json_response(dialect.error_json(405, f"{route} takes POST"), 405)
-        session = self.resolve(token, request)
+        headers = header_dict(request)
+        session = self.resolve(token, headers)
         if session is None:
             return json_response(dialect.error_json(401, "unknown session token or API key"), 401)
         try:
-            return await self.model_call(request, dialect, session, count_tokens=route == COUNT_TOKENS)
+            return await self.model_call(
+                request, headers, dialect, session, count_tokens=route == COUNT_TOKENS
+            )
         except RequestError as e:
             return json_response(dialect.error_json(e.status, e.message, e.param), e.status)
         except Exception as e:  # a bug; still answer in the API's shape and keep serving
             log.exception("unhandled error on %s", route)
             return json_response(dialect.error_json(500, f"internal error: {type(e).__name__}"), 500)
 
-    def resolve(self, token: str | None, request: Request) -> Session | None:
+    def resolve(self, token: str | None, headers: Mapping[str, str]) -> Session | None:
         sessions = self.deps.sessions
-        return sessions.by_path_token(token) if token is not None else sessions.by_api_key(api_key(request))
+        return sessions.by_path_token(token) if token is not None else sessions.by_api_key(api_key(headers))
 
     def models(self, model_id: str) -> Response:
         """`GET /v1/models` (both APIs' list shapes merged) or `GET /v1/models/<id>` (any id: the harness
@@ -155,10 +169,15 @@ class ProxyApp:
         )
 
     async def model_call(
-        self, request: Request, dialect: Dialect, session: Session, count_tokens: bool
+        self,
+        request: Request,
+        headers: Mapping[str, str],
+        dialect: Dialect,
+        session: Session,
+        count_tokens: bool,
     ) -> Response:
-        raw = await read_body(request, self.deps.config.max_body_bytes)
-        body = parse_body(raw, request.headers.get("content-type", ""))
+        raw = await read_body(request, headers, self.deps.config.max_body_bytes)
+        body = parse_body(raw, headers.get("content-type", ""))
         req = parse_and_validate(dialect, body)
         if count_tokens:
             try:
@@ -166,7 +185,7 @@ class ProxyApp:
             except Exception as e:
                 raise RequestError(f"cannot render this conversation: {type(e).__name__}: {e}") from None
             return json_response({"input_tokens": n})
-        call = Call(self.deps, dialect, session, request.headers, raw, req)
+        call = Call(self.deps, dialect, session, headers, raw, req)
         prompt_stage(call)
         task = start(call)
         if req.stream:
