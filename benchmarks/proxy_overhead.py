@@ -15,10 +15,13 @@ Sessions pause between calls like a harness running tools (`--think-ms`, mean 50
 at 1 session). Without pauses (`--think-ms 0`) the engine costs nothing, so N sessions simply queue
 behind each other and latency measures throughput (~N x the proxy's CPU per call), not added latency.
 The last column is the proxy process's own CPU time per call, the number that decides capacity: one
-proxy process (one event loop) serves about 1 / (CPU per call) calls per second.
+proxy process (one event loop) serves about 1 / (CPU per call) calls per second. The proxy runs on the
+default asyncio loop, as inside the rollout runner; `--loop uvloop` runs it on uvloop, as `harnessrl
+serve` does (`harnessrl.proxy.server.run`).
 
     .venv/bin/python benchmarks/proxy_overhead.py                 # ~1 minute on two cores
     .venv/bin/python benchmarks/proxy_overhead.py --sessions 1 64 --calls 400
+    .venv/bin/python benchmarks/proxy_overhead.py --loop uvloop
 
 Goal (issue 3): added p50 <= 2 ms and added p99 <= 10 ms at 64 sessions on two cores.
 """
@@ -202,16 +205,24 @@ def main() -> None:
     parser.add_argument("--think-ms", type=float, default=500.0, help="mean pause between a session's calls")
     parser.add_argument("--min-calls", type=int, default=2, help="calls per session at least")
     parser.add_argument("--fresh", action="store_true", help="one-call conversations (no splicing)")
+    parser.add_argument(
+        "--loop", choices=["asyncio", "uvloop"], default="asyncio", help="the proxy process's event loop"
+    )
     parser.add_argument("--serve", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     global FRESH
     FRESH = args.fresh
     if args.serve:
-        asyncio.run(serve(args.serve))
+        if args.loop == "uvloop":
+            import uvloop
+
+            uvloop.run(serve(args.serve))
+        else:
+            asyncio.run(serve(args.serve))
         return
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     child = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(max(args.sessions))],
+        [sys.executable, __file__, "--serve", str(max(args.sessions)), "--loop", args.loop],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     try:

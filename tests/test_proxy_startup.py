@@ -1,15 +1,17 @@
-"""What the proxy does before it serves (warm the chat format up, settle the heap once per process), and
-the per-request header dict."""
+"""What the proxy does before it serves (warm the chat format up, settle the heap once per process), the
+per-request header dict, and the event loop `harnessrl serve` runs on."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import sys
 
 import httpx
 import pytest
 
 from harnessrl.proxy import server as server_module
-from harnessrl.proxy.server import ThreadedProxyServer, settle_heap
+from harnessrl.proxy.server import ThreadedProxyServer, run, settle_heap
 from harnessrl.proxy.testing import scripted_deps
 
 
@@ -57,3 +59,15 @@ def test_header_dict_is_read_once_first_value_wins() -> None:
     headers = header_dict(Request({"type": "http", "headers": raw}))
     assert headers == {"x-app": "cli", "authorization": "Bearer tok"}
     assert api_key(headers) == "tok"
+
+
+async def _loop_type() -> type:
+    return type(asyncio.get_running_loop())
+
+
+def test_run_serves_on_uvloop_when_it_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvloop
+
+    assert run(_loop_type()) is uvloop.Loop
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # `import uvloop` now raises ImportError
+    assert issubclass(run(_loop_type()), asyncio.BaseEventLoop)

@@ -45,8 +45,10 @@ def serve(
         cfg = load_config(config, overrides)
     except ConfigError as e:
         raise typer.BadParameter(str(e)) from None
+    from harnessrl.proxy.server import run
+
     try:
-        asyncio.run(_serve(cfg))
+        run(_serve(cfg))
     except KeyboardInterrupt:
         pass
     except HarnessRLError as e:
