@@ -191,8 +191,12 @@ class ProxyApp:
         if req.stream:
             # A turn done within one keep-alive interval goes out as one complete SSE body (fewer
             # writes, no streaming machinery); otherwise stream: head now, keep-alives, then the events.
-            done, _ = await asyncio.wait({task}, timeout=self.deps.config.keepalive_s)
-            if done:
+            # One bare yield first: a generation that needs no I/O finishes in that same loop turn,
+            # without a timer and a waiter future.
+            await asyncio.sleep(0)
+            if not task.done():
+                await asyncio.wait({task}, timeout=self.deps.config.keepalive_s)
+            if task.done():
                 assert call.prompt is not None
                 head = dialect.stream_head(req, call.response_id, len(call.prompt.ids))
                 body_bytes = b"".join(head + self.final_events(call, task.result()))
