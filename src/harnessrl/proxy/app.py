@@ -17,7 +17,6 @@ Content-Length); a slower one is streamed: the API's head events (or a keep-aliv
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import zlib
 from collections.abc import AsyncIterator, Mapping
@@ -28,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from harnessrl.proxy import sse
 from harnessrl.proxy.deps import ProxyDeps
 from harnessrl.proxy.dialects import DIALECTS
 from harnessrl.proxy.dialects.base import Dialect
@@ -52,7 +52,7 @@ _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
 def json_response(body: Any, status: int = 200) -> Response:
-    data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    data = sse.dumps(body).encode()
     return Response(data, status_code=status, media_type="application/json")
 
 

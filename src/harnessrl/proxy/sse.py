@@ -18,9 +18,13 @@ DONE = b"data: [DONE]\n\n"
 """End of an OpenAI Chat Completions stream."""
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""One encoder for every event: `json.dumps` with these options builds a new one per call."""
+
+
 def dumps(obj: Any) -> str:
-    """Compact JSON text."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON text (the same as `json.dumps(obj, ensure_ascii=False, separators=(",", ":"))`)."""
+    return _ENCODER.encode(obj)
 
 
 def event(data: Any, name: str | None = None) -> bytes:

@@ -1,5 +1,5 @@
-"""What the proxy does before it serves (warm the chat format up, settle the heap once per process), the
-per-request header dict, and the event loop `harnessrl serve` runs on."""
+"""The proxy's hot-path helpers: what it does before it serves (warm the chat format up, settle the heap
+once per process), the per-request header dict, the event loop `harnessrl serve` runs on, SSE encoding."""
 
 from __future__ import annotations
 
@@ -71,3 +71,13 @@ def test_run_serves_on_uvloop_when_it_is_installed(monkeypatch: pytest.MonkeyPat
     assert run(_loop_type()) is uvloop.Loop
     monkeypatch.setitem(sys.modules, "uvloop", None)  # `import uvloop` now raises ImportError
     assert issubclass(run(_loop_type()), asyncio.BaseEventLoop)
+
+
+def test_sse_dumps_is_compact_json_dumps() -> None:
+    import json
+
+    from harnessrl.proxy import sse
+
+    obj = {"t": 'héllo \u2028 <tag> "q"', "n": [1, 2.5, -0.0, None, True], "d": {"a": {}}, "e": []}
+    assert sse.dumps(obj) == json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    assert sse.event(obj, "x") == f"event: x\ndata: {sse.dumps(obj)}\n\n".encode()
