@@ -112,7 +112,9 @@ def test_demo_runs_two_real_steps(tmp_path: Path) -> None:
     trained = [r for r in records if r["trained"]]
     assert trained, [r["status"] for r in records]
     for r in trained:
-        assert r["trainer"]["trained_tokens"] > 0 and r["trainer"]["grad_norm"] > 0
+        assert r["trainer"]["trained_tokens"] > 0
+        if r["reward"]["max"]:  # PPO's advantage R - V is all zero when every reward and V are 0
+            assert r["trainer"]["grad_norm"] > 0
         assert r["trainer"]["mismatch/abs_max"] < 1e-3
     assert records[-1]["optimizer_step"] == len(trained)
     assert (out / "checkpoints").is_dir()
