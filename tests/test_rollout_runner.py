@@ -62,12 +62,14 @@ async def make_runner(proxy: ProxyServer, tmp_path: Path):
     """Runners on the proxy, writing under tmp_path/runs; closed (with their pools) at teardown."""
     made: list[RolloutRunner] = []
 
-    def make(timeout_s: float = 30.0, pool_size: int | None = None, concurrency: int = 4) -> RolloutRunner:
+    def make(
+        timeout_s: float = 30.0, pool_size: int | None = None, concurrency: int = 4, pool_max_mb: float = 64.0
+    ) -> RolloutRunner:
         settings = RunnerSettings(
             out_dir=tmp_path / "runs",
             timeout_s=timeout_s,
             concurrency=concurrency,
-            sandbox=SandboxConfig(pool_size=pool_size),
+            sandbox=SandboxConfig(pool_size=pool_size, pool_max_workspace_mb=pool_max_mb),
         )
         made.append(RolloutRunner(proxy.deps.sessions, ("127.0.0.1", proxy.port), settings))
         return made[-1]
@@ -201,3 +203,25 @@ async def test_pool_follows_concurrency_by_default_and_zero_turns_it_off(make_ru
         await fresh.run(RolloutJob(task, "shell", "d1", options={"command": "printf hi > out.txt"}))
     ).reward == 1.0
     assert fresh._pools == {}
+
+
+async def test_a_workspace_over_the_pool_limit_gets_a_fresh_bound_sandbox(
+    make_runner, tmp_path: Path
+) -> None:
+    task = make_task(tmp_path)  # README.md: 5 bytes
+    big = make_runner(pool_max_mb=4 / 2**20)
+    r = await big.run(RolloutJob(task, "shell", "b0", options={"command": "printf hi > out.txt"}))
+    assert r.reward == 1.0 and big._pools == {}
+    small = make_runner(pool_max_mb=6 / 2**20)
+    r = await small.run(RolloutJob(task, "shell", "b1", options={"command": "printf hi > out.txt"}))
+    assert r.reward == 1.0 and list(small._pools) == [task.input_mount_dir]
+
+
+def test_tree_larger_than_stops_at_the_limit(tmp_path: Path) -> None:
+    from harnessrl.rollout.runner import tree_larger_than
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f").write_bytes(b"x" * 10)
+    (tmp_path / "g").write_bytes(b"y" * 10)
+    assert tree_larger_than(tmp_path, 19) and not tree_larger_than(tmp_path, 20)
+    assert not tree_larger_than(tmp_path / "missing", 0)

@@ -110,6 +110,10 @@ class SandboxConfig(Section):
     the in-sandbox agent's interpreter) on its critical path: ~20 ms instead of ~30 ms of isolation
     cost per rollout on 2 idle cores (`benchmarks/sandbox.py`). The price: each idle sandbox holds
     two processes (~10 MB), and the task's workspace is copied in and moved out instead of bound."""
+    pool_max_workspace_mb: float = Field(default=64.0, ge=0)
+    """Tasks whose workspace is larger than this get a fresh sandbox with the workspace bound instead
+    of a pooled one (which would copy it in and out, and hold it in the sandbox folder: /dev/shm, RAM,
+    by default)."""
 
 
 class RolloutConfig(Section):

@@ -28,8 +28,10 @@ while the checker reads it. Statuses follow DESIGN invariant 3 (exactly one per 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import os
 import shutil
 import time
 import traceback
@@ -85,6 +87,18 @@ class RunnerSettings:
     """Where harnesses are installed (None = the default cache)."""
     model_name: str | None = None
     """Model name the harness asks for (None = the adapter's default)."""
+
+
+def tree_larger_than(root: Path, limit: int) -> bool:
+    """True once the files under `root` add up to more than `limit` bytes (stops counting there)."""
+    total = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+            if total > limit:
+                return True
+    return False
 
 
 class RolloutRunner:
@@ -213,7 +227,8 @@ class RolloutRunner:
         )
 
     async def _open_sandbox(self, task: Task, workspace: Path) -> Sandbox:
-        """A prewarmed sandbox filled with a copy of `workspace`, or (pool_size 0) a fresh one with it bound.
+        """A prewarmed sandbox filled with a copy of `workspace`, or a fresh one with it bound (pool_size
+        0, or a workspace over `pool_max_workspace_mb`).
 
         Pools are kept per mount point (tasks of one set share it); a pooled sandbox owns its
         workspace, which `_close_sandbox` moves back to `workspace` once everything inside is dead.
@@ -221,7 +236,8 @@ class RolloutRunner:
         size = self.settings.sandbox.pool_size
         if size is None:
             size = max(1, self.settings.concurrency)
-        if size <= 0:
+        limit = int(self.settings.sandbox.pool_max_workspace_mb * 2**20)
+        if size <= 0 or tree_larger_than(workspace, limit):
             return await Sandbox.create(self._spec(task, workspace))
         pool = self._pools.get(task.input_mount_dir)
         if pool is None:
