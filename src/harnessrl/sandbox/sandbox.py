@@ -102,6 +102,7 @@ def sweep_stale(base: Path | None = None) -> int:
 
 _swept: set[Path] = set()
 _compiled: dict[tuple[str, Path], Path] = {}
+_COMPILE = "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)"
 
 
 def compiled_agent(python: str, base: Path | None = None) -> Path:
@@ -143,9 +144,6 @@ def compiled_agent(python: str, base: Path | None = None) -> Path:
         target = AGENT_FILE
     _compiled[key] = target
     return target
-
-
-_COMPILE = "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)"
 
 
 def _kill_and_remove(pid: int | None, root: Path) -> None:
@@ -216,15 +214,14 @@ class Sandbox:
             host, port = self.spec.endpoint
             self.forwarder = UnixToTcpForwarder(self.root / "sock" / "model.sock", host, port)
             await self.forwarder.start()
+        python, _ = bwrap.agent_python()
+        agent = compiled_agent(python)
         if self.spec.backend == "local":
             log.warning(
                 "sandbox %s: LOCAL backend, NO ISOLATION: the agent can read and write the host", self.id
             )
-            python, _ = bwrap.agent_python()
-            agent = compiled_agent(python)
             argv = [python, "-I", "-S", str(agent), "0", "", str(self.root / "io"), "0"]
         else:
-            agent = compiled_agent(bwrap.agent_python()[0])
             argv = bwrap.build_argv(self.spec, self.root, self.host_workspace, agent, reap_all=True)
         self._proc = await asyncio.create_subprocess_exec(
             *argv,
