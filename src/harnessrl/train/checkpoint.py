@@ -70,27 +70,28 @@ def save_checkpoint(root: str | Path, state: TrainState, payload: dict[str, Any]
     return final
 
 
-def latest_checkpoint(root: str | Path) -> Path | None:
-    """The complete checkpoint with the highest step under `root`, or None."""
+def complete_checkpoints(root: str | Path) -> list[Path]:
+    """The fully written `step-<n>/` folders under `root`, oldest first ([] if `root` is missing)."""
     root = Path(root)
     if not root.is_dir():
-        return None
-    done = sorted(
+        return []
+    return sorted(
         p for p in root.glob("step-*") if (p / "meta.json").is_file() and (p / "state.pt").is_file()
     )
+
+
+def latest_checkpoint(root: str | Path) -> Path | None:
+    """The complete checkpoint with the highest step under `root`, or None."""
+    done = complete_checkpoints(root)
     return done[-1] if done else None
 
 
 def prune_checkpoints(root: str | Path, keep: int) -> list[Path]:
     """Remove all but the `keep` newest complete checkpoints under `root` (keep <= 0: remove none).
     Incomplete folders are left alone (a save in progress). Returns the removed folders."""
-    root = Path(root)
-    if keep <= 0 or not root.is_dir():
+    if keep <= 0:
         return []
-    done = sorted(
-        p for p in root.glob("step-*") if (p / "meta.json").is_file() and (p / "state.pt").is_file()
-    )
-    gone = done[:-keep]
+    gone = complete_checkpoints(root)[:-keep]
     for path in gone:
         shutil.rmtree(path, ignore_errors=True)
     return gone
