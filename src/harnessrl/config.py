@@ -107,7 +107,7 @@ class SandboxConfig(Section):
     pool_size: int | None = None
     """Sandboxes kept prewarmed per workspace mount point; None = as many as `rollout.concurrency`,
     0 = create each rollout's sandbox on demand. A pooled rollout skips sandbox start-up (bwrap plus
-    the in-sandbox agent's interpreter) on its critical path: ~20 ms instead of ~30 ms of isolation
+    the in-sandbox agent's interpreter) on its critical path: ~7 ms instead of ~25 ms of isolation
     cost per rollout on 2 idle cores (`benchmarks/sandbox.py`). The price: each idle sandbox holds
     two processes (~10 MB), and the task's workspace is copied in and moved out instead of bound."""
     pool_max_workspace_mb: float = Field(default=64.0, ge=0)
