@@ -1,4 +1,5 @@
-"""Shared fixtures. Paths to the team's shared fixtures are resolved relative to the checkout."""
+"""Shared fixtures. Captured harness traffic and the ClawGym-layout example live in tests/fixtures/
+(copied from the team's shared fixtures, notes included), so a fresh clone needs nothing beside it."""
 
 from __future__ import annotations
 
@@ -7,12 +8,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.fixture(scope="session")
 def shared_fixtures() -> Path:
-    p = SHARED / "fixtures"
-    if not p.is_dir():
-        pytest.skip(f"shared fixtures not found at {p}")
-    return p
+    assert (FIXTURES / "harness-traffic").is_dir(), f"test fixtures missing at {FIXTURES}"
+    return FIXTURES
