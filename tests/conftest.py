@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,3 +18,18 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 def shared_fixtures() -> Path:
     assert (FIXTURES / "harness-traffic").is_dir(), f"test fixtures missing at {FIXTURES}"
     return FIXTURES
+
+
+@pytest.fixture
+def sb_base() -> Iterator[Path]:
+    """A sandbox base folder every sandbox uid can enter (pytest's own tmp_path sits under a 0700
+    folder, which bwrap, started as the sandbox's unprivileged uid, cannot reach). Swept after."""
+    from harnessrl.sandbox.sandbox import default_base_dir, sweep_stale
+
+    parent = default_base_dir()
+    parent.mkdir(mode=0o711, parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="test-", dir=parent))
+    base.chmod(0o711)
+    yield base
+    sweep_stale(base)
+    shutil.rmtree(base, ignore_errors=True)

@@ -232,9 +232,9 @@ needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not
 
 
 @needs_bwrap
-async def test_shell_harness_ok_crash_and_hang(tmp_path: Path) -> None:
+async def test_shell_harness_ok_crash_and_hang(sb_base: Path, tmp_path: Path) -> None:
     shell = get_harness("shell")
-    async with await Sandbox.create(SandboxSpec(base_dir=tmp_path, ro_binds=harness_binds())) as sb:
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base, ro_binds=harness_binds())) as sb:
         ok, _ = await run_harness(
             shell,
             sb,
@@ -257,7 +257,7 @@ async def test_shell_harness_ok_crash_and_hang(tmp_path: Path) -> None:
 
 
 @needs_bwrap
-async def test_run_harness_refuses_an_install_the_sandbox_cannot_see(tmp_path: Path) -> None:
+async def test_run_harness_refuses_an_install_the_sandbox_cannot_see(sb_base: Path, tmp_path: Path) -> None:
     class Hidden:
         name, package = "hidden", ""
 
@@ -267,7 +267,7 @@ async def test_run_harness_refuses_an_install_the_sandbox_cannot_see(tmp_path: P
         prepare = HARNESSES["shell"].prepare
         parse = HARNESSES["shell"].parse
 
-    async with await Sandbox.create(SandboxSpec(base_dir=tmp_path / "sb")) as sb:
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base / "sb")) as sb:
         with pytest.raises(HarnessError, match="does not bind"):
             await run_harness(Hidden(), sb, ENDPOINT, "p", timeout_s=5, options={"command": "true"})
         with pytest.raises(HarnessError, match="shell: cannot configure: the shell harness needs"):

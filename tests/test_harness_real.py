@@ -226,11 +226,11 @@ CASES = [
 
 @pytest.mark.parametrize(("name", "replay", "options"), CASES, indirect=["replay"])
 async def test_real_harness_runs_tool_in_sandbox(
-    name: str, replay: ReplayServer, options: dict[str, Any], tmp_path: Path
+    sb_base: Path, name: str, replay: ReplayServer, options: dict[str, Any], tmp_path: Path
 ) -> None:
     harness = get_harness(name)
     await asyncio.to_thread(harness.ensure_installed)
-    spec = SandboxSpec(endpoint=("127.0.0.1", replay.port), ro_binds=harness_binds(), base_dir=tmp_path)
+    spec = SandboxSpec(endpoint=("127.0.0.1", replay.port), ro_binds=harness_binds(), base_dir=sb_base)
     async with await Sandbox.create(spec) as sb:
         assert sb.endpoint_url is not None
         endpoint = Endpoint(base_url=sb.endpoint_url + PREFIX, api_key=API_KEY)
@@ -284,12 +284,12 @@ MCP_CASES = [
 
 @pytest.mark.parametrize(("name", "replay", "offered", "options"), MCP_CASES, indirect=["replay"])
 async def test_real_harness_starts_mcp_server_inside_sandbox(
-    name: str, replay: ReplayServer, offered: str, options: dict[str, Any], tmp_path: Path
+    sb_base: Path, name: str, replay: ReplayServer, offered: str, options: dict[str, Any], tmp_path: Path
 ) -> None:
     """The adapter's MCP config makes the harness start a stdio server inside the sandbox, offer its tool."""
     harness = get_harness(name)
     await asyncio.to_thread(harness.ensure_installed)
-    spec = SandboxSpec(endpoint=("127.0.0.1", replay.port), ro_binds=harness_binds(), base_dir=tmp_path)
+    spec = SandboxSpec(endpoint=("127.0.0.1", replay.port), ro_binds=harness_binds(), base_dir=sb_base)
     async with await Sandbox.create(spec) as sb:
         assert sb.endpoint_url is not None
         (sb.host_home / "mcp_probe.py").write_text(MCP_PROBE)

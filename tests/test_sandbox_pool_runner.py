@@ -19,8 +19,8 @@ from harnessrl.verify.selfcheck import self_check
 pytestmark = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
 
 
-async def test_pool_prewarms_refills_and_closes(tmp_path: Path) -> None:
-    spec = SandboxSpec(base_dir=tmp_path)
+async def test_pool_prewarms_refills_and_closes(sb_base: Path, tmp_path: Path) -> None:
+    spec = SandboxSpec(base_dir=sb_base)
     async with SandboxPool(spec, size=2) as pool:
         assert pool.idle == 2
         first = await pool.acquire()
@@ -33,7 +33,7 @@ async def test_pool_prewarms_refills_and_closes(tmp_path: Path) -> None:
                 break
             await asyncio.sleep(0.05)
         assert pool.idle == 2
-        other = await pool.acquire(SandboxSpec(base_dir=tmp_path, mount_dir="/root/.openclaw/workspace"))
+        other = await pool.acquire(SandboxSpec(base_dir=sb_base, mount_dir="/root/.openclaw/workspace"))
         assert pool.hits == 1  # a different spec bypasses the pool
         assert (await other.exec(["pwd"])).stdout == "/root/.openclaw/workspace\n"
         await other.destroy()
@@ -42,8 +42,8 @@ async def test_pool_prewarms_refills_and_closes(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-async def test_acquire_on_an_empty_pool_waits_for_the_refill_under_way(tmp_path: Path) -> None:
-    async with SandboxPool(SandboxSpec(base_dir=tmp_path), size=1) as pool:
+async def test_acquire_on_an_empty_pool_waits_for_the_refill_under_way(sb_base: Path, tmp_path: Path) -> None:
+    async with SandboxPool(SandboxSpec(base_dir=sb_base), size=1) as pool:
         first = await pool.acquire()  # starts the refill
         assert (pool.idle, len(pool._filling)) == (0, 1)
         second = await pool.acquire()  # takes that refill rather than starting a second creation
@@ -54,8 +54,8 @@ async def test_acquire_on_an_empty_pool_waits_for_the_refill_under_way(tmp_path:
                 await sb.destroy()
 
 
-async def test_pooled_sandbox_hands_its_final_workspace_over(tmp_path: Path) -> None:
-    async with SandboxPool(SandboxSpec(base_dir=tmp_path / "sb"), size=1) as pool:
+async def test_pooled_sandbox_hands_its_final_workspace_over(sb_base: Path, tmp_path: Path) -> None:
+    async with SandboxPool(SandboxSpec(base_dir=sb_base / "sb"), size=1) as pool:
         sb = await pool.acquire()
         (sb.host_workspace / "task.txt").write_text("input")
         await sb.exec(["sh", "-c", "printf hi > hello.txt; (setsid sleep 987670 &)"])
@@ -70,10 +70,10 @@ async def test_pool_rejects_shared_workspace(tmp_path: Path) -> None:
         SandboxPool(SandboxSpec(workspace=tmp_path), size=1)
 
 
-async def test_pool_counts_failed_prewarms_and_acquire_raises(tmp_path: Path) -> None:
+async def test_pool_counts_failed_prewarms_and_acquire_raises(sb_base: Path, tmp_path: Path) -> None:
     from harnessrl.types import SandboxError
 
-    spec = SandboxSpec(base_dir=tmp_path / "b", ro_binds=(tmp_path / "missing",))
+    spec = SandboxSpec(base_dir=sb_base / "b", ro_binds=(tmp_path / "missing",))
     async with SandboxPool(spec, size=2) as pool:
         assert (pool.idle, pool.failed) == (0, 2)
         with pytest.raises(SandboxError):

@@ -14,6 +14,7 @@ from harnessrl.tasks import load_tasks, materialize_workspace
 from harnessrl.types import Checker, Task, TaskFile, VerifierError
 from harnessrl.verify import LocalRunner, RunOutput, run_checker
 from harnessrl.verify.checker import parse_stdout
+from harnessrl.verify.runner import CheckerJob, driver_argv
 
 
 def task_with(code: str, entry: str = "reward/check.py", extra: list[TaskFile] | None = None) -> Task:
@@ -150,15 +151,18 @@ def test_parse_stdout_prefers_whole_then_last_line() -> None:
 
 
 class RecordingRunner:
-    """A real LocalRunner that also records what it was asked to run (the sandbox seam)."""
+    """A real LocalRunner that also records the checker jobs it was asked to run (the sandbox seam)."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[list[str], Path, dict[str, str], float]] = []
+        self.jobs: list[CheckerJob] = []
         self.inner = LocalRunner()
 
     def run(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> RunOutput:
-        self.calls.append((list(argv), cwd, dict(env), timeout_s))
         return self.inner.run(argv, cwd, env, timeout_s)
+
+    def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes]:
+        self.jobs.append(job)
+        return self.inner.run_checker(job)
 
 
 def test_runner_seam_and_task_timeout(ws: Path) -> None:
@@ -168,12 +172,13 @@ def test_runner_seam_and_task_timeout(ws: Path) -> None:
     task.checker.timeout_s = 7.0
     result = run_checker(task, ws, runner=runner)
     assert result.score == 0.5
-    [(argv, cwd, env, timeout)] = runner.calls
-    assert timeout == 7.0
-    assert argv[1:3] == ["-I", "-B"]
-    assert argv[3] == str(cwd / "driver.py")
-    assert argv[4:6] == [str(cwd / "task" / "reward" / "check.py"), str(ws.resolve())]
-    assert env["HOME"] == str(cwd)
+    [job] = runner.jobs
+    assert (job.timeout_s, job.entry, job.workspace) == (7.0, "reward/check.py", ws.resolve())
+    assert job.mount_dir == task.input_mount_dir
+    assert not job.folder.exists()  # removed after scoring
+    argv = driver_argv(job.python, "/c", job.entry, "/w", 3)
+    expected = ["-I", "-B", "/c/driver.py", "/c/task/reward/check.py", "/w", "/c/transcript.json", "3"]
+    assert argv[1:] == expected
 
 
 def test_shared_example_untouched_and_solved(shared_fixtures: Path, tmp_path: Path) -> None:

@@ -7,32 +7,55 @@
 <rollout_dir>/workspace/        the final workspace
 <rollout_dir>/workspace.diff    unified diff initial -> final (text files; binary files named only)
 <rollout_dir>/reward.json       reward and the checker's per-metric detail
+
+The final workspace is the agent's: the diff walks it without following links (`os.walk` plus
+`lstat`), reads only regular files through `fscopy.read_bounded` (no FIFO blocks it, no link to
+/etc/shadow or /proc/self/mem is read) and stops after `MAX_DIFF_FILES` files and `MAX_DIFF_BYTES`
+of output.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
+import stat
 from pathlib import Path
 
+from harnessrl.sandbox.fscopy import read_bounded
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import ModelCall, Rollout
 
 MAX_DIFF_FILE_BYTES = 1 << 20
+MAX_DIFF_FILES = 10_000
+MAX_DIFF_BYTES = 16 << 20
 
 
 def _files(root: Path) -> dict[str, Path]:
-    if not root.is_dir():
-        return {}
-    return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*")) if p.is_file()}
+    """Regular files under `root` (links and special files are not followed nor listed)."""
+    found: dict[str, Path] = {}
+    if not root.is_dir() or root.is_symlink():
+        return found
+    for folder, _, files in os.walk(root):
+        for name in sorted(files):
+            path = Path(folder) / name
+            try:
+                if stat.S_ISREG(os.lstat(path).st_mode):
+                    found[path.relative_to(root).as_posix()] = path
+            except OSError:
+                continue
+            if len(found) >= MAX_DIFF_FILES:
+                return found
+    return found
 
 
-def _text(path: Path | None) -> list[str] | None:
-    """Lines of a text file; None for binary or oversized files."""
-    if path is None:
-        return []
-    data = path.read_bytes()
-    if len(data) > MAX_DIFF_FILE_BYTES or b"\x00" in data:
+def _bytes(path: Path | None) -> bytes | None:
+    return b"" if path is None else read_bounded(path, MAX_DIFF_FILE_BYTES + 1)
+
+
+def _text(data: bytes | None) -> list[str] | None:
+    """Lines of a text file; None for binary, unreadable or oversized files."""
+    if data is None or len(data) > MAX_DIFF_FILE_BYTES or b"\x00" in data:
         return None
     try:
         return data.decode("utf-8").splitlines(keepends=True)
@@ -41,22 +64,29 @@ def _text(path: Path | None) -> list[str] | None:
 
 
 def workspace_diff(initial: Path, final: Path) -> str:
-    """Unified diff of every changed, added or removed file between two folders."""
+    """Unified diff of every changed, added or removed regular file between two folders (bounded)."""
     a, b = _files(initial), _files(final)
     out: list[str] = []
+    size = 0
     for rel in sorted(a.keys() | b.keys()):
+        if size > MAX_DIFF_BYTES:
+            out.append(f"[... diff cut by harnessrl at {MAX_DIFF_BYTES} bytes ...]\n")
+            break
         pa, pb = a.get(rel), b.get(rel)
-        if pa is not None and pb is not None and pa.read_bytes() == pb.read_bytes():
+        da, db = _bytes(pa), _bytes(pb)
+        if pa is not None and pb is not None and da == db and da is not None:
             continue
-        la, lb = _text(pa), _text(pb)
+        la, lb = (_text(da) if pa is not None else []), (_text(db) if pb is not None else [])
         if la is None or lb is None:
             out.append(f"Binary file {rel} differs\n")
             continue
         src = f"a/{rel}" if pa is not None else "/dev/null"
         dst = f"b/{rel}" if pb is not None else "/dev/null"
-        out.extend(difflib.unified_diff(la, lb, src, dst))
-        if out and not out[-1].endswith("\n"):
-            out[-1] += "\n\\ No newline at end of file\n"
+        chunk = list(difflib.unified_diff(la, lb, src, dst))
+        if chunk and not chunk[-1].endswith("\n"):
+            chunk[-1] += "\n\\ No newline at end of file\n"
+        out.extend(chunk)
+        size += sum(len(line) for line in chunk)
     return "".join(out)
 
 

@@ -48,6 +48,7 @@ from harnessrl.harnesses.run import harness_binds, run_harness
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.sandbox import Sandbox, SandboxSpec
+from harnessrl.sandbox.fscopy import TreeReport, sanitize_tree
 from harnessrl.sandbox.pool import SandboxPool
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.tasks import materialize_workspace
@@ -171,9 +172,24 @@ class RolloutRunner:
             rollout.reward_detail["traceback"] = traceback.format_exc()
         finally:
             rollout.ended_at = time.time()
-            write_artifacts(rdir, rollout, raw, initial, workspace)
-            shutil.rmtree(initial, ignore_errors=True)
+            await self._write_artifacts(rdir, rollout, raw, initial, workspace)
         return rollout
+
+    async def _write_artifacts(
+        self, rdir: Path, rollout: Rollout, raw: ExecResult | None, initial: Path, workspace: Path
+    ) -> None:
+        """Step 7, in a thread (the diff reads the agent's files). A failure becomes this rollout's
+        status (the record is written again without the diff); it never reaches the other rollouts."""
+        try:
+            await asyncio.to_thread(write_artifacts, rdir, rollout, raw, initial, workspace)
+        except Exception as e:
+            log.exception("rollout %s: writing artifacts failed", rollout.rollout_id)
+            _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"artifacts could not be written: {e!r}")
+            with contextlib.suppress(Exception):
+                head = rollout.model_dump(mode="json", exclude={"calls"})
+                (rdir / "rollout.json").write_text(json.dumps(head, indent=2) + "\n", encoding="utf-8")
+        finally:
+            await asyncio.to_thread(shutil.rmtree, initial, True)
 
     async def _agent_phase(self, job: RolloutJob, rollout: Rollout, workspace: Path) -> ExecResult | None:
         """Steps 2-5: sandbox, session, harness, calls. Sets the status; returns the harness output."""
@@ -211,7 +227,7 @@ class RolloutRunner:
             _set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
         finally:
             rollout.calls = self.sessions.close(job.rollout_id)
-            await self._close_sandbox(sandbox, workspace)
+            await self._close_sandbox(sandbox, workspace, rollout)
         if result is not None:
             _status_from_harness(rollout, result)
         return raw
@@ -243,18 +259,37 @@ class RolloutRunner:
         if pool is None:
             pool = self._pools[task.input_mount_dir] = SandboxPool(self._spec(task, None), size)
         sandbox = await pool.acquire()
-        shutil.copytree(workspace, sandbox.host_workspace, symlinks=True, dirs_exist_ok=True)
+        try:
+            await sandbox.load_workspace(workspace)
+        except OSError as e:
+            await sandbox.destroy()
+            raise SandboxError(f"copying the workspace into sandbox {sandbox.id}: {e}") from e
         return sandbox
 
-    async def _close_sandbox(self, sandbox: Sandbox, workspace: Path) -> None:
-        """Destroy the agent's sandbox; a pooled one hands its final workspace back first."""
+    async def _close_sandbox(self, sandbox: Sandbox, workspace: Path, rollout: Rollout) -> None:
+        """Destroy the agent's sandbox, then make the final workspace safe to score and read on the
+        host: a pooled sandbox's is copied out by `fscopy.copy_untrusted`'s rules, a bound one is
+        cleaned in place (`sanitize_tree`). Either way links that leave the workspace and special
+        files are gone before the checker runs. A workspace over the caps is the policy's doing:
+        `harness_error`, with the report in `reward_detail["workspace"]`."""
         pooled = sandbox.spec.workspace is None
         if pooled:
-            shutil.rmtree(workspace, ignore_errors=True)
+            await asyncio.to_thread(shutil.rmtree, workspace, True)
+        report: TreeReport | None = None
         try:
-            await sandbox.destroy(keep_workspace=workspace if pooled else None)
+            report = await sandbox.destroy(keep_workspace=workspace if pooled else None)
         except Exception:  # teardown is best effort here: the finaliser still kills and removes
             log.exception("destroying sandbox %s failed", sandbox.id)
+        if not pooled:
+            report = await asyncio.to_thread(sanitize_tree, workspace, max_files=sandbox.spec.max_files)
+        if report is None:
+            return
+        if report.skipped_count or report.truncated:
+            rollout.reward_detail["workspace"] = report.summary()
+        if report.truncated:
+            _set_status(
+                rollout, RolloutStatus.HARNESS_ERROR, f"final workspace over the limit: {report.truncated}"
+            )
 
     async def close(self) -> None:
         """Destroy the prewarmed sandboxes of every pool (rollouts in flight keep theirs)."""

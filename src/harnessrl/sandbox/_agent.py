@@ -5,14 +5,21 @@ imports nothing from harnessrl and only C modules: `_socket` and `_signal` rathe
 `signal` (those pull in enum, functools and collections), no asyncio, subprocess, json or threading.
 Interpreter start-up is most of a sandbox's creation cost; these imports cut it by more than half.
 
-    agent.py LISTEN_PORT SOCK_PATH IO_DIR REAP_ALL
+    agent.py LISTEN_PORT SOCK_PATH REAP_ALL FD_SOCKET    (FD_SOCKET: a unix socket the host sends fds on)
 
-- Control: frames on stdin/stdout, each a 4-byte big-endian length + a `marshal`-ed dict (the host
-  is trusted; marshal is built in and fast). The agent first writes {"ready": True}. Request
-  {"op": "exec", "id", "argv", "env", "cwd", "timeout_s", "grace_s", "rlimits"} starts one command in
-  its own session (= its own process group) with stdout/stderr in IO_DIR/<id>.out / .err; the reply
-  {"id", "rc", "timed_out", "error"} comes when it has exited. rc < 0 is the killing signal, as in
-  subprocess. On timeout the group gets SIGTERM, then SIGKILL after grace_s.
+- The agent is pid 1 of the sandbox's pid namespace (bwrap --as-pid-1): signals from commands do not
+  reach it, and it reaps every orphan. It makes itself non-dumpable first, so commands (same uid)
+  cannot open its pipes through /proc/1/fd or ptrace it: the control channel cannot be forged.
+- Control: frames on stdin/stdout, each a 4-byte big-endian length + a payload. Host to agent:
+  `marshal` (the host is trusted). Agent to host: a small JSON object written by `reply()`, which
+  the host parses as untrusted, with a size cap. The agent first writes {"ready", "pid", "dumpable"}.
+  Request {"op": "exec", "id", "argv", "env", "cwd", "timeout_s", "grace_s", "rlimits", "nfds"}
+  comes with `nfds` descriptors on FD_SOCKET (SCM_RIGHTS), opened by the host: the command's stdout,
+  stderr, then any extra ones it gets as fds 3, 4, ... . The command runs in its own session (= its
+  own process group); the reply {"id", "rc", "timed_out", "error"} comes when it has exited. rc < 0
+  is the killing signal, as in subprocess. On timeout the group gets SIGTERM, then SIGKILL after
+  grace_s. The host reads the output from its own descriptors: nothing in the sandbox names a path
+  that the host opens.
 - After each command, if REAP_ALL is 1 (we are alone in a pid namespace), every other process in the
   namespace is SIGKILLed, so daemonised children do not outlive the command that started them.
 - Bridge: when LISTEN_PORT > 0, a TCP listener on 127.0.0.1:LISTEN_PORT whose connections are piped to
@@ -23,6 +30,7 @@ Interpreter start-up is most of a sandbox's creation cost; these imports cut it 
 
 import _signal as signal
 import _socket as socket
+import fcntl
 import marshal
 import os
 import resource
@@ -31,10 +39,47 @@ import sys
 import time
 
 BUF_LIMIT = 1 << 18
+PR_SET_DUMPABLE = 4
 
 
-def send_frame(obj: dict) -> None:
-    data = marshal.dumps(obj)
+def non_dumpable() -> bool:
+    """prctl(PR_SET_DUMPABLE, 0) through _ctypes alone (the ctypes package costs ~5 ms to import)."""
+    try:
+        import _ctypes
+
+        class CInt(_ctypes._SimpleCData):
+            _type_ = "i"
+
+        class Fn(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL
+            _restype_ = CInt
+
+        class Libc:
+            _handle = _ctypes.dlopen(None)  # type: ignore[arg-type]
+
+        return Fn(("prctl", Libc))(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0  # type: ignore[arg-type]
+    except Exception:
+        return False
+
+
+def _json_str(s: str) -> str:
+    return '"' + "".join(c if " " <= c < "\x7f" and c not in '"\\' else "?" for c in s[:4000]) + '"'
+
+
+def reply(obj: dict) -> None:
+    """One frame of flat JSON (str, int, bool, None values) to the host. No json module: it imports re."""
+    parts = []
+    for key, v in obj.items():
+        if v is None:
+            text = "null"
+        elif v is True or v is False:
+            text = "true" if v else "false"
+        elif isinstance(v, int):
+            text = str(v)
+        else:
+            text = _json_str(str(v))
+        parts.append(_json_str(key) + ":" + text)
+    data = ("{" + ",".join(parts) + "}").encode()
     os.write(1, len(data).to_bytes(4, "big") + data)
 
 
@@ -58,10 +103,11 @@ class Pipe:
 
 
 class Agent:
-    def __init__(self, port: int, sock_path: str, io_dir: str, reap_all: bool) -> None:
+    def __init__(self, port: int, sock_path: str, reap_all: bool, fd_socket: int) -> None:
         self.sock_path = sock_path
-        self.io_dir = io_dir
         self.reap_all = reap_all
+        os.set_inheritable(fd_socket, False)
+        self.fd_sock = socket.socket(fileno=fd_socket)
         self.listener: socket.socket | None = None
         if port > 0:
             self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -89,21 +135,36 @@ class Agent:
             del self.inbuf[: 4 + n]
             self.start(req)
 
+    def receive_fds(self, n: int) -> list:
+        """The `n` descriptors the host sent with the request (stdout, stderr, extras)."""
+        _, anc, _, _ = self.fd_sock.recvmsg(64, socket.CMSG_LEN(4 * n), socket.MSG_CMSG_CLOEXEC)
+        fds = []
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds += [int.from_bytes(data[i : i + 4], sys.byteorder) for i in range(0, len(data) - 3, 4)]
+        return fds
+
     def start(self, req: dict) -> None:
-        if self.child is not None:
-            send_frame({"id": req["id"], "rc": -1, "timed_out": False, "error": "busy"})
+        fds = self.receive_fds(req.get("nfds", 2))
+        if self.child is not None or len(fds) < 2:
+            for fd in fds:
+                os.close(fd)
+            error = "busy" if self.child is not None else "output descriptors missing"
+            reply({"id": req["id"], "rc": -1, "timed_out": False, "error": error})
             return
         r, w = os.pipe2(os.O_CLOEXEC)
         pid = os.fork()
         if pid == 0:  # child: never returns
             os.close(r)
-            self.exec_child(req, w)
+            self.exec_child(req, fds, w)
         os.close(w)
+        for fd in fds:
+            os.close(fd)
         err = os.read(r, 4096).decode(errors="replace")
         os.close(r)
         if err:
             os.waitpid(pid, 0)
-            send_frame({"id": req["id"], "rc": 127, "timed_out": False, "error": err})
+            reply({"id": req["id"], "rc": 127, "timed_out": False, "error": err})
             return
         timeout = req.get("timeout_s")
         deadline = time.monotonic() + timeout if timeout else None
@@ -111,17 +172,15 @@ class Agent:
         self.child = {"pid": pid, "pidfd": pidfd, "id": req["id"], "deadline": deadline,
                       "grace": req.get("grace_s", 2.0), "killed_at": None, "timed_out": False}  # fmt: skip
 
-    def exec_child(self, req: dict, errw: int) -> None:
+    def exec_child(self, req: dict, fds: list, errw: int) -> None:
         try:
             os.setsid()
             for name, value in req.get("rlimits", {}).items():
                 resource.setrlimit(getattr(resource, name), (value, value))
-            out = os.open(f"{self.io_dir}/{req['id']}.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            err = os.open(f"{self.io_dir}/{req['id']}.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            null = os.open("/dev/null", os.O_RDONLY)
-            os.dup2(null, 0)
-            os.dup2(out, 1)
-            os.dup2(err, 2)
+            sources = [os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC), *fds]
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in sources]
+            for target, fd in enumerate(high):  # stdin, stdout, stderr, then the extras as 3, 4, ...
+                os.dup2(fd, target)
             os.chdir(req["cwd"])
             for sig in (signal.SIGPIPE, signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, signal.SIG_DFL)
@@ -142,17 +201,28 @@ class Agent:
             self.signal_group(c["pid"], signal.SIGKILL)
             c["killed_at"] = float("inf")
 
-    def on_child_exit(self) -> None:
+    def reap(self) -> None:
+        """As pid 1, wait for every exited process; the command's own status ends its request."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.child is not None and pid == self.child["pid"]:
+                self.on_child_exit(status)
+
+    def on_child_exit(self, status: int) -> None:
         c = self.child
         assert c is not None
-        _, status = os.waitpid(c["pid"], 0)
         os.close(c["pidfd"])
         self.signal_group(c["pid"], signal.SIGKILL)  # anything left in its group
         if self.reap_all:
             self.kill_others()
         rc = os.waitstatus_to_exitcode(status)
         self.child = None
-        send_frame({"id": c["id"], "rc": rc, "timed_out": c["timed_out"], "error": ""})
+        reply({"id": c["id"], "rc": rc, "timed_out": c["timed_out"], "error": ""})
 
     @staticmethod
     def signal_group(pgid: int, sig: int) -> None:
@@ -221,8 +291,8 @@ class Agent:
                     pass
 
     # ---- loop ----------------------------------------------------------------------------------
-    def run(self) -> None:
-        send_frame({"ready": True, "pid": os.getpid()})
+    def run(self, dumpable: bool) -> None:
+        reply({"ready": True, "pid": os.getpid(), "dumpable": dumpable})
         while self.stdin_open or self.child is not None:
             rlist: list = [0] if self.stdin_open else []
             wlist: list = []
@@ -249,11 +319,11 @@ class Agent:
             for p in [p for p in self.pipes if p.done()]:
                 p.close()
                 self.pipes.remove(p)
-            if self.child is not None and self.child["pidfd"] in rs:
-                self.on_child_exit()
+            self.reap()
             self.tick_child(time.monotonic())
 
 
 if __name__ == "__main__":
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    Agent(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1").run()
+    dumpable = not non_dumpable()
+    Agent(int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", int(sys.argv[4])).run(dumpable)

@@ -1,8 +1,10 @@
 """bubblewrap command lines: a read-only system, private HOME and /tmp, the workspace, no network.
 
-Left out on purpose: seccomp filters (bwrap's --seccomp needs a compiled BPF program; the namespaces
-already remove the network and the host's files), and cgroups (not writable on most CI machines; the
-agent applies rlimits instead). Capabilities: bwrap drops them all for the sandboxed process.
+bwrap itself already runs as the sandbox's unprivileged host uid (see `identity.py`): it creates a
+user namespace in which that uid is 0, drops every capability, forbids further user namespaces,
+mounts a fresh /proc (bwrap covers /proc/sys, /proc/sysrq-trigger, /proc/irq and /proc/bus
+read-only), loads the seccomp filter (`seccomp.py`) and starts the agent as pid 1. Host folders the
+uid could not reach are bound from their staged bind mounts (`identity.staged`) at their own paths.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from harnessrl.sandbox.identity import staged
 from harnessrl.sandbox.spec import SandboxSpec
 
 AGENT_DIR = "/opt/harnessrl"
@@ -68,29 +71,47 @@ def system_args() -> list[str]:
     return args
 
 
-def build_argv(spec: SandboxSpec, root: Path, workspace: Path, agent_file: Path, reap_all: bool) -> list[str]:
-    """The full bwrap command line that starts the agent inside a new sandbox rooted at `root`."""
+def build_argv(
+    spec: SandboxSpec,
+    root: Path,
+    workspace: Path,
+    agent_file: Path,
+    *,
+    fd_socket: int,
+    seccomp_fd: int | None,
+    rw_sources: dict[Path, Path] | None = None,
+) -> list[str]:
+    """The full bwrap command line that starts the agent inside a new sandbox rooted at `root`.
+
+    `workspace` is the host folder bound at `spec.mount_dir`; `fd_socket` the descriptor (inherited)
+    the agent receives output descriptors on; `seccomp_fd` one holding the BPF program, or None;
+    `rw_sources` the folder to bind for each of `spec.rw_binds` (a per-sandbox staging bind).
+    """
     bwrap = bwrap_path()
     if bwrap is None:
         raise FileNotFoundError("bwrap is not installed")
     python, py_binds = agent_python()
-    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    base = root.parent
+    argv = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent"]
+    argv += ["--new-session", "--as-pid-1", "--cap-drop", "ALL", "--uid", "0", "--gid", "0"]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     argv += system_args()
     argv += ["--ro-bind", str(root / "hosts"), "/etc/hosts"]
     argv += ["--proc", "/proc", "--dev", "/dev"]
     argv += ["--bind", str(root / "tmp"), "/tmp", "--bind", str(root / "home"), spec.home_dir]
     binds = [*py_binds, *spec.ro_binds, *(python_prefixes() if spec.bind_python else [])]
     for path in dict.fromkeys(binds):
-        argv += ["--ro-bind", str(path), str(path)]
+        argv += ["--ro-bind", str(staged(path, base)), str(path)]
     for path in spec.rw_binds:
-        argv += ["--bind", str(path), str(path)]
+        argv += ["--bind", str((rw_sources or {}).get(path, path)), str(path)]
+    for source, inside in spec.ro_mounts:
+        argv += ["--ro-bind", str(staged(source, base)), inside]
     argv += ["--bind", str(workspace), spec.mount_dir]
     agent = f"{AGENT_DIR}/agent{agent_file.suffix}"
     argv += ["--ro-bind", str(agent_file), agent]
-    argv += ["--bind", str(root / "io"), f"{AGENT_DIR}/io"]
     argv += ["--ro-bind", str(root / "sock"), f"{AGENT_DIR}/sock"]
     argv += ["--chdir", spec.mount_dir, "--"]
     port = spec.listen_port if spec.endpoint is not None else 0
-    argv += [python, "-I", "-S", agent, str(port), f"{AGENT_DIR}/sock/model.sock"]
-    argv += [f"{AGENT_DIR}/io", "1" if reap_all else "0"]
+    argv += [python, "-I", "-S", agent, str(port), f"{AGENT_DIR}/sock/model.sock", "1", str(fd_socket)]
     return argv

@@ -1,11 +1,15 @@
 """`SandboxCommandRunner`: the verifier's CommandRunner, running each command in a fresh sandbox.
 
-Used to run checkers with the reward files after the agent has finished. What the command can see:
-the read-only system, the running interpreter's prefixes (the checker's python and its packages),
-`cwd` read-write at its own path, and the folders of the absolute paths on the command line (the
-final workspace; a script's folder) read-write at their own paths (see `named_dirs`). Nothing else of
-the host, and no network. Paths are kept identical inside and out so the verifier's command line
-needs no rewriting.
+Checkers (`run_checker`) see what upstream ClawGym gives them: the final workspace at the task's
+mount dir (`/root/.openclaw/workspace`), cwd `/`, HOME `/root`, the checker files read-only at
+`/opt/harnessrl/checker`, the checker's python and its packages read-only, no network, and a result
+channel (a memory file the host opened) as fd 3. The sandbox has its own unprivileged uid, so the
+workspace is handed to that uid first; nothing the checker or the agent's code it runs can do
+reaches the host's copy of the checker files.
+
+Other commands (`run`: reference solutions) see `cwd` read-write at its own path and the folders of
+the absolute paths on the command line (the final workspace; a script's folder) read-write at their
+own paths (see `named_dirs`). Nothing else of the host, and no network.
 
 The protocol is synchronous (checkers run in worker threads); each call runs its own event loop, in a
 helper thread when the calling thread already runs one.
@@ -15,14 +19,19 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from harnessrl.sandbox.bwrap import python_prefixes
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import SandboxSpec
 from harnessrl.types import SandboxError
-from harnessrl.verify.runner import RunOutput
+from harnessrl.verify.runner import MAX_RESULT_BYTES, CheckerJob, RunOutput, checker_env, driver_argv, read_fd
+
+CHECKER_DIR = "/opt/harnessrl/checker"
+T = TypeVar("T")
 
 SYSTEM_ROOTS = tuple(
     Path(p) for p in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev", "/sys")
@@ -58,27 +67,63 @@ class SandboxCommandRunner:
         self.backend = backend
 
     def run(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> RunOutput:
-        coro = self._run(list(argv), Path(cwd).resolve(), dict(env), timeout_s)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coro)
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            return pool.submit(asyncio.run, coro).result()
-
-    async def _run(self, argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> RunOutput:
         spec = SandboxSpec(
             backend="local" if self.backend == "local" else "bwrap",
-            workspace=cwd,
-            mount_dir=str(cwd),
-            rw_binds=named_dirs(argv, cwd),
+            workspace=Path(cwd).resolve(),
+            mount_dir=str(Path(cwd).resolve()),
+            rw_binds=named_dirs(argv, Path(cwd).resolve()),
             bind_python=True,
             memory_mb=self.memory_mb,
         )
+        out, _ = _sync(self._run(spec, list(argv), dict(env), str(Path(cwd).resolve()), timeout_s, False))
+        return out
+
+    def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes]:
+        if self.backend == "local":
+            from harnessrl.verify.runner import LocalRunner
+
+            return LocalRunner().run_checker(job)
+        spec = SandboxSpec(
+            workspace=job.workspace,
+            mount_dir=job.mount_dir,
+            home_dir="/root",
+            ro_mounts=((job.folder, CHECKER_DIR),),
+            bind_python=True,
+            memory_mb=self.memory_mb,
+        )
+        argv = driver_argv(job.python, CHECKER_DIR, job.entry, job.mount_dir, 3)
+        env = checker_env("/root", job.python)
+        return _sync(self._run(spec, argv, env, "/", job.timeout_s, True))
+
+    async def _run(
+        self,
+        spec: SandboxSpec,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str,
+        timeout_s: float,
+        channel: bool,
+    ) -> tuple[RunOutput, bytes]:
+        result_fd = os.memfd_create("hrl-result", os.MFD_CLOEXEC) if channel else None
         try:
             async with await Sandbox.create(spec) as sb:
-                res = await sb.exec(argv, env=env, cwd=str(cwd), timeout_s=timeout_s, grace_s=1.0)
+                extra = () if result_fd is None else (result_fd,)
+                res = await sb.exec(argv, env=env, cwd=cwd, timeout_s=timeout_s, grace_s=1.0, extra_fds=extra)
+            raw = b"" if result_fd is None else read_fd(result_fd, MAX_RESULT_BYTES)
         except SandboxError as e:
-            return RunOutput(125, "", f"sandbox error: {e}", False)
+            return RunOutput(125, "", f"sandbox error: {e}", False), b""
+        finally:
+            if result_fd is not None:
+                os.close(result_fd)
         stderr = res.stderr if not res.error else f"{res.stderr}{res.error}\n"
-        return RunOutput(res.returncode, res.stdout, stderr, res.timed_out)
+        return RunOutput(res.returncode, res.stdout, stderr, res.timed_out), raw
+
+
+def _sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` to completion from synchronous code, in a helper thread if a loop is running here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -26,6 +26,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -35,36 +36,36 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from harnessrl.sandbox import bwrap
+from harnessrl.sandbox import bwrap, identity, seccomp
+from harnessrl.sandbox.cgroups import SandboxCgroup
 from harnessrl.sandbox.forward import UnixToTcpForwarder
-from harnessrl.sandbox.protocol import read_frame, write_frame
+from harnessrl.sandbox.fscopy import TreeReport, copy_untrusted
+from harnessrl.sandbox.identity import UidLease
+from harnessrl.sandbox.protocol import ProtocolError, check_exec_reply, read_reply, write_frame
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
 from harnessrl.types import SandboxError
 
 log = logging.getLogger(__name__)
 AGENT_FILE = Path(__file__).with_name("_agent.py")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SETPRIV = shutil.which("setpriv") or "/usr/bin/setpriv"
+"""util-linux `setpriv`: starts bwrap as the sandbox's uid (an exec costs ~1 ms; Popen(user=...)
+would fork the whole host process instead of vfork)."""
 _ids = itertools.count()
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024
 """Most of one stream kept by exec(): the first MiB and the rest from the end (harnesses print their
 final result last), with a marker saying how much was cut."""
 
 
-def read_output(path: Path, limit: int = MAX_OUTPUT_BYTES) -> str:
-    """A command's stdout/stderr file, cut in the middle when over `limit` bytes; "" if missing."""
-    try:
-        with path.open("rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(0)
-            if size <= limit:
-                data = fh.read()
-            else:
-                head = fh.read(1 << 20)
-                fh.seek(size - (limit - len(head)))
-                cut = f"\n[... {size - limit} bytes cut by harnessrl ...]\n".encode()
-                data = head + cut + fh.read()
-    except FileNotFoundError:
-        return ""
+def read_output_fd(fd: int, limit: int = MAX_OUTPUT_BYTES) -> str:
+    """A command's stdout/stderr from the host's own descriptor, cut in the middle when over `limit`."""
+    size = os.fstat(fd).st_size
+    if size <= limit:
+        data = os.pread(fd, size, 0)
+    else:
+        head = os.pread(fd, 1 << 20, 0)
+        cut = f"\n[... {size - limit} bytes cut by harnessrl ...]\n".encode()
+        data = head + cut + os.pread(fd, limit - len(head), size - (limit - len(head)))
     return data.decode(errors="replace")
 
 
@@ -79,24 +80,59 @@ def default_base_dir() -> Path:
     return Path(tempfile.gettempdir())
 
 
+def _remove_root(root: Path, mounted: bool) -> None:
+    """Remove a sandbox folder. A tmpfs root (and any bind under it) is lazily unmounted first, so
+    nothing is deleted file by file and no bind mount's source is ever touched."""
+    if mounted:
+        identity.unmount(root)
+        with contextlib.suppress(OSError):
+            root.rmdir()
+            return
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _remove_stage(folder: Path) -> None:
+    """Remove a dead process's staging folder: unmount each bind, then the empty mount points. Never
+    a recursive delete: a bind that would not unmount still shows its source's files."""
+    for entry in folder.iterdir():
+        identity.unmount(entry)
+        with contextlib.suppress(OSError):
+            entry.rmdir() if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+def _owner_alive(folder: Path) -> bool | None:
+    """Whether the process that made `folder` still runs (None: no readable owner file)."""
+    try:
+        pid = int((folder / "owner").read_text())
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 def sweep_stale(base: Path | None = None) -> int:
-    """Remove sandbox folders whose creating process is gone (a host killed with SIGKILL runs no
-    finaliser: its sandboxes' processes die with it, their folders stay). Returns how many went.
-    Runs once per process on the first create; a folder without an owner file is left alone."""
+    """Remove sandbox folders (and staging folders) whose creating process is gone: a host killed
+    with SIGKILL runs no finaliser; its sandboxes' processes die with it, their folders and mounts
+    stay. Returns how many went. Runs once per process on the first create; a folder without an
+    owner file is left alone."""
     removed = 0
     root = base or default_base_dir()
-    for folder in root.glob("hrl-sb-*") if root.is_dir() else []:
-        try:
-            pid = int((folder / "owner").read_text())
-        except (OSError, ValueError):
-            continue
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
+    if not root.is_dir():
+        return 0
+    for folder in root.glob("hrl-sb-*"):
+        if _owner_alive(folder) is False:
+            _remove_root(folder, mounted=os.path.ismount(folder))
             removed += 1
-        except PermissionError:
-            pass
+    for folder in root.glob("hrl-stage-*"):
+        if _owner_alive(folder) is False:
+            _remove_stage(folder)
     return removed
 
 
@@ -146,12 +182,28 @@ def compiled_agent(python: str, base: Path | None = None) -> Path:
     return target
 
 
-def _kill_and_remove(pid: int | None, root: Path) -> None:
-    """Finaliser: SIGKILL the agent's process group (bwrap: the whole pid namespace), remove the folder."""
+def _teardown(
+    pid: int | None, root: Path, mounted: bool, cgroup: SandboxCgroup | None, lease: UidLease
+) -> None:
+    """Finaliser and the end of destroy(): kill everything in the sandbox, remove its folder and
+    cgroup, give its uid back."""
+    if cgroup is not None:
+        cgroup.kill()
     if pid is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
-    shutil.rmtree(root, ignore_errors=True)
+    _remove_root(root, mounted)
+    if cgroup is not None:
+        cgroup.remove()
+    lease.release()
+
+
+def _agent_host_pid(bwrap_pid: int) -> int:
+    """The agent's pid on the host: bwrap's only child (with --as-pid-1 it execs the agent directly)."""
+    children = Path(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children").read_text().split()
+    if len(children) != 1:
+        raise SandboxError(f"bwrap {bwrap_pid} has {len(children)} children, expected the agent alone")
+    return int(children[0])
 
 
 class Sandbox:
@@ -160,8 +212,9 @@ class Sandbox:
     def __init__(self, spec: SandboxSpec) -> None:
         self.spec = spec
         base = spec.base_dir or default_base_dir()
-        base.mkdir(parents=True, exist_ok=True)
+        base.mkdir(mode=0o711, parents=True, exist_ok=True)
         self.root = Path(tempfile.mkdtemp(prefix="hrl-sb-", dir=base))
+        self.root.chmod(0o711)  # the sandbox uid's bwrap must reach home/, tmp/, sock/ to bind them
         self.host_workspace = spec.workspace.resolve() if spec.workspace else self.root / "workspace"
         self.host_home = self.root / "home"
         self.id = self.root.name
@@ -176,11 +229,23 @@ class Sandbox:
         if spec.endpoint is not None:
             host, port = spec.endpoint if local else ("127.0.0.1", spec.listen_port)
             self.endpoint_url = f"http://{host}:{port}"
+        self.isolated = not local
+        self.lease = UidLease(os.getuid(), None)
+        """The host uid everything in the sandbox runs as (never 0 for bwrap when we are root)."""
+        self.tmpfs = False
+        """True when the sandbox folder is its own size-limited tmpfs."""
+        self.cgroup: SandboxCgroup | None = None
         self.forwarder: UnixToTcpForwarder | None = None
         self._proc: asyncio.subprocess.Process | None = None
+        self._fd_sock: socket.socket | None = None
+        self.rw_sources: dict[Path, Path] = {}
         self._lock = asyncio.Lock()
         self._destroyed = False
-        self._finalizer = weakref.finalize(self, _kill_and_remove, None, self.root)
+        self._finalizer = weakref.finalize(self, _teardown, None, self.root, False, None, self.lease)
+
+    @property
+    def uid(self) -> int:
+        return self.lease.uid
 
     @classmethod
     async def create(cls, spec: SandboxSpec) -> Sandbox:
@@ -195,56 +260,135 @@ class Sandbox:
             await sb.destroy()
             if isinstance(e, SandboxError):
                 raise
-            if isinstance(e, (OSError, TimeoutError, asyncio.IncompleteReadError)):
+            if isinstance(e, (OSError, TimeoutError, asyncio.IncompleteReadError, ProtocolError)):
                 raise SandboxError(f"sandbox {sb.id} failed to start: {type(e).__name__}: {e}") from e
             raise
         return sb
 
-    async def _start(self) -> None:
+    def _prepare_folders(self) -> Path:
+        """Lease the uid, mount the tmpfs, make the folders; returns the workspace folder to bind."""
         base = self.root.parent
         if base not in _swept:
             _swept.add(base)
             sweep_stale(base)
+        if self.isolated:
+            self.lease = identity.lease_uid(base / "hrl-uids")
+            if identity.drops_privileges() and self.spec.disk_mb is not None:
+                self.tmpfs = identity.mount_tmpfs(self.root, self.spec.disk_mb, self.spec.max_files)
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _teardown, None, self.root, self.tmpfs, None, self.lease)
         (self.root / "owner").write_text(str(os.getpid()))
-        for sub in ("home", "tmp", "io", "sock"):
+        for sub in ("home", "tmp", "sock"):
             (self.root / sub).mkdir()
-        self.host_workspace.mkdir(parents=True, exist_ok=True)
         (self.root / "hosts").write_text("127.0.0.1 localhost\n::1 localhost\n")
-        if self.spec.endpoint is not None and self.spec.backend == "bwrap":
+        uid = self.lease.uid
+        if self.spec.workspace is None:
+            self.host_workspace.mkdir()
+            os.chown(self.host_workspace, uid, uid)
+        for sub in ("home", "tmp"):
+            os.chown(self.root / sub, uid, uid)
+        self.rw_sources = {p: self._reachable(p, f"rw-{i}") for i, p in enumerate(self.spec.rw_binds)}
+        if not self.isolated or self.spec.workspace is None:
+            return self.host_workspace
+        self.host_workspace.mkdir(parents=True, exist_ok=True)
+        if identity.drops_privileges():
+            identity.chown_tree(self.host_workspace, uid)
+        return self._reachable(self.host_workspace, "ws")
+
+    def _reachable(self, path: Path, name: str) -> Path:
+        """`path`, or a bind of it in this sandbox's tmpfs when the sandbox uid cannot enter it (it
+        goes with the tmpfs's lazy unmount)."""
+        if not identity.drops_privileges() or identity.reachable_by_others(path):
+            return path
+        if not self.tmpfs:
+            raise SandboxError(
+                f"{path} is under a folder the sandbox uid cannot enter, and this process may not "
+                "bind-mount it; use a folder whose parents are all o+x"
+            )
+        stage = self.root / name
+        stage.mkdir()
+        identity.bind_mount(path, stage)
+        return stage
+
+    async def _start(self) -> None:
+        workspace = await asyncio.to_thread(self._prepare_folders)
+        if self.spec.endpoint is not None and self.isolated:
             host, port = self.spec.endpoint
-            self.forwarder = UnixToTcpForwarder(self.root / "sock" / "model.sock", host, port)
+            sock_path = self.root / "sock" / "model.sock"
+            self.forwarder = UnixToTcpForwarder(sock_path, host, port)
             await self.forwarder.start()
+            sock_path.chmod(0o666)  # the folder is private to this sandbox; its uid must connect
         python, _ = bwrap.agent_python()
         agent = compiled_agent(python)
-        if self.spec.backend == "local":
-            log.warning(
-                "sandbox %s: LOCAL backend, NO ISOLATION: the agent can read and write the host", self.id
-            )
-            argv = [python, "-I", "-S", str(agent), "0", "", str(self.root / "io"), "0"]
-        else:
-            argv = bwrap.build_argv(self.spec, self.root, self.host_workspace, agent, reap_all=True)
-        self._proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            env={"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"},
-        )
-        self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _kill_and_remove, self._proc.pid, self.root)
-        assert self._proc.stdout is not None
+        host_end, agent_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._fd_sock = host_end
+        pass_fds = [agent_end.fileno()]
+        program = seccomp.filter_program() if self.isolated else None
+        seccomp_fd = None
+        if program is not None:
+            seccomp_fd = os.memfd_create("hrl-seccomp", os.MFD_CLOEXEC)
+            os.write(seccomp_fd, program)
+            os.lseek(seccomp_fd, 0, os.SEEK_SET)
+            pass_fds.append(seccomp_fd)
         try:
-            hello = await read_frame(self._proc.stdout)
+            if not self.isolated:
+                log.warning(
+                    "sandbox %s: LOCAL backend, NO ISOLATION: the agent can read and write the host", self.id
+                )
+                argv = [python, "-I", "-S", str(agent), "0", "", "0", str(agent_end.fileno())]
+            else:
+                fd_socket = agent_end.fileno()
+                argv = bwrap.build_argv(
+                    self.spec,
+                    self.root,
+                    workspace,
+                    agent,
+                    fd_socket=fd_socket,
+                    seccomp_fd=seccomp_fd,
+                    rw_sources=self.rw_sources,
+                )
+                if identity.drops_privileges():
+                    uid = str(self.lease.uid)
+                    argv = [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv]
+                if self.spec.max_processes is not None or self.spec.memory_mb is not None:
+                    self.cgroup = SandboxCgroup.create(self.id, self.spec.max_processes, self.spec.memory_mb)
+            self._proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=pass_fds,
+                env={"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"},
+            )
+        finally:
+            agent_end.close()
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(
+            self, _teardown, self._proc.pid, self.root, self.tmpfs, self.cgroup, self.lease
+        )
+        await self._handshake()
+
+    async def _handshake(self) -> None:
+        """Wait for the agent's hello, check it, and put it in the sandbox's cgroup before it forks."""
+        assert self._proc is not None and self._proc.stdout is not None
+        try:
+            hello = await read_reply(self._proc.stdout)
         except asyncio.IncompleteReadError:
             err = b""
             if self._proc.stderr is not None:
-                err = await self._proc.stderr.read()
+                err = await self._proc.stderr.read(8192)
             raise SandboxError(
                 f"sandbox {self.id} failed to start: {err.decode(errors='replace').strip()}"
             ) from None
-        if not hello.get("ready"):
-            raise SandboxError(f"sandbox {self.id}: unexpected hello {hello!r}")
+        if hello.get("ready") is not True:
+            raise SandboxError(f"sandbox {self.id}: unexpected hello {hello!r:.200}")
+        if self.isolated and hello.get("dumpable") is not False:
+            raise SandboxError(f"sandbox {self.id}: the agent could not make itself non-dumpable")
+        if self.cgroup is not None:
+            self.cgroup.attach(_agent_host_pid(self._proc.pid))
 
     def base_env(self) -> dict[str, str]:
         """Environment every command gets before `spec.extra_env` and its own `env`."""
@@ -260,6 +404,8 @@ class Sandbox:
             limits["RLIMIT_CPU"] = self.spec.cpu_s
         if self.spec.max_file_mb is not None:
             limits["RLIMIT_FSIZE"] = self.spec.max_file_mb * 1024 * 1024
+        if self.spec.max_processes is not None and self.isolated and identity.drops_privileges():
+            limits["RLIMIT_NPROC"] = self.spec.max_processes  # this uid is the sandbox's alone
         for name, value in (overrides or {}).items():
             if value is None:
                 limits.pop(name, None)
@@ -276,19 +422,23 @@ class Sandbox:
         timeout_s: float | None = None,
         grace_s: float = 2.0,
         rlimits: Mapping[str, int | None] | None = None,
+        extra_fds: Sequence[int] = (),
     ) -> ExecResult:
         """Run one command inside, in its own process group; on timeout TERM the group, KILL after grace.
 
         `rlimits` overrides the spec's limits for this command (`{"RLIMIT_DATA": None}` lifts one).
-        Raises SandboxError if the sandbox is gone or its agent stops answering (the sandbox is then
-        destroyed). A command that fails is not an error: see ExecResult.returncode / .error.
+        `extra_fds`: host descriptors the command gets as fds 3, 4, ... (a result channel).
+        Raises SandboxError if the sandbox is gone or its agent stops answering or answers nonsense
+        (the sandbox is then destroyed). A command that fails is not an error: see ExecResult.
         """
         async with self._lock:
             proc = self._proc
             if self._destroyed or proc is None or proc.stdin is None or proc.stdout is None:
                 raise SandboxError(f"sandbox {self.id} is not running")
+            assert self._fd_sock is not None
             req_id = next(_ids)
             full_env = {**self.base_env(), **self.spec.extra_env, **(env or {})}
+            fds = [os.memfd_create(f"hrl-{req_id}-{name}", os.MFD_CLOEXEC) for name in ("out", "err")]
             req: dict[str, Any] = {
                 "op": "exec",
                 "id": req_id,
@@ -298,34 +448,53 @@ class Sandbox:
                 "timeout_s": timeout_s,
                 "grace_s": grace_s,
                 "rlimits": self.rlimits(rlimits),
+                "nfds": 2 + len(extra_fds),
             }
             started = time.monotonic()
             backstop = None if timeout_s is None else timeout_s + grace_s + 10.0
             try:
+                socket.send_fds(self._fd_sock, [b"f"], [*fds, *extra_fds])
                 write_frame(proc.stdin, req)
                 await proc.stdin.drain()
-                reply = await asyncio.wait_for(read_frame(proc.stdout), backstop)
-            except (TimeoutError, OSError, asyncio.IncompleteReadError) as e:
+                rc, timed_out, error = check_exec_reply(
+                    await asyncio.wait_for(read_reply(proc.stdout), backstop), req_id
+                )
+                duration = time.monotonic() - started
+                stdout, stderr = read_output_fd(fds[0]), read_output_fd(fds[1])
+            except (TimeoutError, OSError, asyncio.IncompleteReadError, ProtocolError) as e:
                 await self.destroy()
-                raise SandboxError(f"sandbox {self.id}: agent lost during exec: {type(e).__name__}") from e
-            duration = time.monotonic() - started
-            out_file, err_file = self.root / "io" / f"{req_id}.out", self.root / "io" / f"{req_id}.err"
-            stdout, stderr = read_output(out_file), read_output(err_file)
-            out_file.unlink(missing_ok=True)
-            err_file.unlink(missing_ok=True)
-            return ExecResult(reply["rc"], stdout, stderr, reply["timed_out"], duration, reply["error"])
+                why = f"{type(e).__name__}: {e}"
+                raise SandboxError(f"sandbox {self.id}: agent lost during exec: {why}") from e
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            return ExecResult(rc, stdout, stderr, timed_out, duration, error)
 
-    async def destroy(self, keep_workspace: Path | None = None) -> None:
+    async def load_workspace(self, source: Path) -> None:
+        """Copy trusted task files into a sandbox-owned workspace (a pooled sandbox) and hand them to
+        the sandbox's uid."""
+
+        def copy() -> None:
+            shutil.copytree(source, self.host_workspace, symlinks=True, dirs_exist_ok=True)
+            if identity.drops_privileges() and self.isolated:
+                identity.chown_tree(self.host_workspace, self.lease.uid)
+
+        await asyncio.to_thread(copy)
+
+    async def destroy(self, keep_workspace: Path | None = None) -> TreeReport | None:
         """Kill everything inside, stop the forwarder, remove the folder. Idempotent.
 
-        `keep_workspace`: first move a sandbox-owned workspace to this new path, once every process
-        inside is dead (nothing can still write to it): how a pooled rollout keeps its final workspace
-        for scoring. A workspace the caller bound (`spec.workspace`) is never moved nor removed.
+        `keep_workspace`: first copy a sandbox-owned workspace to this new path, once every process
+        inside is dead (nothing can still write to it), by `fscopy.copy_untrusted`'s rules and caps
+        (`spec.max_files`, `spec.disk_mb`): how a pooled rollout keeps its final workspace for scoring.
+        Returns that copy's report. A workspace the caller bound (`spec.workspace`) is never moved
+        nor removed. File work runs in a thread: the event loop never walks the agent's files.
         """
         if self._destroyed:
-            return
+            return None
         self._destroyed = True
         proc = self._proc
+        report: TreeReport | None = None
         try:
             if proc is not None and self.spec.backend == "local" and proc.returncode is None:
                 # No pid namespace: ask the agent to kill its command's group (it does on stdin EOF).
@@ -333,6 +502,8 @@ class Sandbox:
                     proc.stdin.close()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(proc.wait(), 2.0)
+            if self.cgroup is not None:
+                self.cgroup.kill()
             if proc is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -340,11 +511,23 @@ class Sandbox:
                 if proc.stdin is not None:  # lets the transport close now, not in a GC after the loop
                     proc.stdin.close()
             if keep_workspace is not None and self.spec.workspace is None:
-                shutil.move(self.host_workspace, keep_workspace)
+                max_bytes = (self.spec.disk_mb or 1 << 20) * 2**20
+                report = await asyncio.to_thread(
+                    copy_untrusted,
+                    self.host_workspace,
+                    keep_workspace,
+                    max_files=self.spec.max_files,
+                    max_bytes=max_bytes,
+                )
         finally:
-            self._finalizer()
+            if self._fd_sock is not None:
+                self._fd_sock.close()
+            finalizer = self._finalizer
+            finalizer.detach()
+            await asyncio.to_thread(_teardown, None, self.root, self.tmpfs, self.cgroup, self.lease)
             if self.forwarder is not None:
                 await self.forwarder.close()
+        return report
 
     @property
     def alive(self) -> bool:

@@ -25,14 +25,26 @@ class SandboxSpec(BaseModel):
     ro_binds: tuple[Path, ...] = ()
     """Extra host paths bound read-only at the same path (harness installs, a python prefix)."""
     rw_binds: tuple[Path, ...] = ()
-    """Extra host paths bound read-write at the same path (a checker's scratch folder)."""
+    """Extra host paths bound read-write at the same path (a reference script's folder)."""
+    ro_mounts: tuple[tuple[Path, str], ...] = ()
+    """Host paths bound read-only at another path inside: (host path, inside path) (checker files)."""
     endpoint: tuple[str, int] | None = None
     """Host TCP address (host, port) of the model endpoint; the only address reachable from inside."""
     listen_port: int = 18080
     """Port of the endpoint's listener on the sandbox's own loopback (bwrap backend)."""
     memory_mb: int | None = 4096
-    """RLIMIT_DATA of each command, in MiB (None = unlimited). RLIMIT_AS is not used: V8 (node) reserves
-    tens of GB of address space it never touches and would not start under a realistic AS limit."""
+    """Memory cap in MiB (None = unlimited): for the sandbox as a whole where cgroups are available
+    (`cgroups.enforced()`), and always as RLIMIT_DATA of each process. RLIMIT_AS is not used: V8 (node)
+    reserves tens of GB of address space it never touches and would not start under an AS limit."""
+    max_processes: int | None = 512
+    """Cap on processes and threads of the sandbox as a whole (cgroup pids.max where available, and
+    RLIMIT_NPROC of the sandbox's own uid when harnessrl runs as root); None = no cap."""
+    disk_mb: int | None = 2048
+    """Size of the sandbox's own tmpfs (its home, /tmp and a pooled workspace), when harnessrl runs
+    as root and may mount; None = no tmpfs (plain folders under `base_dir`, no quota). A workspace
+    bound from the host (`workspace`) is not on it: only RLIMIT_FSIZE bounds what is written there."""
+    max_files: int = 100_000
+    """Most files and folders (inodes) on the sandbox's tmpfs."""
     cpu_s: int | None = None
     """RLIMIT_CPU of each command, in CPU seconds (None = unlimited)."""
     bind_python: bool = False

@@ -1,19 +1,28 @@
 """Checker driver: runs inside the checker's own process, never imported by harnessrl.
 
-    python3 -I -B driver.py ENTRY WORKSPACE TRANSCRIPT_JSON RESULT_JSON
+    python3 -I -B driver.py ENTRY WORKSPACE TRANSCRIPT_JSON RESULT_FD
 
 - ENTRY defines `grade(transcript, workspace_path)`: it is imported (not as `__main__`) and `grade`
-  is called; the returned value goes to RESULT_JSON as {"mode": "grade", "value": ...}.
+  is called; the returned value is reported as {"mode": "grade", "value": ...}.
 - ENTRY defines `main()` but has no `if __name__ == "__main__"` guard: it is imported and `main()`
-  is called with argv[1] = WORKSPACE; the parent parses the process's stdout.
-- Otherwise ENTRY is run as `__main__` with argv[1] = WORKSPACE, exactly as `reward.sh` would.
+  is called with argv[1] = WORKSPACE; what it prints is reported as {"mode": "main", "stdout": ...}.
+- Otherwise ENTRY is run as `__main__` with argv[1] = WORKSPACE, exactly as `reward.sh` would, and
+  what it prints is reported the same way ("script").
 
-Any exception is written to RESULT_JSON as {"mode": ..., "error": traceback}. Stdlib only: the
-checker's python may be any python3.
+The report goes, once, to RESULT_FD: a descriptor the host opened before this process started. The
+driver first makes it non-inheritable and itself non-dumpable, so programs a checker starts (the
+agent's code, its unit tests) can neither inherit it nor reopen it through /proc/<pid>/fd, and
+cannot forge a result; killing the driver only makes the run fail (the host requires exit status 0
+and a report). For the same reason stdout is captured in this process (`sys.stdout`): a child that
+writes to the inherited fd 1 is not taken as the checker's answer. Any exception is reported as
+{"mode": ..., "error": traceback}; a SystemExit with a non-zero code as {"exit_status": code}, and
+the driver then exits with that code. Stdlib only: the checker's python may be any python3.
 """
 
 import ast
+import ctypes
 import importlib.util
+import io
 import json
 import os
 import runpy
@@ -21,10 +30,14 @@ import sys
 import traceback
 from typing import Any
 
+MAX_STDOUT = 1 << 20
 
-def _write(path: str, payload: dict[str, Any]) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(payload, fh, default=repr)
+
+def _non_dumpable() -> None:
+    try:
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
 
 
 def _shape(source: str) -> tuple[bool, bool, bool]:
@@ -44,11 +57,14 @@ def _import(entry: str) -> Any:
     return module
 
 
-def main() -> None:
-    entry, workspace, transcript_path, result_path = sys.argv[1:5]
-    with open(transcript_path, encoding="utf-8") as fh:
-        transcript = json.load(fh)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(entry)))
+class _Capture(io.StringIO):
+    def write(self, s: str) -> int:
+        if self.tell() < MAX_STDOUT:
+            super().write(s[: MAX_STDOUT - self.tell()])
+        return len(s)
+
+
+def _run(entry: str, workspace: str, transcript: Any, captured: _Capture) -> dict[str, Any]:
     mode = "script"
     try:
         with open(entry, encoding="utf-8") as fh:
@@ -56,10 +72,7 @@ def main() -> None:
         sys.argv = [entry, workspace]
         if has_grade:
             mode = "grade"
-            value = _import(entry).grade(transcript, workspace)
-            sys.stdout.flush()
-            _write(result_path, {"mode": mode, "value": value})
-            return
+            return {"mode": mode, "value": _import(entry).grade(transcript, workspace)}
         if has_main and not guarded:
             mode = "main"
             _import(entry).main()
@@ -67,13 +80,35 @@ def main() -> None:
             runpy.run_path(entry, run_name="__main__")
     except SystemExit as e:
         if e.code not in (None, 0):
-            _write(result_path, {"mode": mode, "exit_status": e.code})
-            return
+            code = e.code if isinstance(e.code, int) else 1
+            return {"mode": mode, "exit_status": code, "stdout": captured.getvalue()}
     except BaseException:
-        _write(result_path, {"mode": mode, "error": traceback.format_exc()[-4000:]})
-        return
+        return {"mode": mode, "error": traceback.format_exc()[-4000:]}
+    return {"mode": mode, "stdout": captured.getvalue()}
+
+
+def main() -> None:
+    entry, workspace, transcript_path, result_fd = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    os.set_inheritable(result_fd, False)
+    _non_dumpable()
+    with open(transcript_path, encoding="utf-8") as fh:
+        transcript = json.load(fh)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(entry)))
+    real_stdout, captured = sys.stdout, _Capture()
+    sys.stdout = captured
+    try:
+        report = _run(entry, workspace, transcript, captured)
+    finally:
+        sys.stdout = real_stdout
+    try:
+        data = json.dumps(report, default=repr).encode()
+    except (TypeError, ValueError) as e:  # e.g. a circular value
+        data = json.dumps({"mode": report.get("mode"), "error": f"unreportable value: {e}"}).encode()
+    os.write(result_fd, data)
+    sys.stdout.write(captured.getvalue())  # for the logs only
     sys.stdout.flush()
-    _write(result_path, {"mode": mode})
+    if "exit_status" in report:
+        os._exit(report["exit_status"] & 0xFF or 1)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 The checker files are written into a fresh temporary folder that is never inside the workspace (the
 agent has finished by then, and never saw them), and `_driver.py` runs the entry in a separate python
-process through a `CommandRunner` (own process group, killed whole on timeout). The workspace's real
-path is always passed to the checker: `reward.sh` hard-codes `/root/.openclaw/workspace`, so the
-hook command itself is never run.
+process through a `CommandRunner` (own process group, killed whole on timeout; the sandboxed runner
+mounts the folder read-only and the workspace at the task's own mount dir, as upstream does). The
+driver reports through a channel the runner opened before any checker code ran (see `_driver.py`);
+a report counts only with exit status 0. The workspace path is passed to the checker as argv[1]:
+`reward.sh` hard-codes `/root/.openclaw/workspace`, so the hook command itself is never run.
 
 Score = equal-weight mean of the metric values (not clipped: a checker decides its own range). A
 checker that raises, exits non-zero, hangs past its timeout, prints no JSON, or returns a non-dict,
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import sys
 import tempfile
@@ -28,9 +29,9 @@ from pydantic import BaseModel, Field
 
 from harnessrl.tasks.files import materialize_checker
 from harnessrl.types import Task, VerifierError
-from harnessrl.verify.runner import CommandRunner, LocalRunner, RunOutput
+from harnessrl.verify.runner import DRIVER, CheckerJob, CommandRunner, LocalRunner, RunOutput, checker_env
 
-DRIVER = Path(__file__).resolve().parent / "_driver.py"
+__all__ = ["CheckResult", "checker_env", "metrics_from_value", "parse_stdout", "run_checker"]
 TAIL_CHARS = 2000
 
 
@@ -81,39 +82,30 @@ def parse_stdout(stdout: str) -> tuple[Any, str | None]:
     return None, f"checker output is not JSON: {text[-200:]!r}"
 
 
-def _interpret(out: RunOutput, result_path: Path, timeout_s: float) -> tuple[Any, str, str | None]:
-    """-> (value, mode, error) from the process outcome and the driver's result file."""
+def _interpret(out: RunOutput, raw: bytes, timeout_s: float) -> tuple[Any, str, str | None]:
+    """-> (value, mode, error) from the process outcome and the driver's report. The report counts
+    only when the process itself exited 0 (a checker-run program that kills the driver, or forges a
+    report and exits, gains nothing)."""
     if out.timed_out:
         return None, "", f"checker timed out after {timeout_s:g} s"
-    if not result_path.is_file():
-        return None, "", f"checker process died (exit status {out.returncode}): {out.stderr[-300:].strip()}"
     try:
-        result = json.loads(result_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None, "", "checker driver wrote an unreadable result"
+        result = json.loads(raw) if raw else None
+    except (UnicodeDecodeError, ValueError):
+        return None, "", "checker driver sent an unreadable report"
+    if not isinstance(result, dict):
+        return None, "", f"checker process died (exit status {out.returncode}): {out.stderr[-300:].strip()}"
     mode = str(result.get("mode", ""))
     if result.get("error"):
         last = str(result["error"]).strip().splitlines()[-1]
         return None, mode, f"checker raised: {last}"
-    status = result.get("exit_status", out.returncode)
-    if status not in (0, None):
-        return None, mode, f"checker exited with status {status}"
+    if "exit_status" in result:
+        return None, mode, f"checker exited with status {result['exit_status']}"
+    if out.returncode != 0:
+        return None, mode, f"checker process exited with status {out.returncode}"
     if mode == "grade":
         return result.get("value"), mode, None
-    value, err = parse_stdout(out.stdout)
+    value, err = parse_stdout(str(result.get("stdout", "")))
     return value, mode, err
-
-
-def checker_env(home: Path, python: str) -> dict[str, str]:
-    """A minimal environment; the checker's python comes first on PATH (checkers call `python3 -m pytest`)."""
-    path = os.pathsep.join([str(Path(python).parent), os.environ.get("PATH", "/usr/bin:/bin")])
-    return {
-        "PATH": path,
-        "HOME": str(home),
-        "TMPDIR": str(home),
-        "LANG": "C.UTF-8",
-        "PYTHONIOENCODING": "utf-8",
-    }
 
 
 def run_checker(
@@ -144,12 +136,11 @@ def run_checker(
         materialize_checker(task, tmp / "task")
         shutil.copyfile(DRIVER, tmp / "driver.py")
         (tmp / "transcript.json").write_text(json.dumps(transcript or [], default=repr), encoding="utf-8")
-        entry, result_path = tmp / "task" / task.checker.entry, tmp / "result.json"
-        py = python or sys.executable
-        argv = [py, "-I", "-B", str(tmp / "driver.py"), str(entry), str(ws)]
-        argv += [str(tmp / "transcript.json"), str(result_path)]
-        out = (runner or LocalRunner()).run(argv, tmp, checker_env(tmp, py), limit)
-        value, mode, error = _interpret(out, result_path, limit)
+        for path in (tmp, *tmp.rglob("*")):  # readable by the checker's uid, writable by none
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        job = CheckerJob(tmp, task.checker.entry, ws, task.input_mount_dir, python or sys.executable, limit)
+        out, raw = (runner or LocalRunner()).run_checker(job)
+        value, mode, error = _interpret(out, raw, limit)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     metrics: dict[str, float] = {}

@@ -1,0 +1,144 @@
+"""Per-sandbox control groups: a process cap and a memory cap for the sandbox as a whole.
+
+cgroup v2 is used where this process may create child groups with the `pids` and `memory`
+controllers enabled (a delegated subtree: systemd `Delegate=yes`, or a container that gives us one);
+cgroup v1 where the `pids` and `memory` hierarchies are mounted and writable (root on most v1
+hosts). Where neither is possible nothing is created and `enforced()` says so: the sandbox then
+relies on RLIMIT_NPROC (per sandbox, since every sandbox has its own uid when harnessrl runs as
+root) and RLIMIT_DATA (per process) alone.
+
+The sandbox's agent process is moved in right after it starts, before it forks anything, so every
+command and its children are counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+
+
+def _own_path(controller: str) -> str:
+    """This process's cgroup path in `controller`'s v1 hierarchy ("" = the v2 unified one)."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, names, path = line.split(":", 2)
+        if (controller == "" and names == "") or controller in names.split(","):
+            return path.lstrip("/")
+    return ""
+
+
+def _writable(folder: Path) -> bool:
+    return folder.is_dir() and os.access(folder, os.W_OK)
+
+
+@cache
+def layout() -> tuple[str, tuple[Path, ...]]:
+    """("v2", (parent,)) or ("v1", (pids parent, memory parent)) or ("none", ()): where sandbox groups
+    go. Checked once per process."""
+    v2 = ROOT / "cgroup.controllers"
+    if v2.is_file():
+        parent = ROOT / _own_path("")
+        with contextlib.suppress(OSError):
+            enabled = (parent / "cgroup.subtree_control").read_text().split()
+            if {"pids", "memory"} <= set(enabled) and _writable(parent):
+                return "v2", (parent,)
+        return "none", ()
+    pids, memory = ROOT / "pids", ROOT / "memory"
+    if _writable(pids) and _writable(memory):
+        return "v1", (pids / _own_path("pids") / "harnessrl", memory / _own_path("memory") / "harnessrl")
+    return "none", ()
+
+
+def enforced() -> dict[str, str]:
+    """What caps a sandbox as a whole on this machine (for docs, logs and the README's table)."""
+    kind, _ = layout()
+    if kind == "none":
+        return {"processes": "RLIMIT_NPROC (per sandbox uid)", "memory": "RLIMIT_DATA per process only"}
+    return {"processes": f"cgroup {kind} pids.max", "memory": f"cgroup {kind} memory limit (no swap)"}
+
+
+@dataclass
+class SandboxCgroup:
+    """The group(s) of one sandbox; `attach` a pid, `kill` everything in it, `remove` when empty."""
+
+    folders: tuple[Path, ...]
+    kind: str
+    attached: list[int] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, name: str, max_processes: int | None, memory_mb: int | None) -> SandboxCgroup | None:
+        """Make the group(s) with their limits; None where this machine gives us no cgroups."""
+        kind, parents = layout()
+        if kind == "none" or (max_processes is None and memory_mb is None):
+            return None
+        folders = tuple(p / name for p in parents)
+        for folder in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+        group = cls(folders, kind)
+        try:
+            group._limit(max_processes, memory_mb)
+        except OSError:
+            group.remove()
+            raise
+        return group
+
+    def _limit(self, max_processes: int | None, memory_mb: int | None) -> None:
+        pids, memory = (self.folders[0], self.folders[0]) if self.kind == "v2" else self.folders
+        if max_processes is not None:
+            (pids / "pids.max").write_text(str(max_processes))
+        if memory_mb is not None:
+            limit = str(memory_mb * 1024 * 1024)
+            if self.kind == "v2":
+                (memory / "memory.max").write_text(limit)
+                with contextlib.suppress(OSError):
+                    (memory / "memory.swap.max").write_text("0")
+            else:
+                (memory / "memory.limit_in_bytes").write_text(limit)
+                with contextlib.suppress(OSError):  # only with swap accounting on
+                    (memory / "memory.memsw.limit_in_bytes").write_text(limit)
+
+    def attach(self, pid: int) -> None:
+        for folder in self.folders:
+            (folder / "cgroup.procs").write_text(str(pid))
+        self.attached.append(pid)
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for folder in self.folders:
+            with contextlib.suppress(OSError):
+                found |= {int(x) for x in (folder / "cgroup.procs").read_text().split()}
+        return found
+
+    def kill(self) -> None:
+        """SIGKILL every process in the group (v2: one write to cgroup.kill)."""
+        if self.kind == "v2":
+            with contextlib.suppress(OSError):
+                (self.folders[0] / "cgroup.kill").write_text("1")
+                return
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+    def remove(self, wait_s: float = 1.0) -> bool:
+        """rmdir the group(s), waiting up to `wait_s` for killed processes to leave; False if some
+        group is still busy (it is left for the kernel to empty; the next sweep removes it)."""
+        deadline = time.monotonic() + wait_s
+        for folder in self.folders:
+            while True:
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as e:
+                    if e.errno != errno.EBUSY or time.monotonic() > deadline:
+                        return False
+                    time.sleep(0.005)
+        return True

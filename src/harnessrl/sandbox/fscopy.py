@@ -1,0 +1,193 @@
+"""Host-side handling of trees the agent wrote: copy, clean and read them without trusting them.
+
+Everything here runs after every process of the sandbox is dead, so nothing changes under our feet;
+the danger is what the agent left behind. Rules: never follow a link (`lstat`, `O_NOFOLLOW`), never
+open anything but a regular file (a FIFO would block, `/dev/zero` never ends), never read more than a
+bound, and keep only links that stay inside the tree (a link through `/proc/self/cwd` or to `/etc`
+would hand the checker, or the artifact writer running as root, a host file).
+
+`copy_untrusted` copies holes as holes (a 3 GB sparse file stays 3 GB sparse, and counts by the data
+in it) and stops at a cap on files and bytes; `sanitize_tree` applies the same rules in place to a
+workspace that was bound from the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHUNK = 1 << 20
+MAX_DEPTH = 64
+
+
+@dataclass
+class TreeReport:
+    """What a copy or clean-up did: counts, and what it left out and why (first 50)."""
+
+    files: int = 0
+    bytes: int = 0
+    skipped: list[str] = field(default_factory=list)
+    skipped_count: int = 0
+    truncated: str = ""
+    """Non-empty when a cap stopped the walk: which cap."""
+
+    def skip(self, rel: str, why: str) -> None:
+        self.skipped_count += 1
+        if len(self.skipped) < 50:
+            self.skipped.append(f"{rel}: {why}")
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "files": self.files,
+            "bytes": self.bytes,
+            "skipped": self.skipped,
+            "skipped_count": self.skipped_count,
+            "truncated": self.truncated,
+        }
+
+
+def link_stays_inside(rel_dir: str, target: str) -> bool:
+    """A link at `rel_dir/<name>` pointing at `target` resolves inside the tree (judged by its text:
+    every link that is kept passes this test, so chains of kept links stay inside too)."""
+    if os.path.isabs(target):
+        return False
+    path = os.path.normpath(os.path.join(rel_dir, target))
+    return path != ".." and not path.startswith("../")
+
+
+def _copy_file(src_fd: int, dst: Path, size: int, mode: int, budget: int) -> int:
+    """Copy the data extents of an open regular file (holes stay holes); returns bytes copied.
+    Raises OverflowError when the data exceeds `budget`."""
+    copied = 0
+    out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode & 0o777)
+    try:
+        offset = 0
+        while offset < size:
+            try:
+                start = os.lseek(src_fd, offset, os.SEEK_DATA)
+            except OSError:  # ENXIO: only a hole is left
+                break
+            end = os.lseek(src_fd, start, os.SEEK_HOLE)
+            while start < end:
+                data = os.pread(src_fd, min(CHUNK, end - start), start)
+                if not data:
+                    break
+                copied += len(data)
+                if copied > budget:
+                    raise OverflowError
+                os.pwrite(out, data, start)
+                start += len(data)
+            offset = end
+        os.ftruncate(out, size)
+    finally:
+        os.close(out)
+    return copied
+
+
+def _open_regular(path: Path) -> tuple[int, os.stat_result] | None:
+    """An fd on `path` if it is a regular file (no link followed, no FIFO waited on), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    return fd, st
+
+
+def copy_untrusted(src: Path, dst: Path, *, max_files: int, max_bytes: int) -> TreeReport:
+    """Copy the tree `src` to the new folder `dst` by the rules above; stop at the caps."""
+    report = TreeReport()
+    dst.mkdir(parents=True)
+
+    def walk(folder: Path, out: Path, rel: str, depth: int) -> None:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as e:
+            report.skip(rel or ".", f"unreadable folder ({e.strerror})")
+            return
+        for entry in entries:
+            if report.truncated:
+                return
+            name = f"{rel}/{entry.name}" if rel else entry.name
+            report.files += 1
+            if report.files > max_files:
+                report.truncated = f"more than {max_files} files"
+                return
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                target = os.readlink(entry.path)
+                if link_stays_inside(rel, target):
+                    os.symlink(target, out / entry.name)
+                else:
+                    report.skip(name, f"link to {target!r} leaves the workspace")
+            elif stat.S_ISDIR(st.st_mode):
+                if depth >= MAX_DEPTH:
+                    report.skip(name, f"deeper than {MAX_DEPTH} folders")
+                    continue
+                (out / entry.name).mkdir(mode=0o755)
+                walk(Path(entry.path), out / entry.name, name, depth + 1)
+            elif stat.S_ISREG(st.st_mode):
+                opened = _open_regular(Path(entry.path))
+                if opened is None:
+                    report.skip(name, "could not be opened as a regular file")
+                    continue
+                fd, fst = opened
+                try:
+                    budget = max_bytes - report.bytes
+                    report.bytes += _copy_file(fd, out / entry.name, fst.st_size, fst.st_mode, budget)
+                except OverflowError:
+                    report.truncated = f"more than {max_bytes} bytes of data"
+                finally:
+                    os.close(fd)
+            else:
+                report.skip(name, "not a regular file, folder or link")
+
+    walk(src, dst, "", 0)
+    return report
+
+
+def sanitize_tree(root: Path, *, max_files: int) -> TreeReport:
+    """In place: remove links that leave `root` and everything that is not a regular file, folder or
+    link; count files and data bytes (the walk stops at `max_files`)."""
+    report = TreeReport()
+    for folder, dirs, files in os.walk(root):
+        rel = os.path.relpath(folder, root)
+        rel = "" if rel == "." else rel
+        for name in (*dirs, *files):
+            path = os.path.join(folder, name)
+            relname = f"{rel}/{name}" if rel else name
+            report.files += 1
+            if report.files > max_files:
+                report.truncated = f"more than {max_files} files"
+                return report
+            with contextlib.suppress(FileNotFoundError):
+                st = os.lstat(path)
+                if stat.S_ISLNK(st.st_mode):
+                    target = os.readlink(path)
+                    if not link_stays_inside(rel, target):
+                        os.unlink(path)
+                        report.skip(relname, f"link to {target!r} leaves the workspace: removed")
+                elif stat.S_ISREG(st.st_mode):
+                    report.bytes += st.st_blocks * 512
+                elif not stat.S_ISDIR(st.st_mode):
+                    os.unlink(path)
+                    report.skip(relname, "not a regular file, folder or link: removed")
+    return report
+
+
+def read_bounded(path: Path, limit: int) -> bytes | None:
+    """At most `limit` bytes of the regular file `path` (no link followed); None for anything else."""
+    opened = _open_regular(path)
+    if opened is None:
+        return None
+    fd, _ = opened
+    try:
+        return os.pread(fd, limit, 0)
+    finally:
+        os.close(fd)

@@ -1,0 +1,158 @@
+"""Who a sandbox runs as on the host, and the host-side mounts that go with it.
+
+A sandbox never runs as host root. When harnessrl itself runs as root (CI, containers), each live
+sandbox leases a host uid of its own from a range no account uses (`UID_BASE` ..), held by an
+`flock` on a lock file in the sandbox base folder, so two harnessrl processes on one machine never
+hand out the same uid. One uid per sandbox makes RLIMIT_NPROC a per-sandbox process cap and keeps
+sandboxes from signalling each other. When harnessrl runs as an ordinary user, sandboxes run as that
+user (already unprivileged): no lease, no chown, no host mounts.
+
+Running as root, the host also mounts, in its own mount namespace:
+- a size- and inode-limited tmpfs per sandbox (its home, /tmp and a pooled workspace live there:
+  the disk quota, and teardown is one lazy unmount instead of deleting a million files);
+- bind mounts that stage folders the sandbox uid could not reach (a repository under a 0700 /root,
+  pytest's 0700 temporary folders) inside the sandbox base folder, where bwrap, already running as
+  the sandbox uid, can bind them from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import fcntl
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+UID_BASE = 2_000_000_000
+"""First host uid handed to sandboxes (far above login and subordinate-uid ranges)."""
+UID_COUNT = 65536
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC = 0x2, 0x4, 0x1000, 0x4000
+MNT_DETACH = 0x2
+
+_libc: ctypes.CDLL | None = None
+
+
+def _c() -> ctypes.CDLL:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    return _libc
+
+
+def drops_privileges() -> bool:
+    """True when harnessrl runs as root and so gives each sandbox an unprivileged uid of its own."""
+    return os.geteuid() == 0
+
+
+@dataclass
+class UidLease:
+    """A host uid (and gid) reserved for one sandbox until `release()`."""
+
+    uid: int
+    fd: int | None
+
+    def release(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+
+def lease_uid(lock_dir: Path, base: int = UID_BASE, count: int = UID_COUNT) -> UidLease:
+    """A free uid in [base, base+count): the first whose lock file we can flock exclusively."""
+    if not drops_privileges():
+        return UidLease(os.getuid(), None)
+    lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    start = (os.getpid() * 7919) % count
+    for i in range(count):
+        uid = base + (start + i) % count
+        fd = os.open(lock_dir / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return UidLease(uid, fd)
+    raise OSError(f"no free sandbox uid in {base}..{base + count - 1}")
+
+
+def chown_tree(root: Path, uid: int) -> None:
+    """lchown `root` and everything under it to uid:uid without following any link."""
+    os.lchown(root, uid, uid)
+    for folder, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            with contextlib.suppress(FileNotFoundError):
+                os.lchown(os.path.join(folder, name), uid, uid)
+
+
+def _mount(source: str, target: Path, fstype: str | None, flags: int, data: str | None) -> None:
+    args = (source.encode(), str(target).encode(), fstype.encode() if fstype else None, flags)
+    if _c().mount(*args, data.encode() if data else None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {source} on {target}: {os.strerror(err)}")
+
+
+def mount_tmpfs(target: Path, size_mb: int, max_files: int) -> bool:
+    """A fresh tmpfs of at most `size_mb` MiB and `max_files` inodes on `target`; False if this
+    process may not mount (no CAP_SYS_ADMIN), in which case `target` stays a plain folder."""
+    try:
+        options = f"size={size_mb}m,nr_inodes={max_files},mode=0711"
+        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, options)
+    except OSError:
+        return False
+    return True
+
+
+def bind_mount(source: Path, target: Path) -> None:
+    _mount(str(source), target, None, MS_BIND | MS_REC, None)
+
+
+def unmount(target: Path) -> None:
+    """Lazily detach whatever is mounted on `target` (and under it); no error if nothing is."""
+    _c().umount2(str(target).encode(), MNT_DETACH)
+
+
+def reachable_by_others(path: Path) -> bool:
+    """True when every folder above `path` lets any uid through (o+x), so bwrap running as the
+    sandbox uid can open it."""
+    for parent in [*reversed(path.parents), path]:
+        try:
+            st = os.stat(parent)
+        except OSError:
+            return False
+        if not st.st_mode & 0o001:
+            return False
+    return True
+
+
+_staged: dict[Path, Path] = {}
+
+
+def stage_dir(base: Path) -> Path:
+    """This process's staging folder under the sandbox base folder (swept with its sandboxes)."""
+    return base / f"hrl-stage-{os.getpid()}"
+
+
+def staged(source: Path, base: Path) -> Path:
+    """`source` itself when the sandbox uid can reach it; else a bind mount of it in this process's
+    staging folder under `base` (made once per process and source), which it can."""
+    source = source.resolve()
+    if not drops_privileges() or reachable_by_others(source):
+        return source
+    if source in _staged:
+        return _staged[source]
+    folder = stage_dir(base)
+    if not folder.is_dir():
+        folder.mkdir(mode=0o711, parents=True)
+        (folder / "owner").write_text(str(os.getpid()))
+    target = folder / hashlib.sha256(str(source).encode()).hexdigest()[:16]
+    if source.is_dir():
+        target.mkdir(exist_ok=True)
+    else:
+        target.touch(exist_ok=True)
+    bind_mount(source, target)
+    _staged[source] = target
+    return target
