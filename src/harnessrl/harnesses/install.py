@@ -58,6 +58,8 @@ def npm_install(
     root = harness_dir(cache)
     target = root / folder_name
     if (target / MARKER).exists():
+        if target.stat().st_mode & 0o005 != 0o005:  # installed before sandboxes dropped root
+            target.chmod(0o755)
         return target
     npm = shutil.which("npm")
     if npm is None:
@@ -67,6 +69,7 @@ def npm_install(
         if (target / MARKER).exists():
             return target
         work = Path(tempfile.mkdtemp(prefix=f".{folder_name}-", dir=root))
+        work.chmod(0o755)  # sandboxes run it as their own unprivileged uid: readable by all, writable by us
         try:
             _run_steps(npm, work, steps, path_prefix)
             shutil.rmtree(target, ignore_errors=True)

@@ -64,6 +64,7 @@ async def run_harness(
     )
     try:
         launch = harness.prepare(ctx)
+        sandbox.hand_over(sandbox.host_home)  # configs written as us, used by the sandbox's own uid
     except (ValueError, OSError) as e:  # bad options, unwritable HOME: the harness cannot be launched
         raise HarnessError(f"{harness.name}: cannot configure: {e}") from e
     raw = await sandbox.exec(

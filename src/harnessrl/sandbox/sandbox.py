@@ -470,6 +470,11 @@ class Sandbox:
                     os.close(fd)
             return ExecResult(rc, stdout, stderr, timed_out, duration, error)
 
+    def hand_over(self, path: Path) -> None:
+        """Give files the host wrote for the sandbox (harness configs in `host_home`) to its uid."""
+        if self.isolated and identity.drops_privileges():
+            identity.chown_tree(path, self.lease.uid)
+
     async def load_workspace(self, source: Path) -> None:
         """Copy trusted task files into a sandbox-owned workspace (a pooled sandbox) and hand them to
         the sandbox's uid."""
