@@ -10,6 +10,7 @@ by `harnessrl.cli`: `tasks/` never imports `verify/`.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -92,3 +93,36 @@ def show(path: PathArg, task_id: str, split: SplitOpt = None) -> None:
     for rule in task.rubric:
         out.print(f"rubric {rule.name} [{rule.file_path or '-'}]: {rule.description}", markup=False)
     out.print(f"reference: {task.reference.path if task.reference else '-'}", markup=False)
+
+
+@app.command()
+def generate(
+    out: Annotated[Path, typer.Argument(help="Folder to write into (split folders are made inside).")],
+    family: Annotated[
+        str, typer.Option("--family", help="A family name, or `all` for every train family.")
+    ] = "all",
+    n: Annotated[int, typer.Option("--n", help="Instances per family.", min=1)] = 10,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the instance streams.")] = 0,
+    split: Annotated[
+        str, typer.Option("--split", help="train, or heldout: the held-out instances of train families.")
+    ] = "train",
+) -> None:
+    """Write procedural tasks (ClawGym layout, checkers, reference and wrong solutions) under OUT.
+
+    `--family all` is every train family; a held-out family (json_field) always goes to
+    OUT/heldout_family/, train families to OUT/train/ or, with `--split heldout`, OUT/heldout_instances/.
+    """
+    from harnessrl.tasks.generate import TRAIN_FAMILIES, split_dir
+    from harnessrl.tasks.generate import generate as write_tasks
+
+    out_console = console()
+    families = list(TRAIN_FAMILIES) if family == "all" else [family]
+    try:
+        folders = write_tasks(families, n, seed, out, split)
+    except (ValueError, FileExistsError) as e:
+        out_console.print(f"error: {e}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    for name in families:
+        where = out / split_dir(name, split)
+        out_console.print(f"{name}: {n} task(s) in {where}", markup=False, highlight=False)
+    out_console.print(f"wrote {len(folders)} task(s) under {out}", markup=False, highlight=False)
