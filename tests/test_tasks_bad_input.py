@@ -45,8 +45,8 @@ def test_folder_bad_tasks_are_rejected_rest_loads(tmp_path: Path) -> None:
     assert errors == [
         f"{split}/task_0001/data_entry.json: missing data_entry.json",
         f"{split}/task_0002/data_entry.json:4: not valid JSON: Expecting value",
-        f"{split}/task_0003/reward/reward.sh: checker path '../../evil/check.py' is outside the task",
-        f"{split}/task_0004/reward/reward.sh: checker path '/opt/evil/check.py' is outside the task",
+        f"{split}/task_0003/reward/reward.sh:1: checker path '../../evil/check.py' is outside the task",
+        f"{split}/task_0004/reward/reward.sh:1: checker path '/opt/evil/check.py' is outside the task",
         f"{split}/task_0005/input_files/link: symlinks are not allowed in task folders",
         f"{split}/task_0006/reward: checker entry 'reward/check.py' is not among the task's reward files",
         f"{split}/task_0007/data_entry.json: grading_type llm_judge needs rubric rules",
@@ -91,7 +91,7 @@ def test_jsonl_bad_lines_report_file_and_line(tmp_path: Path) -> None:
     assert [t.id for t in load.tasks] == ["syn_task.jsonl:1", "syn_task.jsonl:10"]
     assert [str(e) for e in load.rejected] == [
         f"{path}:2: not valid JSON: Expecting property name enclosed in double quotes",
-        f"{path}:3: missing or empty `prompt`",
+        f"{path}:3: `prompt` must be a string, not null",
         f"{path}:4: input_files[0]: path '../escape.txt' escapes the task directory",
         f"{path}:5: input_files[0]: absolute path '/etc/passwd' is not allowed",
         f"{path}:6: checker path '/opt/evil/test.py' is outside the task",

@@ -1,4 +1,6 @@
-"""`harnessrl tasks list|show|check` through typer's CliRunner on small task sets built here."""
+"""`harnessrl tasks list|show|check` through typer's CliRunner on small task sets built here.
+
+`check` runs every checker and reference script in a real bubblewrap sandbox unless `--local`."""
 
 from __future__ import annotations
 
@@ -54,9 +56,10 @@ def row(out: str, *cells: str) -> bool:
 def test_check_passing_split(task_set: Path) -> None:
     res = CliRunner().invoke(app, ["tasks", "check", str(task_set / "test")])
     assert res.exit_code == 0, res.output
-    assert row(res.output, "task_noref", "0.000", "-", "ok")
+    assert row(res.output, "task_noref", "0.000", "-", "-", "ok")
     assert "1 task(s) loaded, 0 rejected" in res.output
-    assert "1 ok, 0 failed" in res.output
+    assert res.output.splitlines()[-1] == "1 ok, 0 failed (sandboxed)"
+    assert "UNSANDBOXED" not in res.output
 
 
 def test_check_reports_failures(task_set: Path) -> None:
@@ -64,23 +67,23 @@ def test_check_reports_failures(task_set: Path) -> None:
         app, ["tasks", "check", str(task_set), "--split", "train", "--timeout", "20", "-j", "2"]
     )
     assert res.exit_code == 1, res.output
-    assert row(res.output, "task_good", "0.000", "1.000", "ok")
-    assert row(res.output, "task_free", "1.000", "1.000", "FAIL")
-    assert row(res.output, "task_badref", "0.000", "0.000", "FAIL: reference exited with status 3")
-    assert "1 ok, 2 failed" in res.output
+    assert row(res.output, "task_good", "0.000", "1.000", "-", "ok")
+    assert row(res.output, "task_free", "1.000", "1.000", "-", "FAIL")
+    assert row(res.output, "task_badref", "0.000", "0.000", "-", "FAIL: reference exited with status 3")
+    assert "1 ok, 2 failed (sandboxed)" in res.output
 
 
 def test_check_reference_timeout(tmp_path: Path) -> None:
     make_task(tmp_path / "s", "task_slow", solve="sleep 30\n")
     res = CliRunner().invoke(app, ["tasks", "check", str(tmp_path / "s"), "--timeout", "2"])
     assert res.exit_code == 1
-    assert row(res.output, "task_slow", "0.000", "0.000", "FAIL: reference timed out after 2 s")
+    assert row(res.output, "task_slow", "0.000", "0.000", "-", "FAIL: reference timed out after 2 s")
 
 
 def test_list_shows_tasks_and_rejects(task_set: Path) -> None:
     (make_task(task_set / "train", "task_broken") / "data_entry.json").unlink()
     res = CliRunner().invoke(app, ["tasks", "list", str(task_set)])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # what loaded is printed, and the rejects fail the command
     assert row(res.output, "task_good", "train", "edit", "automated", "1", "reward/check.py", "yes")
     assert row(res.output, "task_noref", "test", "edit", "automated", "1", "reward/check.py", "-")
     broken = task_set / "train" / "task_broken" / "data_entry.json"
@@ -97,10 +100,10 @@ def test_jsonl_rejects_print_file_and_line(tmp_path: Path) -> None:
     good = {"prompt": "p", "input_files": [{"file_path": "a.txt", "content": "a"}], "rules": ["be nice"]}
     path.write_text(json.dumps(good) + "\nnot json\n" + json.dumps({"hook_code": "x"}) + "\n")
     res = CliRunner().invoke(app, ["tasks", "list", str(path)])
-    assert res.exit_code == 0
+    assert res.exit_code == 1
     assert row(res.output, "syn_task.jsonl:1", tmp_path.name, "", "llm_judge", "1", "-", "-")
     assert f"rejected: {path}:2: not valid JSON" in res.output
-    assert f"rejected: {path}:3: missing or empty `prompt`" in res.output
+    assert f"rejected: {path}:3: missing `prompt`" in res.output
     assert "1 task(s) loaded, 2 rejected" in res.output
 
 
@@ -140,3 +143,56 @@ def test_check_bundled_set() -> None:
     res = CliRunner().invoke(app, ["tasks", "check", "bundled", "-j", "2"])
     assert res.exit_code == 0, res.output
     assert " 0 failed" in res.output and ", 0 rejected" in res.output
+
+
+def test_list_exits_0_without_rejects(task_set: Path) -> None:
+    res = CliRunner().invoke(app, ["tasks", "list", str(task_set)])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[-1] == "4 task(s) loaded, 0 rejected"
+
+
+def test_check_is_sandboxed_unless_local(tmp_path: Path) -> None:
+    """The reference writes where it should not: a sandbox refuses it; --local runs it and says so."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    probe = f"echo done > out.txt\necho escaped > {outside}/probe || true\n"
+    make_task(tmp_path / "s", "task_probe", solve=probe)
+    res = CliRunner().invoke(app, ["tasks", "check", str(tmp_path / "s")])
+    assert res.exit_code == 0, res.output
+    assert row(res.output, "task_probe", "0.000", "1.000", "-", "ok")
+    assert not (outside / "probe").exists()
+    res = CliRunner().invoke(app, ["tasks", "check", str(tmp_path / "s"), "--local"])
+    assert res.exit_code == 0, res.output
+    warning = (
+        "WARNING: --local: checkers and reference scripts run UNSANDBOXED on this machine, with your "
+        "files and network; only check task sets you trust"
+    )
+    lines = res.output.splitlines()
+    assert (lines[0], lines[-2], lines[-1]) == (warning, "1 ok, 0 failed (unsandboxed (--local))", warning)
+    assert (outside / "probe").read_text() == "escaped\n"
+
+
+def test_check_runs_the_wrong_solution(tmp_path: Path) -> None:
+    good = make_task(tmp_path / "s", "task_caught")
+    (good / "reference" / "wrong.sh").write_text("echo Done > out.txt\n")
+    lax = make_task(
+        tmp_path / "s", "task_lax", check=CHECK.replace("read_text() ==", "read_text().lower() ==")
+    )
+    (lax / "reference" / "wrong.sh").write_text("echo Done > out.txt\n")
+    res = CliRunner().invoke(app, ["tasks", "check", str(tmp_path / "s")])
+    assert res.exit_code == 1, res.output
+    assert row(res.output, "task_caught", "0.000", "1.000", "0.500", "ok")
+    assert row(res.output, "task_lax", "0.000", "1.000", "1.000", "FAIL: the wrong solution scores 1.0")
+
+
+def test_tasks_package_never_imports_verify() -> None:
+    """issue 13 §0: tasks/ is task sets; scoring (verify/) imports it, never the other way round."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, harnessrl.tasks, harnessrl.tasks.cli, harnessrl.tasks.generate\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('harnessrl.verify', 'harnessrl.sandbox'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout == "[]\n"

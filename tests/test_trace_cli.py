@@ -178,3 +178,29 @@ def test_trace_never_imports_torch() -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout == "[]\n"
+
+
+def test_stats_skips_non_rollout_paths(tmp_path: Path) -> None:
+    """`tree stats runs/rollouts/*` also matches the rollout command's own summary.json: skipped, noted."""
+    from typer.testing import CliRunner
+
+    from harnessrl.cli import app
+
+    d = _write_rollout(tmp_path / "r0001", CALLS)
+    summary = tmp_path / "summary.json"
+    summary.write_text('{"rollouts": 1}\n')
+    (tmp_path / "logs").mkdir()
+    res = CliRunner().invoke(app, ["tree", "stats", str(d), str(summary), str(tmp_path / "logs")])
+    assert res.exit_code == 0, res.output
+    assert res.stderr.splitlines() == [
+        f"note: skipped {summary}: not a rollout folder or calls .jsonl file",
+        f"note: skipped {tmp_path / 'logs'}: not a rollout folder or calls .jsonl file",
+    ]
+    agg = json.loads(res.stdout)["aggregate"]
+    assert (agg["rollouts"], agg["calls"], agg["tokens_per_call"], agg["tokens_unique"]) == (1, 4, 22, 7)
+    res = CliRunner().invoke(app, ["tree", "stats", str(summary)])
+    assert res.exit_code == 2
+    assert res.stderr.splitlines()[-1] == "error: no rollouts among the paths given"
+    res = CliRunner().invoke(app, ["tree", "stats", str(d), str(tmp_path / "missing")])
+    assert res.exit_code == 2
+    assert "no such rollout directory or calls file" in res.stderr

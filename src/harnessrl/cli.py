@@ -7,6 +7,8 @@ parts of the project can grow independently; this file only wires them together.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from typing import Any
 
 import typer
 
@@ -29,6 +31,12 @@ _GROUPS: list[tuple[str, str, str]] = [
     ("harnessrl.proxy.cli", "calls_app", "calls"),
 ]
 
+# (module, function, group, name): a command that joins a group defined in another package, e.g.
+# `tasks check` runs checkers, so it lives in verify/ (tasks/ never imports verify/).
+_GROUP_COMMANDS: list[tuple[str, str, str, str]] = [
+    ("harnessrl.verify.taskcheck", "check", "tasks", "check"),
+]
+
 
 @app.callback()
 def _main() -> None:
@@ -43,18 +51,28 @@ def version() -> None:
     typer.echo(__version__)
 
 
+def _import(module: str, attr: str) -> typer.Typer | Callable[..., Any] | None:
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except ModuleNotFoundError as e:
+        if e.name and e.name.startswith("harnessrl"):
+            return None  # that part of the project is not built yet
+        raise
+
+
 def _register() -> None:
+    groups: dict[str, typer.Typer] = {}
     for module, attr, name in _GROUPS:
-        try:
-            obj = getattr(importlib.import_module(module), attr)
-        except ModuleNotFoundError as e:
-            if e.name and e.name.startswith("harnessrl"):
-                continue  # that part of the project is not built yet
-            raise
+        obj = _import(module, attr)
         if isinstance(obj, typer.Typer):
             app.add_typer(obj, name=name)
-        else:
+            groups[name] = obj
+        elif obj is not None:
             app.command(name=name)(obj)
+    for module, attr, group, name in _GROUP_COMMANDS:
+        func = _import(module, attr)
+        if func is not None and group in groups:
+            groups[group].command(name=name)(func)
 
 
 _register()

@@ -125,6 +125,11 @@ class Checker(BaseModel):
     """Python file defining `grade(transcript, workspace_path) -> dict` and/or `main()`."""
     command: str | None = None
     """The original hook command (ClawGym `reward.sh`, JSONL `hook_code`), kept for reference."""
+    shell_entry: str | None = None
+    """`reward/reward.sh` when that script is not ClawGym's canonical wrapper (`tasks/reward_sh.py`):
+    it is then the task's real entry point, to be run with bash (its last printed line is the reward)
+    instead of driving `entry`. None: score by driving `entry` (the canonical wrapper only computes
+    the equal-weight mean, with `float(v)` per metric)."""
     timeout_s: float = 120.0
     """Wall-clock limit for one checker run."""
 
@@ -156,6 +161,8 @@ class Task(BaseModel):
     """Per-task agent timeout, if the task set gives one."""
     reference: TaskFile | None = None
     """Reference solution script (run in the workspace by tests and `tasks check`), never shown to agents."""
+    wrong_reference: TaskFile | None = None
+    """A plausible wrong solution script (`reference/wrong.sh`): self-checks require it to lose a metric."""
     source: str = ""
     """Where the task was loaded from (file or folder), for error messages."""
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -13,6 +13,8 @@ Per line: `prompt` (required), `hook_code` (e.g. `python3 reward/test.py /root/.
 - Grading: `grading_type` if given, else automated with a checker, hybrid with checker and rules,
   llm_judge with rules only. Non-string `content` is written as JSON text; binary files are not
   supported by this layout (the published sets hold text only).
+- Checker `.py` files are compiled at load time; a syntax error rejects the line, naming the checker
+  file and its line (`syntax error in checker reward/test.py:3: ...`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pydantic import ValidationError
 
 from harnessrl.tasks.clawgym_folder import DEFAULT_MOUNT, entry_from_command, require_graders
 from harnessrl.tasks.rubric import rules_from_clawgym
+from harnessrl.tasks.syntax import first_syntax_error
 from harnessrl.types import Checker, Task, TaskError, TaskFile, safe_relpath
 
 _FRONT_ID = re.compile(r"^id:\s*['\"]?(?P<id>[^'\"\n]+?)['\"]?\s*$", re.MULTILINE)
@@ -90,11 +93,20 @@ def parse_line(obj: Any, path: Path, line: int, split: str) -> Task:
     if not isinstance(obj, dict):
         raise TaskError("line is not a JSON object", where, line)
     prompt = obj.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise TaskError("missing or empty `prompt`", where, line)
+    if "prompt" not in obj:
+        raise TaskError("missing `prompt`", where, line)
+    if not isinstance(prompt, str):
+        kind = "null" if prompt is None else type(prompt).__name__
+        raise TaskError(f"`prompt` must be a string, not {kind}", where, line)
+    if not prompt.strip():
+        raise TaskError("`prompt` is empty", where, line)
     mount = str(obj.get("input_mount_dir") or DEFAULT_MOUNT)
     workspace, reward = _split_files(obj.get("input_files"), mount, where, line)
     checker = _checker(obj, reward, mount, where, line)
+    problem = first_syntax_error(reward) if checker is not None else None
+    if problem is not None:
+        at = f"{problem.file.path}:{problem.line}" if problem.line else problem.file.path
+        raise TaskError(f"syntax error in checker {at}: {problem.message}", where, line)
     rubric = rules_from_clawgym(obj.get("rules") or obj.get("rule"), where, line)
     grading = obj.get("grading_type")
     if grading is None:

@@ -9,10 +9,19 @@ Front matter: `id`, `name`, `category`, `grading_type` (automated | llm_judge | 
 The python block becomes the checker file `reward/check.py` with a `main()` appended, so it also runs
 as a plain process (`python3 check.py WORKSPACE` prints the dict as JSON, transcript empty).
 
-`workspace_files` entries: `{source, dest}` copies a file (or folder) found relative to the `.md`
-file's folder or one of its three nearest ancestors (the benchmarks keep an `assets/` folder at the
-repository root); `{path|dest, content}` writes inline text; a bare string copies that source to the
-same relative path. Other front-matter keys are kept in `Task.metadata`.
+`workspace_files` entries: `{source, dest}` copies a file (or folder); `{path|dest, content}` writes
+inline text; a bare string copies that source to the same relative path. Other front-matter keys are
+kept in `Task.metadata`. A `source` is looked up as upstream does first, in the `assets/` folder
+beside the tasks folder (`<repo>/assets/<source>` for `<repo>/tasks/task_01.md`), then, for hand-made
+sets, relative to the `.md` file's folder or one of its three nearest ancestors.
+
+PinchBench's public task repository: `tasks/task_*.md` (24 tasks), `tasks/TASK_TEMPLATE.md` (a
+template, front matter `id: task_XX_name`), `assets/` (the source files). Upstream loads only
+`task_*.md`, so in a folder that holds any `task_*.md` file only those are tasks; in other folders
+every `.md` file with front matter and an `id:` line is. Five of the 24 are `llm_judge` tasks (a
+rubric, no code checker): they load, and need a judge to be scored.
+
+The python block is compiled at load time: a syntax error rejects the task at its line in the `.md`.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from pydantic import ValidationError
 from harnessrl.tasks.clawgym_folder import require_graders
 from harnessrl.tasks.files import scan_dir
 from harnessrl.tasks.rubric import rules_from_markdown
+from harnessrl.tasks.syntax import first_syntax_error
 from harnessrl.types import Checker, Task, TaskError, TaskFile, safe_relpath
 
 MAIN_WRAPPER = """
@@ -75,20 +85,31 @@ def split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str, int]
     return meta, "\n".join(lines[end + 1 :]), end + 2
 
 
+_RULE = re.compile(r"\n\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
+
+
+def _section_text(lines: list[str]) -> str:
+    """The lines as text, without the `---` rule PinchBench puts before the next heading."""
+    text = "\n".join(lines).strip()
+    while (m := _RULE.search("\n" + text)) is not None:
+        text = ("\n" + text)[: m.start()].strip()
+    return text
+
+
 def sections(body: str) -> dict[str, str]:
-    """`## Title` -> text up to the next `## ` heading (deeper headings stay inside)."""
+    """`## Title` -> text up to the next `## ` heading (deeper headings stay inside, closing rules go)."""
     out: dict[str, str] = {}
     title: str | None = None
     buf: list[str] = []
     for line in body.splitlines():
         if line.startswith("## "):
             if title is not None:
-                out[title] = "\n".join(buf).strip()
+                out[title] = _section_text(buf)
             title, buf = line[3:].strip().lower(), []
         elif title is not None:
             buf.append(line)
     if title is not None:
-        out[title] = "\n".join(buf).strip()
+        out[title] = _section_text(buf)
     return out
 
 
@@ -101,7 +122,8 @@ def _line_of(text: str, needle: str) -> int:
 
 def _find_source(md: Path, source: str) -> Path | None:
     rel = safe_relpath(source)
-    for base in [md.parent, *list(md.parent.parents)[:3]]:
+    bases = [md.parent.parent / "assets", md.parent, *list(md.parent.parents)[:3]]
+    for base in bases:
         candidate = base / rel
         if candidate.exists() or candidate.is_symlink():
             return candidate
@@ -146,7 +168,13 @@ def _checker(secs: dict[str, str], md: Path, text: str) -> Checker | None:
     code = m.group("code").rstrip() + "\n"
     if "def main(" not in code:
         code += MAIN_WRAPPER
-    return Checker(files=[TaskFile(path="reward/check.py", content=code)], entry="reward/check.py")
+    files = [TaskFile(path="reward/check.py", content=code)]
+    problem = first_syntax_error(files)
+    if problem is not None:
+        first = text.count("\n", 0, text.find(m.group(0))) + 2  # the line after the opening fence
+        line = first + problem.line - 1 if problem.line else first
+        raise TaskError(f"syntax error in `## Automated Checks`: {problem.message}", str(md), line)
+    return Checker(files=files, entry="reward/check.py")
 
 
 def load_markdown(md: Path, split: str = "") -> Task:
@@ -188,12 +216,19 @@ def load_markdown(md: Path, split: str = "") -> Task:
     )
 
 
+def _is_task_file(md: Path) -> bool:
+    """`task_*.md` in a folder that has such files (PinchBench), else any task-like `.md` file."""
+    if any(md.parent.glob("task_*.md")):
+        return md.name.startswith("task_")
+    return looks_like_task(md)
+
+
 def load_markdown_dir(root: Path) -> tuple[list[Task], list[TaskError]]:
-    """Every task-like `.md` file under `root` (recursively); split = the file's folder name."""
+    """Every task `.md` file under `root` (recursively, see `_is_task_file`); split = its folder name."""
     tasks: list[Task] = []
     rejected: list[TaskError] = []
     for md in sorted(root.rglob("*.md")):
-        if looks_like_task(md):
+        if _is_task_file(md):
             result = try_load_markdown(md)
             (tasks if isinstance(result, Task) else rejected).append(result)  # type: ignore[arg-type]
     return tasks, rejected

@@ -4,7 +4,9 @@
     harnessrl tree show calls.jsonl --html tree.html --tokenizer qwen3
     harnessrl tree stats runs/rollouts/*                    # aggregated counts as JSON
 
-A rollout is a directory (`calls.jsonl`, optional `rollout.json`) or a calls JSONL file. Without
+A rollout is a directory (`calls.jsonl`, optional `rollout.json`) or a calls JSONL file. `stats`
+skips, with a one-line note on stderr, paths that are neither (the `summary.json` that
+`harnessrl rollout` writes next to its rollout folders, a folder without either file). Without
 `--tokenizer` token ids are shown; with it (a tokenizer.json file, a folder holding one, or `qwen3`
 for the packaged Qwen3 tokenizer) text is decoded with the `tokenizers` library (no torch). The
 `[trace]` section of `--config` and `-o trace.key=value` overrides choose the filters. Exit code 2
@@ -39,6 +41,13 @@ def _trace_config(config: Path | None, overrides: list[str] | None) -> TraceConf
     except ConfigError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
+
+
+def is_rollout_path(path: Path) -> bool:
+    """A folder with `calls.jsonl` or `rollout.json`, or a `.jsonl` file; a missing path counts (it fails)."""
+    if path.is_dir():
+        return (path / "calls.jsonl").is_file() or (path / "rollout.json").is_file()
+    return not path.exists() or path.suffix == ".jsonl"
 
 
 def load_decoder(spec: str) -> Decode:
@@ -103,11 +112,17 @@ def stats(
     cfg = _trace_config(config, override)
     per: dict[str, dict[str, object]] = {}
     for p in paths:
+        if not is_rollout_path(Path(p)):
+            typer.echo(f"note: skipped {p}: not a rollout folder or calls .jsonl file", err=True)
+            continue
         try:
             per[p] = trace_rollout(load_rollout(p), cfg).stats
         except TraceInputError as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None
+    if not per:
+        typer.echo("error: no rollouts among the paths given", err=True)
+        raise typer.Exit(2)
     out: dict[str, object] = {"aggregate": aggregate_stats(list(per.values()))}
     if per_rollout:
         out["rollouts"] = per

@@ -1,0 +1,53 @@
+"""csv_field: one field of one row of a small CSV (`awk -F, '$1=="NAME" {print $2}' F > OUT`).
+
+Wrong answer: the neighbouring column (`$3` for `$2` and back), the classic off-by-one.
+"""
+
+from __future__ import annotations
+
+import random
+
+from harnessrl.tasks.generate.base import Family, Instance
+
+FILES = ("people.csv", "members.csv", "staff.csv")
+NAMES = ("Ada", "Bram", "Chen", "Dana", "Emil", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lena")
+CITIES = ("Oslo", "Lima", "Pune", "Kyiv", "Nice", "Cork", "Graz", "Bern", "Riga", "Fez")
+FIELDS = {"city": 2, "age": 3}
+
+BODY = """
+def _score(ws, s, E):
+    s["csv_unchanged"] = float(_read(ws / E["input"]) == E["original"])
+    answer = _read(ws / E["out"])
+    if answer is None:
+        return
+    s["answer_exists"] = 1.0
+    s["single_line"] = float(answer.strip() != "" and answer.rstrip("\\n").count("\\n") == 0)
+    s["value_correct"] = float(answer.strip() == E["value"])
+"""
+
+
+def make(rng: random.Random) -> Instance:
+    name = rng.choice(FILES)
+    people = rng.sample(NAMES, rng.randint(4, 7))
+    rows = [(p, rng.choice(CITIES), str(rng.randint(19, 70))) for p in people]
+    text = "name,city,age\n" + "".join(",".join(r) + "\n" for r in rows)
+    who = rng.choice(rows)
+    field = rng.choice(sorted(FIELDS))
+    col = FIELDS[field]
+    out = rng.choice((f"{field}.txt", "answer.txt"))
+    return Instance(
+        prompt=f"Write the {field} of {who[0]} from {name} to {out}.",
+        files={name: text},
+        expected={"input": name, "original": text, "out": out, "value": who[col - 1]},
+        solve=f"awk -F, '$1==\"{who[0]}\" {{print ${col}}}' {name} > {out}",
+        wrong=f"awk -F, '$1==\"{who[0]}\" {{print ${5 - col}}}' {name} > {out}",
+    )
+
+
+FAMILY = Family(
+    name="csv_field",
+    metrics=("answer_exists", "single_line", "value_correct", "csv_unchanged"),
+    check_body=BODY,
+    make=make,
+    summary="the asked field of the asked row, alone on one line; the CSV unchanged.",
+)
