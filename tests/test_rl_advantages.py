@@ -83,8 +83,8 @@ def test_ppo_advantages_do_not_cross_branch_points() -> None:
 
 
 def test_grpo_and_ppo_targets_from_samples() -> None:
+    from harnessrl.config import AdvantageConfig
     from harnessrl.rl.algorithms import grpo_targets, ppo_targets
-    from harnessrl.rl.config import AdvantageConfig
 
     a = two_branch_tree()
     b = two_branch_tree()

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
+from harnessrl.config import AdvantageConfig
 from harnessrl.rl.advantages import broadcast, grpo_advantages, ppo_advantages
-from harnessrl.rl.config import AdvantageConfig
 from harnessrl.rl.packing import TreeLayout, layout_tree
 from harnessrl.types import TreeSample
 

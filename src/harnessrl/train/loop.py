@@ -48,12 +48,11 @@ from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
 
-from harnessrl.config import Config, ConfigError
+from harnessrl.config import Config, ConfigError, TrainerConfig
 from harnessrl.protocols import Engine
 from harnessrl.rollout.runner import RolloutRunner
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
-from harnessrl.train.config import TrainerConfig
 from harnessrl.train.schedule import ScheduleSpec, schedule_step
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import Rollout, RolloutStatus, Task, TreeSample
