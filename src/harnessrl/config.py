@@ -145,10 +145,8 @@ class LossConfig(Section):
 
 
 class AdvantageConfig(Section):
-    """How advantages are computed (`harnessrl.rl.advantages`)."""
+    """Settings of the advantage estimators (`harnessrl.rl.algo`; which one runs is `train.algorithm`)."""
 
-    estimator: Literal["grpo", "ppo"] = "grpo"
-    """grpo = group-normalised rollout reward; ppo = per-branch GAE with a value model."""
     normalize_std: bool = True
     """GRPO: divide by the group's std (population std) + eps."""
     eps: float = 1e-6
@@ -217,7 +215,10 @@ class TrainerConfig(Section):
 
 class TrainConfig(Section):
     algorithm: Literal["grpo", "ppo"] = "grpo"
-    """Advantage estimator."""
+    """Advantage estimator: a name in `harnessrl.rl.algo.ALGORITHMS` (ppo adds a value head unless
+    `trainer.value` names one)."""
+    advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
+    """Settings of the estimator (GRPO std normalisation and eps; PPO gamma and lambda)."""
     lr: float = 1e-6
     """AdamW learning rate."""
     steps: int = 10

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessrl.rollout.runner import RolloutJob
-from harnessrl.types import Task
+from harnessrl.types import Task, group_id
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,6 @@ def harnesses_for(spec: ScheduleSpec, step: int, position: int) -> list[str]:
     return [h for i, h in enumerate(spec.harnesses) if i in chosen]
 
 
-def group_id(task: Task, harness: str) -> str:
-    """The GRPO group of a (task, harness) pair."""
-    return f"{task.id}/{harness}"
-
-
 def rollout_id(step: int, task: Task, harness: str, member: int) -> str:
     """A rollout id that is unique across the run and usable as a folder name."""
     return f"s{step:06d}-{task.id}-{harness.replace(':', '_').replace('/', '_')}-{member}"
@@ -90,7 +85,7 @@ def schedule_step(tasks: Sequence[Task], spec: ScheduleSpec, step: int) -> list[
     for position, index in enumerate(task_indices(len(tasks), step, spec.tasks_per_step, spec.seed)):
         task = tasks[index]
         for harness in harnesses_for(spec, step, position):
-            gid = group_id(task, harness)
+            gid = group_id(task.id, harness)
             first = members.get(gid, 0)  # a task drawn twice (at an epoch boundary): one bigger group
             members[gid] = first + spec.group_size
             options = dict(spec.options.get(harness, {}))
