@@ -213,6 +213,24 @@ class TrainerConfig(Section):
     """Policy and value loss settings."""
 
 
+class HarnessSpaceConfig(Section):
+    """Harness scaling (`harnessrl.scaling`): train over white-box configurations with K-pairing."""
+
+    design: Literal["single", "first-order", "random-18", "oa-18", "all-243"] = "oa-18"
+    """Training configurations: one, the 3 first-order ones, 18 random, the 18-run orthogonal array,
+    or all 243."""
+    k: int = Field(default=2, ge=1)
+    """Configurations per task (visited on K consecutive occasions the task is scheduled)."""
+    pairing: Literal["nearest", "repeat", "random"] = "nearest"
+    """nearest = anchor + its K-1 nearest by Hamming distance; repeat = the anchor K times; random."""
+    single: str = "00000"
+    """The configuration of the `single` design."""
+    seed: int | None = None
+    """Seed of the random-18 design and of the pairing; None = `train.seed`."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Whitebox switches for every configuration (`max_steps`, `command_timeout_s`, ...)."""
+
+
 class TrainConfig(Section):
     algorithm: Literal["grpo", "ppo"] = "grpo"
     """Advantage estimator: a name in `harnessrl.rl.algo.ALGORITHMS` (ppo adds a value head unless
@@ -239,6 +257,9 @@ class TrainConfig(Section):
     """How many of `harnesses` each drawn task runs under (drawn per step); 0 = all of them."""
     harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Adapter switches per harness name, e.g. `{"claude-code" = {bare = true}}`."""
+    harness_space: HarnessSpaceConfig | None = None
+    """Harness scaling instead of `harnesses`: each drawn task runs under one white-box configuration
+    per occasion (K-pairing over a design); e.g. `[train.harness_space] design = "oa-18", k = 2`."""
     save_every: int = Field(default=0, ge=0)
     """Checkpoint every this many steps (0 = only at the end); the last step is always saved."""
     keep_checkpoints: int = Field(default=2, ge=0)

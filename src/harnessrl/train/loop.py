@@ -48,12 +48,12 @@ from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
 
-from harnessrl.config import Config, ConfigError, TrainerConfig
+from harnessrl.config import Config, ConfigError, HarnessSpaceConfig, TrainerConfig
 from harnessrl.protocols import Engine
 from harnessrl.rollout.runner import RolloutRunner
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
-from harnessrl.train.schedule import ScheduleSpec, schedule_step
+from harnessrl.train.schedule import ScheduleSpec, SpaceSpec, schedule_step
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import Rollout, RolloutStatus, Task, TreeSample
 
@@ -107,14 +107,33 @@ def build_trainer(cfg: Config) -> Trainer:
 
 def schedule_spec(cfg: Config) -> ScheduleSpec:
     t = cfg.train
+    space = None
+    if t.harness_space is not None:
+        if t.harnesses:
+            raise ConfigError("set train.harnesses or train.harness_space, not both")
+        space = space_spec(t.harness_space, t.seed)
     return ScheduleSpec(
-        harnesses=tuple(t.harnesses or [cfg.rollout.harness]),
+        harnesses=tuple(t.harnesses or ([] if space else [cfg.rollout.harness])),
         tasks_per_step=t.tasks_per_step,
         group_size=t.group_size,
         harnesses_per_task=t.harnesses_per_task,
         seed=t.seed,
         options=t.harness_options,
+        space=space,
     )
+
+
+def space_spec(hs: HarnessSpaceConfig, train_seed: int) -> SpaceSpec:
+    """The schedule's harness-space part; ConfigError when the design cannot be paired as asked."""
+    from harnessrl.scaling import design_codes, pair_codes
+
+    seed = train_seed if hs.seed is None else hs.seed
+    try:
+        codes = tuple(design_codes(hs.design, seed, hs.single))
+        pair_codes(codes, hs.k, hs.pairing, seed, "check")
+    except ValueError as e:
+        raise ConfigError(f"train.harness_space: {e}") from None
+    return SpaceSpec(codes=codes, k=hs.k, pairing=hs.pairing, seed=seed, options=hs.options)
 
 
 class TreeBatch:
