@@ -19,7 +19,12 @@ COMPACT_PROMPT = (
     "handoff note: the task, what you did, what you found, and what is left to do. Reply with the "
     "summary only, no action."
 )
-RESUME = "\n\nThe earlier conversation was compacted. Summary of the work so far:\n"
+RESUME = (
+    "Older turns were removed; your message above holds your notes on the earlier work. Continue the task."
+)
+"""Follows the model's own summary (kept as an assistant turn, so its recorded ids splice) in the
+restart. It must not read as a summary request to the proxy's heuristic
+(`proxy.capture.is_compaction_request`: no "summary" with "conversation" / "context" / "so far")."""
 
 
 class Full:
@@ -41,17 +46,24 @@ class Window:
 
 
 class Compaction:
-    """Past `budget_tokens` (estimated as JSON characters / 4): summary call, then restart from it."""
+    """Past `budget_tokens` (estimated as JSON characters / 4): summary call, then restart from it:
+    system prompt, task, the summary as the model's own turn, `RESUME`."""
 
     def __init__(self, budget_tokens: int, task: str, summarize: Callable[[list[Message]], str]) -> None:
         self.budget, self.task, self.summarize = budget_tokens, task, summarize
-        self.compactions = 0
+        self.head = 2
+        """Messages at the start of the history that a compaction cannot remove."""
 
     def prepare(self, history: list[Message]) -> tuple[list[Message], list[Message]]:
         size = len(json.dumps(history)) // 4
-        if size <= self.budget or len(history) <= 2:  # nothing since the (re)start to compact away
+        if size <= self.budget or len(history) <= self.head:  # nothing new since the (re)start
             return history, history
         summary = self.summarize([*history, {"role": "user", "content": COMPACT_PROMPT}]).strip()
-        self.compactions += 1
-        restart = [history[0], {"role": "user", "content": self.task + RESUME + (summary or "(empty)")}]
+        restart = [
+            history[0],
+            {"role": "user", "content": self.task},
+            {"role": "assistant", "content": summary or "(no notes)"},
+            {"role": "user", "content": RESUME},
+        ]
+        self.head = len(restart)
         return restart, restart
