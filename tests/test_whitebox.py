@@ -222,3 +222,30 @@ async def test_smollm2_drives_configurations(tmp_path: Path) -> None:
         assert r.calls and _calls_ok(r.calls) and r.calls[0].render == "rendered"
         tree = trace_rollout(r)
         assert tree.nodes and tree.stats["calls"] == len(r.calls)
+
+
+async def test_command_timeout_and_step_limit_belong_to_the_harness(tmp_path: Path) -> None:
+    task = warmup_task()
+    looping = task.model_copy(update={"id": "loop", "prompt": task.prompt + " (loop)"})
+
+    def bash(command: str) -> ChatMessage:
+        return ChatMessage(
+            role="assistant", tool_calls=[ToolCall(name="bash", arguments={"command": command})]
+        )
+
+    engine = ScriptedEngine(
+        FMT,
+        [
+            Script(turns=[bash("ls")], match=looping.prompt),
+            Script(turns=[bash("sleep 100"), "done"], match=task.prompt),
+        ],
+        exhausted="repeat_last",
+    )
+    jobs = [
+        RolloutJob(task, "whitebox:00000", "slow", options={"command_timeout_s": 1}),
+        RolloutJob(looping, "whitebox:00000", "loop", options={"max_steps": 3}),
+    ]
+    slow, loop = await run_jobs(tmp_path, engine, jobs)
+    assert slow.status is RolloutStatus.OK and "[command timed out after 1 s]" in prompts(slow)[-1]
+    assert loop.status is RolloutStatus.HARNESS_ERROR and "step limit of 3 reached" in loop.status_reason
+    assert len(loop.calls) == 3
