@@ -8,13 +8,12 @@ import torch
 from harnessrl.rl.advantages import (
     broadcast,
     gae,
-    group_key,
     grpo_advantages,
     ppo_advantages,
     rollout_token_weights,
 )
 from harnessrl.rl.packing import layout_tree
-from harnessrl.types import TreeNode, TreeSample
+from harnessrl.types import TreeNode, TreeSample, group_id
 
 
 def two_branch_tree() -> TreeSample:
@@ -42,7 +41,7 @@ def test_grpo_exact_values_per_group() -> None:
 
 def test_grpo_groups_never_mix_harnesses() -> None:
     """Invariant (e): same task, two harness configurations -> two groups, each with its own baseline."""
-    keys = [group_key("t1", "claude-code")] * 2 + [group_key("t1", "codex")] * 2
+    keys = [group_id("t1", "claude-code")] * 2 + [group_id("t1", "codex")] * 2
     assert keys[0] != keys[2]
     adv = grpo_advantages([1.0, 0.0, 0.0, 0.0], keys, eps=0.0)
     # mixing would give baseline 0.25 for everyone; separately the codex pair has zero advantage
@@ -83,20 +82,42 @@ def test_ppo_advantages_do_not_cross_branch_points() -> None:
 
 
 def test_grpo_and_ppo_targets_from_samples() -> None:
-    from harnessrl.rl.algorithms import grpo_targets, ppo_targets
-    from harnessrl.rl.config import AdvantageConfig
+    from harnessrl.config import AdvantageConfig, TrainConfig
+    from harnessrl.rl.algo import ALGORITHMS, build_algorithm
 
     a = two_branch_tree()
     b = two_branch_tree()
     b.rollout_id, b.reward = "r2", 0.0
-    t = grpo_targets([a, b], AdvantageConfig(eps=0.0))
-    assert t.returns is None
+    layouts = [layout_tree(a), layout_tree(b)]
+    t = build_algorithm("grpo", AdvantageConfig(eps=0.0)).targets([a, b], layouts)
+    assert t.returns is None and not t.all_zero
     assert t.advantages[0].tolist() == [0, 0, 1.0, 0, 1.0, 1.0, 0, 1.0]
     assert t.advantages[1].tolist() == [0, 0, -1.0, 0, -1.0, -1.0, 0, -1.0]
     values = [torch.full((8,), 0.25), torch.zeros(8)]
-    p = ppo_targets([a, b], t.layouts, values, AdvantageConfig(estimator="ppo"))
+    ppo = build_algorithm("ppo")
+    p = ppo.targets([a, b], layouts, values)
     assert p.advantages[0].tolist() == [0, 0, 0.75, 0, 0.75, 0.75, 0, 0.75]
     assert p.returns is not None and p.returns[1].tolist() == [0.0] * 8
+    with pytest.raises(ValueError, match="needs the value model"):
+        ppo.targets([a, b], layouts)
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        build_algorithm("reinforce")
+    # The config's literal names exactly the registry.
+    assert set(TrainConfig.model_fields["algorithm"].annotation.__args__) == set(ALGORITHMS)
+
+
+def test_grpo_groups_are_separate_and_equal_rewards_give_zero() -> None:
+    from harnessrl.rl.algo import build_algorithm
+
+    trees = [two_branch_tree() for _ in range(4)]
+    for i, (tree, gid, reward) in enumerate(
+        zip(trees, ["t/a", "t/a", "t/b", "t/b"], [1.0, 1.0, 0.0, 1.0], strict=True)
+    ):
+        tree.rollout_id, tree.group_id, tree.reward = f"r{i}", gid, reward
+    t = build_algorithm("grpo").targets(trees, [layout_tree(s) for s in trees])
+    assert [float(a.max() + a.min()) for a in t.advantages[:2]] == [0.0, 0.0]  # equal rewards: no signal
+    assert float(t.advantages[3].max()) == pytest.approx(1.0, abs=1e-5)
+    assert build_algorithm("grpo").targets(trees[:2], [layout_tree(s) for s in trees[:2]]).all_zero
 
 
 def test_rollout_weight_does_not_grow_with_branches() -> None:

@@ -8,8 +8,8 @@ import random
 import pytest
 import torch
 
+from harnessrl.config import LossConfig
 from harnessrl.rl.advantages import broadcast, grpo_advantages, rollout_token_weights
-from harnessrl.rl.config import LossConfig
 from harnessrl.rl.forward import packed_forward, path_logprobs
 from harnessrl.rl.losses import Metrics, policy_loss, tis_weights, value_loss
 from harnessrl.rl.packing import layout_tree, pack

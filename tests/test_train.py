@@ -7,12 +7,11 @@ import random
 import pytest
 import torch
 
+from harnessrl.config import LoraSettings, LossConfig, TrainerConfig
 from harnessrl.rl.advantages import broadcast, grpo_advantages, ppo_advantages
-from harnessrl.rl.config import LossConfig
 from harnessrl.rl.forward import packed_forward
 from harnessrl.rl.packing import TreeLayout, layout_tree, pack
 from harnessrl.rl.synthetic import rollout_tree
-from harnessrl.train.config import LoraSettings, TrainerConfig
 from harnessrl.train.models import tiny_causal_lm
 from harnessrl.train.trainer import Trainer
 

@@ -21,7 +21,7 @@ from harnessrl.rl.advantages import broadcast, grpo_advantages
 from harnessrl.rl.packing import layout_tree
 from harnessrl.rl.synthetic import rollout_tree
 from harnessrl.train import distributed as dp
-from harnessrl.train.config import TrainerConfig
+from harnessrl.config import TrainerConfig
 from harnessrl.train.models import tiny_causal_lm
 from harnessrl.train.trainer import Trainer
 

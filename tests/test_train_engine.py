@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from harnessrl.config import TrainerConfig
 from harnessrl.engines.hf import HFEngine
 from harnessrl.protocols import SamplingParams
 from harnessrl.rl.advantages import broadcast
 from harnessrl.rl.packing import layout_tree
-from harnessrl.train.config import TrainerConfig
 from harnessrl.train.models import tiny_causal_lm
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import TreeNode, TreeSample

@@ -13,9 +13,9 @@ import time
 import pytest
 import torch
 
+from harnessrl.config import TrainerConfig
 from harnessrl.rl.advantages import broadcast, grpo_advantages
 from harnessrl.rl.packing import layout_tree
-from harnessrl.train.config import TrainerConfig
 from harnessrl.train.models import tiny_causal_lm
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import TreeNode, TreeSample

@@ -24,6 +24,7 @@ app = typer.Typer(
 _GROUPS: list[tuple[str, str, str]] = [
     ("harnessrl.tasks.cli", "app", "tasks"),
     ("harnessrl.harnesses.cli", "app", "harness"),
+    ("harnessrl.scaling.cli", "app", "harness-space"),
     ("harnessrl.trace.cli", "app", "tree"),
     ("harnessrl.rollout.cli", "rollout", "rollout"),
     ("harnessrl.train.cli", "train", "train"),

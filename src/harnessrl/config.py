@@ -16,8 +16,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harnessrl.train.config import TrainerConfig
-
 
 class Section(BaseModel):
     """Base for config sections: unknown keys are errors (a typo must not be silently ignored)."""
@@ -129,9 +127,116 @@ class RolloutConfig(Section):
     """One sub-directory per rollout is written here."""
 
 
+class LossConfig(Section):
+    """The policy / value loss of `harnessrl.rl.losses` (formulas in that module's docstring)."""
+
+    clip_low: float = 0.2
+    """PPO ratio clip below 1: rho is clipped to [1 - clip_low, 1 + clip_high]."""
+    clip_high: float = 0.2
+    """PPO ratio clip above 1 (raise it for DAPO-style clip-higher)."""
+    tis_cap: float | None = 2.0
+    """Truncation c of the importance weight exp(logp_old - logp_rollout); None disables TIS."""
+    kl_coef: float = 0.0
+    """Weight of the k3 KL to the reference model (0 = no reference model is run)."""
+    value_coef: float = 0.5
+    """Weight of the value loss (PPO with a value head)."""
+    value_clip: float | None = 0.2
+    """Clip range of the value update around the old value; None = unclipped."""
+
+
+class AdvantageConfig(Section):
+    """Settings of the advantage estimators (`harnessrl.rl.algo`; which one runs is `train.algorithm`)."""
+
+    normalize_std: bool = True
+    """GRPO: divide by the group's std (population std) + eps."""
+    eps: float = 1e-6
+    """GRPO: added to the std."""
+    gamma: float = 1.0
+    """PPO: discount over model tokens."""
+    lam: float = 1.0
+    """PPO: GAE lambda."""
+
+
+class LoraSettings(Section):
+    """LoRA adapters (peft) instead of full fine-tuning."""
+
+    r: int = 16
+    """Rank of the adapters."""
+    alpha: int = 32
+    """Scaling numerator (the update is scaled by alpha / r)."""
+    dropout: float = 0.0
+    """Dropout on the adapter input (0 keeps steps deterministic)."""
+    target_modules: list[str] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+    """Module names that get adapters."""
+
+
+class TrainerConfig(Section):
+    """One optimizer step = all micro-batches of the step's trees, accumulated, then AdamW."""
+
+    lr: float = 1e-6
+    """AdamW learning rate (peak, after warmup)."""
+    weight_decay: float = 0.0
+    """AdamW decoupled weight decay."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW betas."""
+    adam_eps: float = 1e-8
+    """AdamW epsilon."""
+    warmup_steps: int = 0
+    """Linear warmup from 0 to lr over this many steps."""
+    schedule: Literal["constant", "linear", "cosine"] = "constant"
+    """Learning-rate decay after warmup (linear / cosine decay to 0 at `total_steps`)."""
+    total_steps: int = 1000
+    """Horizon of the linear / cosine decay."""
+    grad_clip: float | None = 1.0
+    """Clip the global gradient norm to this (None = no clipping; the norm is logged either way)."""
+    token_budget: int = 4096
+    """Most tokens in one packed micro-batch (a bigger tree gets a micro-batch of its own)."""
+    bf16: bool = False
+    """Run forward passes under bf16 autocast (weights and optimizer stay float32)."""
+    attention: Literal["sdpa", "flex"] = "sdpa"
+    """Tree-mask implementation: dense bool mask to SDPA, or a FlexAttention BlockMask."""
+    temperature: float = Field(1.0, gt=0.0)
+    """Sampling temperature the rollouts used (log-probs are computed under the same scaling; greedy
+    rollouts record log-probs at temperature 1, so use 1.0 for them)."""
+    value: Literal["none", "head", "critic"] = "none"
+    """PPO value model: none; a linear head on the policy's backbone; or a separate critic model."""
+    lora: LoraSettings | None = None
+    """Train LoRA adapters instead of all weights."""
+    fsdp: bool = False
+    """Shard parameters, gradients and optimizer state over torchrun ranks with FSDP2 (full-weight
+    training only: not with LoRA or a value model; no checkpoints yet)."""
+    seed: int = 0
+    """Seed of torch / random at construction (the value head's init, dropout)."""
+    loss: LossConfig = Field(default_factory=LossConfig)
+    """Policy and value loss settings."""
+
+
+class HarnessSpaceConfig(Section):
+    """Harness scaling (`harnessrl.scaling`): train over white-box configurations with K-pairing."""
+
+    design: Literal["single", "first-order", "random-18", "oa-18", "all-243"] = "oa-18"
+    """Training configurations: one, the 3 first-order ones, 18 random, the 18-run orthogonal array,
+    or all 243."""
+    k: int = Field(default=2, ge=1)
+    """Configurations per task (visited on K consecutive occasions the task is scheduled)."""
+    pairing: Literal["nearest", "repeat", "random"] = "nearest"
+    """nearest = anchor + its K-1 nearest by Hamming distance; repeat = the anchor K times; random."""
+    single: str = "00000"
+    """The configuration of the `single` design."""
+    seed: int | None = None
+    """Seed of the random-18 design and of the pairing; None = `train.seed`."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Whitebox switches for every configuration (`max_steps`, `command_timeout_s`, ...)."""
+
+
 class TrainConfig(Section):
     algorithm: Literal["grpo", "ppo"] = "grpo"
-    """Advantage estimator."""
+    """Advantage estimator: a name in `harnessrl.rl.algo.ALGORITHMS` (ppo adds a value head unless
+    `trainer.value` names one)."""
+    advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
+    """Settings of the estimator (GRPO std normalisation and eps; PPO gamma and lambda)."""
     lr: float = 1e-6
     """AdamW learning rate."""
     steps: int = 10
@@ -152,6 +257,9 @@ class TrainConfig(Section):
     """How many of `harnesses` each drawn task runs under (drawn per step); 0 = all of them."""
     harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Adapter switches per harness name, e.g. `{"claude-code" = {bare = true}}`."""
+    harness_space: HarnessSpaceConfig | None = None
+    """Harness scaling instead of `harnesses`: each drawn task runs under one white-box configuration
+    per occasion (K-pairing over a design); e.g. `[train.harness_space] design = "oa-18", k = 2`."""
     save_every: int = Field(default=0, ge=0)
     """Checkpoint every this many steps (0 = only at the end); the last step is always saved."""
     keep_checkpoints: int = Field(default=2, ge=0)

@@ -282,6 +282,11 @@ class RolloutStatus(enum.StrEnum):
     FILTERED = "filtered"
 
 
+def group_id(task_id: str, harness: str) -> str:
+    """The GRPO group of a rollout: one (task, harness configuration) pair, `<task id>/<harness>`."""
+    return f"{task_id}/{harness}"
+
+
 class Rollout(BaseModel):
     """One task run through one harness: its calls, reward and status."""
 
@@ -290,7 +295,7 @@ class Rollout(BaseModel):
     harness: str
     """Harness name, e.g. `claude-code`, `codex`, `openclaw`, `whitebox:<config>`."""
     group_id: str = ""
-    """GRPO group: one (task, harness configuration) pair."""
+    """GRPO group: one (task, harness configuration) pair (`group_id(task_id, harness)`)."""
     calls: list[ModelCall] = Field(default_factory=list)
     reward: float | None = None
     reward_detail: dict[str, Any] = Field(default_factory=dict)

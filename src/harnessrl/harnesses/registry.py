@@ -1,12 +1,18 @@
-"""Harness names -> adapters. Adding a harness = one module + one line here; no plugin discovery."""
+"""Harness names -> adapters. Adding a harness = one module + one line here; no plugin discovery.
+
+Parametrised families are named `<family>:<argument>`: `whitebox:01220` is the white-box harness in
+configuration 01220 (`FAMILIES` maps the family to a constructor taking the argument)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from harnessrl.harnesses.base import Harness
 from harnessrl.harnesses.claude_code import ClaudeCode
 from harnessrl.harnesses.codex import Codex
 from harnessrl.harnesses.openclaw import OpenClaw
 from harnessrl.harnesses.shell import Shell
+from harnessrl.harnesses.whitebox import Whitebox
 from harnessrl.types import HarnessError
 
 HARNESSES: dict[str, Harness] = {
@@ -15,11 +21,19 @@ HARNESSES: dict[str, Harness] = {
     "openclaw": OpenClaw(),
     "shell": Shell(),
 }
+FAMILIES: dict[str, Callable[[str], Harness]] = {"whitebox": Whitebox}
 
 
 def get_harness(name: str) -> Harness:
     """The adapter registered under `name`; HarnessError listing the known names otherwise."""
+    family, sep, arg = name.partition(":")
+    if sep and family in FAMILIES:
+        try:
+            return FAMILIES[family](arg)
+        except ValueError as e:
+            raise HarnessError(f"bad harness name {name!r}: {e}") from None
     try:
         return HARNESSES[name]
     except KeyError:
-        raise HarnessError(f"unknown harness {name!r}; known: {', '.join(sorted(HARNESSES))}") from None
+        known = [*sorted(HARNESSES), *(f"{f}:<config>" for f in FAMILIES)]
+        raise HarnessError(f"unknown harness {name!r}; known: {', '.join(known)}") from None

@@ -4,6 +4,6 @@
 - `forward`: a causal LM's forward over packed rows (SDPA / FlexAttention), per-path reference
 - `advantages`: GRPO per (task, harness) group, per-branch GAE for PPO, per-token rollout weights
 - `losses`: clipped policy gradient x truncated IS weight, k3 KL, clipped value loss, mismatch metrics
-- `algorithms`: TreeSamples -> layouts + per-token arrays for the trainer
+- `algo`: the algorithm registry (GRPO, PPO): TreeSamples -> per-token arrays for the trainer
 - `synthetic`: rollout-shaped random trees for tests and benchmarks
 """

@@ -3,7 +3,7 @@
 Both produce per-token arrays aligned with a TreeLayout ([T], zero off the trained tokens); the trainer
 only sees those arrays (it is algorithm-blind).
 
-GRPO. A group is one (task, harness configuration) pair: `TreeSample.group_id` (see `group_key`).
+GRPO. A group is one (task, harness configuration) pair: `TreeSample.group_id` (`types.group_id`).
 Rollout i of group g gets A_i = (R_i - mean_g) / (std_g + eps), or R_i - mean_g with
 `normalize_std=False`; std is the population std (a group of two gives +-1/(1+eps)). Statistics are
 computed inside each group only, never across groups, so two harness configurations of the same task
@@ -34,11 +34,6 @@ from collections.abc import Sequence
 import torch
 
 from harnessrl.rl.packing import TreeLayout
-
-
-def group_key(task_id: str, harness: str) -> str:
-    """The GRPO group of a rollout: one (task, harness configuration) pair."""
-    return f"{task_id}\x1f{harness}"
 
 
 def grpo_advantages(

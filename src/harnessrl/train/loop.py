@@ -12,8 +12,8 @@ One step (`TrainLoop.run_step`), as in DESIGN's "One training step, as data":
     trees       each `ok` rollout -> prefix tree -> TreeSample. Non-ok rollouts, trees the trace filters
                 dropped whole, and trees without a single trained token are counted by status label
                 and never trained (DESIGN invariant 3: nothing is lost silently)
-    advantages  GRPO inside each (task, harness) group over the kept rollouts; PPO (algorithm = "ppo")
-                with the trainer's value head: per-branch GAE on each tree
+    advantages  `train.algorithm` from `harnessrl.rl.algo`: GRPO inside each (task, harness) group over
+                the kept rollouts; PPO with the trainer's value head: per-branch GAE on each tree
     optimize    `Trainer.step`: one optimizer step over the tree-packed batch
     sync        `engine.update_weights(trainer.weights())`
     log         one JSON line per step in `<out_dir>/metrics.jsonl`, one summary line on the console
@@ -48,13 +48,12 @@ from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
 
-from harnessrl.config import Config, ConfigError
+from harnessrl.config import Config, ConfigError, HarnessSpaceConfig, TrainerConfig
 from harnessrl.protocols import Engine
 from harnessrl.rollout.runner import RolloutRunner
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
-from harnessrl.train.config import TrainerConfig
-from harnessrl.train.schedule import ScheduleSpec, schedule_step
+from harnessrl.train.schedule import ScheduleSpec, SpaceSpec, schedule_step
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import Rollout, RolloutStatus, Task, TreeSample
 
@@ -85,7 +84,9 @@ def trainer_config(cfg: Config) -> TrainerConfig:
     }
     if "total_steps" not in t.model_fields_set:
         update["total_steps"] = cfg.train.steps
-    if cfg.train.algorithm == "ppo" and t.value == "none":
+    from harnessrl.rl.algo import ALGORITHMS
+
+    if ALGORITHMS[cfg.train.algorithm].needs_values and t.value == "none":
         update["value"] = "head"
     return t.model_copy(update=update)
 
@@ -106,14 +107,33 @@ def build_trainer(cfg: Config) -> Trainer:
 
 def schedule_spec(cfg: Config) -> ScheduleSpec:
     t = cfg.train
+    space = None
+    if t.harness_space is not None:
+        if t.harnesses:
+            raise ConfigError("set train.harnesses or train.harness_space, not both")
+        space = space_spec(t.harness_space, t.seed)
     return ScheduleSpec(
-        harnesses=tuple(t.harnesses or [cfg.rollout.harness]),
+        harnesses=tuple(t.harnesses or ([] if space else [cfg.rollout.harness])),
         tasks_per_step=t.tasks_per_step,
         group_size=t.group_size,
         harnesses_per_task=t.harnesses_per_task,
         seed=t.seed,
         options=t.harness_options,
+        space=space,
     )
+
+
+def space_spec(hs: HarnessSpaceConfig, train_seed: int) -> SpaceSpec:
+    """The schedule's harness-space part; ConfigError when the design cannot be paired as asked."""
+    from harnessrl.scaling import design_codes, pair_codes
+
+    seed = train_seed if hs.seed is None else hs.seed
+    try:
+        codes = tuple(design_codes(hs.design, seed, hs.single))
+        pair_codes(codes, hs.k, hs.pairing, seed, "check")
+    except ValueError as e:
+        raise ConfigError(f"train.harness_space: {e}") from None
+    return SpaceSpec(codes=codes, k=hs.k, pairing=hs.pairing, seed=seed, options=hs.options)
 
 
 class TreeBatch:
@@ -242,31 +262,20 @@ class TrainLoop:
 
     def optimize(self, batch: TreeBatch, clock: _Clock) -> tuple[dict[str, float], str | None]:
         """Stages `advantages` + `optimize`; returns (trainer metrics, why the step was skipped or None)."""
-        from harnessrl.rl.advantages import broadcast, grpo_advantages, ppo_advantages
+        from harnessrl.rl.algo import build_algorithm
         from harnessrl.rl.packing import layout_tree
 
         if not batch.samples:
             return {}, "no_trainable_rollouts"
+        algo = build_algorithm(self.cfg.train.algorithm, self.cfg.train.advantage)
         layouts = [layout_tree(s) for s in batch.samples]
-        returns = None
-        if self.cfg.train.algorithm == "ppo":
-            values = self.trainer.values(layouts)
-            pairs = [
-                ppo_advantages(L, v, [s.reward] * len(L.path_tokens))
-                for L, v, s in zip(layouts, values, batch.samples, strict=True)
-            ]
-            advantages = [a for a, _ in pairs]
-            returns = [g for _, g in pairs]
-        else:
-            per_rollout = grpo_advantages(
-                [s.reward for s in batch.samples], [s.group_id for s in batch.samples]
-            )
-            if all(a == 0.0 for a in per_rollout) and self.trainer.cfg.loss.kl_coef == 0.0:
-                clock.lap("advantages")
-                return {}, "zero_advantage"
-            advantages = [broadcast(L, a) for L, a in zip(layouts, per_rollout, strict=True)]
+        values = self.trainer.values(layouts) if algo.needs_values else None
+        targets = algo.targets(batch.samples, layouts, values)
+        if not algo.needs_values and targets.all_zero and self.trainer.cfg.loss.kl_coef == 0.0:
+            clock.lap("advantages")
+            return {}, "zero_advantage"
         clock.lap("advantages")
-        metrics = self.trainer.step(layouts, advantages, returns=returns)
+        metrics = self.trainer.step(targets.layouts, targets.advantages, returns=targets.returns)
         clock.lap("train")
         return metrics, None
 

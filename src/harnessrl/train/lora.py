@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from harnessrl.train.config import LoraSettings
+from harnessrl.config import LoraSettings
 
 _PREFIX = "base_model.model."
 

@@ -11,9 +11,15 @@ one GRPO group of `group_size` rollouts with group id `<task id>/<harness>` (a t
 step, which happens at an epoch boundary, makes one group of twice the size). Groups never mix harnesses;
 a batch may mix them (mix-harness training).
 
+Harness scaling (`spec.space`, from `[train.harness_space]`) replaces the harness list: each drawn
+task runs under ONE white-box configuration per occasion, `whitebox:<code>` with the code from
+`harnessrl.scaling.occasion_code` (its K-pairing over the design's configurations; the occasion is
+the epoch of the draw, as every task is drawn once per epoch). Each (task, configuration) is its own
+group, as above. An evaluation over configurations is then a plain loop over
+`[harness_name(c) for c in eval_codes()]`, each a RolloutJob like any other harness.
+
 Nothing here reads global RNG state: resuming at step s gives exactly the jobs step s had in the
-original run. Left out: K-pairing of white-box harness configurations (harness scaling): that needs
-the factor space of `harnessrl.scaling`, which would plug in as another way to pick `harnesses`.
+original run.
 """
 
 from __future__ import annotations
@@ -24,7 +30,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessrl.rollout.runner import RolloutJob
-from harnessrl.types import Task
+from harnessrl.types import Task, group_id
+
+
+@dataclass(frozen=True)
+class SpaceSpec:
+    """Harness scaling: the design's training configurations and the K-pairing (`harnessrl.scaling`)."""
+
+    codes: tuple[str, ...]
+    k: int = 2
+    pairing: str = "nearest"
+    seed: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+    """Whitebox switches for every configuration."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +57,8 @@ class ScheduleSpec:
     seed: int = 0
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Adapter switches per harness name (RolloutJob.options)."""
+    space: SpaceSpec | None = None
+    """Harness scaling instead of `harnesses` (module docstring)."""
 
 
 def _rng(*parts: object) -> random.Random:
@@ -46,11 +66,11 @@ def _rng(*parts: object) -> random.Random:
     return random.Random("/".join(str(p) for p in parts))
 
 
-def task_indices(num_tasks: int, step: int, per_step: int, seed: int) -> list[int]:
-    """Indices of the tasks of `step` (see the module docstring); may repeat across an epoch boundary."""
+def task_draws(num_tasks: int, step: int, per_step: int, seed: int) -> list[tuple[int, int]]:
+    """(task index, epoch) of each draw of `step` (see the module docstring)."""
     if num_tasks < 1:
         raise ValueError("no tasks to schedule")
-    out: list[int] = []
+    out: list[tuple[int, int]] = []
     perms: dict[int, list[int]] = {}
     for pos in range(step * per_step, (step + 1) * per_step):
         epoch, offset = divmod(pos, num_tasks)
@@ -58,8 +78,20 @@ def task_indices(num_tasks: int, step: int, per_step: int, seed: int) -> list[in
             perm = list(range(num_tasks))
             _rng("tasks", seed, epoch).shuffle(perm)
             perms[epoch] = perm
-        out.append(perms[epoch][offset])
+        out.append((perms[epoch][offset], epoch))
     return out
+
+
+def task_indices(num_tasks: int, step: int, per_step: int, seed: int) -> list[int]:
+    """Indices of the tasks of `step` (see the module docstring); may repeat across an epoch boundary."""
+    return [index for index, _ in task_draws(num_tasks, step, per_step, seed)]
+
+
+def space_harness(space: SpaceSpec, task_id: str, occasion: int) -> str:
+    """The white-box configuration a task runs under on its `occasion`-th draw."""
+    from harnessrl.scaling import harness_name, occasion_code
+
+    return harness_name(occasion_code(space.codes, space.k, space.pairing, space.seed, task_id, occasion))
 
 
 def harnesses_for(spec: ScheduleSpec, step: int, position: int) -> list[str]:
@@ -71,11 +103,6 @@ def harnesses_for(spec: ScheduleSpec, step: int, position: int) -> list[str]:
     return [h for i, h in enumerate(spec.harnesses) if i in chosen]
 
 
-def group_id(task: Task, harness: str) -> str:
-    """The GRPO group of a (task, harness) pair."""
-    return f"{task.id}/{harness}"
-
-
 def rollout_id(step: int, task: Task, harness: str, member: int) -> str:
     """A rollout id that is unique across the run and usable as a folder name."""
     return f"s{step:06d}-{task.id}-{harness.replace(':', '_').replace('/', '_')}-{member}"
@@ -83,19 +110,24 @@ def rollout_id(step: int, task: Task, harness: str, member: int) -> str:
 
 def schedule_step(tasks: Sequence[Task], spec: ScheduleSpec, step: int) -> list[RolloutJob]:
     """All rollouts of `step`: per drawn task, per chosen harness, `group_size` members of one group."""
-    if not spec.harnesses:
+    if not spec.harnesses and spec.space is None:
         raise ValueError("no harnesses to schedule")
     jobs: list[RolloutJob] = []
     members: dict[str, int] = {}
-    for position, index in enumerate(task_indices(len(tasks), step, spec.tasks_per_step, spec.seed)):
+    draws = task_draws(len(tasks), step, spec.tasks_per_step, spec.seed)
+    for position, (index, epoch) in enumerate(draws):
         task = tasks[index]
-        for harness in harnesses_for(spec, step, position):
-            gid = group_id(task, harness)
+        if spec.space is not None:
+            names, options = [space_harness(spec.space, task.id, epoch)], spec.space.options
+        else:
+            names, options = harnesses_for(spec, step, position), {}
+        for harness in names:
+            gid = group_id(task.id, harness)
             first = members.get(gid, 0)  # a task drawn twice (at an epoch boundary): one bigger group
             members[gid] = first + spec.group_size
-            options = dict(spec.options.get(harness, {}))
+            opts = dict(options or spec.options.get(harness, {}))
             jobs += [
-                RolloutJob(task, harness, rollout_id(step, task, harness, m), group_id=gid, options=options)
+                RolloutJob(task, harness, rollout_id(step, task, harness, m), group_id=gid, options=opts)
                 for m in range(first, first + spec.group_size)
             ]
     return jobs

@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from harnessrl.config import TrainerConfig
 from harnessrl.rl.advantages import rollout_token_weights
 from harnessrl.rl.forward import packed_forward, set_attention
 from harnessrl.rl.losses import Metrics, mismatch_metrics, policy_loss, value_loss
@@ -38,7 +39,6 @@ from harnessrl.rl.packing import PackedBatch, TreeLayout, pack_by_budget
 from harnessrl.train import distributed as dp
 from harnessrl.train import fsdp
 from harnessrl.train.checkpoint import TrainState, load_checkpoint, save_checkpoint
-from harnessrl.train.config import TrainerConfig
 from harnessrl.train.lora import apply_lora, is_lora, merged_state_dict
 from harnessrl.train.value import ValueModel
 

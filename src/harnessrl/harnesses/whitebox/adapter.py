@@ -1,0 +1,89 @@
+"""The `whitebox:<code>` adapter: installs the stdlib-only agent program and launches it in the sandbox.
+
+    get_harness("whitebox:01220")    # system prompt 0, tools 1, observation 2, context 2, workflow 0
+
+`ensure_installed` copies `agent/` to `<harness cache>/whitebox-<digest of its files>/wbagent` (built
+in a temporary sibling and renamed into place, so concurrent installs are safe); `prepare` writes the
+run's settings to `$HOME/whitebox/config.json` and runs `python3 -m wbagent` on it in the workspace.
+Switches (`options`): `max_steps` (30), `command_timeout_s` (60), `max_tokens` (1024),
+`observation_bytes` (2000), `window_turns` (2), `compact_tokens` (3000).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, json_lines, stderr_tail
+from harnessrl.harnesses.install import harness_dir
+from harnessrl.harnesses.whitebox.agent.loop import levels
+from harnessrl.sandbox.spec import ExecResult
+
+AGENT_SRC = Path(__file__).parent / "agent"
+OPTIONS = (
+    "max_steps",
+    "command_timeout_s",
+    "max_tokens",
+    "observation_bytes",
+    "window_turns",
+    "compact_tokens",
+)
+
+
+def agent_digest() -> str:
+    h = hashlib.sha256()
+    for path in sorted(AGENT_SRC.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+class Whitebox:
+    package = ""
+
+    def __init__(self, code: str) -> None:
+        levels(code)  # ValueError for a malformed code
+        self.code = code
+        self.name = f"whitebox:{code}"
+
+    def ensure_installed(self, cache_root: Path | None = None) -> Path:
+        target = harness_dir(cache_root) / f"whitebox-{agent_digest()}"
+        if (target / "wbagent" / "__main__.py").is_file():
+            return target
+        tmp = Path(tempfile.mkdtemp(prefix=".whitebox-", dir=target.parent))
+        shutil.copytree(AGENT_SRC, tmp / "wbagent", ignore=shutil.ignore_patterns("__pycache__"))
+        for path in [tmp, *tmp.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)  # readable by an unprivileged sandbox uid
+        try:
+            tmp.rename(target)
+        except OSError:  # another install won the race: its copy has the same digest
+            shutil.rmtree(tmp, ignore_errors=True)
+        return target
+
+    def prepare(self, ctx: HarnessContext) -> LaunchSpec:
+        settings = {"code": self.code, "prompt": ctx.prompt, "base_url": ctx.endpoint.base_url}
+        settings.update(api_key=ctx.endpoint.api_key, model=ctx.endpoint.model or "whitebox")
+        unknown = set(ctx.options) - set(OPTIONS)
+        if unknown:
+            raise ValueError(f"unknown whitebox options {sorted(unknown)}; known: {', '.join(OPTIONS)}")
+        settings.update(ctx.options)
+        path = ctx.write_home_file("whitebox/config.json", json.dumps(settings))
+        python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else "python3"
+        env = {"PYTHONPATH": str(ctx.install_dir), "PYTHONDONTWRITEBYTECODE": "1"}
+        return LaunchSpec(argv=[python, "-m", "wbagent", path], env=env, cwd=ctx.workspace)
+
+    def parse(self, res: ExecResult) -> HarnessResult:
+        result = next((o for o in reversed(list(json_lines(res.stdout))) if "code" in o), None)
+        ok = res.returncode == 0 and not res.timed_out and bool(result and result.get("ok"))
+        error = "" if ok else str((result or {}).get("error") or stderr_tail(res))
+        return HarnessResult(
+            ok=ok,
+            exit_code=res.returncode,
+            final_message=str((result or {}).get("final", "")),
+            timed_out=res.timed_out,
+            error=error,
+            turns=(result or {}).get("turns"),
+        )

@@ -1,0 +1,5 @@
+import sys
+
+from .loop import main
+
+sys.exit(main(sys.argv))

@@ -1,0 +1,111 @@
+"""A scripted engine that drives ANY whitebox configuration through a task's reference commands.
+
+    engine = ReferenceEngine(fmt, [(task.prompt, [reference_command(task)])])
+
+The scripted engine replays fixed turns; a whitebox configuration decides at run time whether the
+model must emit a `bash` call, a `run` call or a fenced block, and adds plan, verify and summary
+calls. This engine reads each prompt (decoded, stateless, so retries and concurrent sessions replay
+correctly) and answers in the format the request implies:
+
+- the tool interface from the tools rendered into the prompt (`bash` / `run` / none: a fenced block);
+- the last non-assistant messages: a compaction request gets a summary, a plan request a plan, a
+  verification request a check command;
+- otherwise the next reference command: command i is sent as `echo ref-step-i; <command>`, so the
+  highest `ref-step-i` in the prompt (in a kept turn, its output, or a summary) says how far it got;
+  after the last one, the final answer.
+
+Outputs are exact ids through `ChatFormat.render_assistant`; log-probs are real with a `scorer`
+(`(prompt_ids, output_ids) -> log-probs`), else zeros, as in `engines.scripted`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from harnessrl.chat.format import ChatFormat
+from harnessrl.engines.scripted import Scorer, cut_output
+from harnessrl.harnesses.whitebox.agent import context, workflow
+from harnessrl.protocols import GenerationResult, SamplingParams
+from harnessrl.types import ChatMessage, EngineError, ToolCall
+
+STEP = re.compile(r"ref-step-(\d+)")
+TOOL = re.compile(r'"name":\s*"(bash|run)"')
+MARK = "<|im_start|>"
+
+
+def _segments(text: str) -> tuple[str, str]:
+    """(system segment, the non-assistant messages after the last assistant turn) of a ChatML prompt."""
+    parts = text.split(MARK)[1:]
+    body = parts[:-1]  # the last part is the generation prompt
+    last = max((i for i, p in enumerate(body) if p.startswith("assistant")), default=-1)
+    system = body[0] if body and body[0].startswith("system") else ""
+    return system, MARK.join(body[last + 1 :])
+
+
+def reference_turn(text: str, commands: Sequence[str], final: str = "done") -> ChatMessage:
+    """The assistant turn answering a decoded prompt (module docstring)."""
+    system, tail = _segments(text)
+    done = max((int(n) for n in STEP.findall(text)), default=0)
+    if context.COMPACT_PROMPT[:30] in tail:
+        return _text(f"Summary: working on the task; finished ref-step-{done} of {len(commands)}.")
+    if workflow.PLAN_PROMPT[:30] in tail:
+        return _text("1. Run the reference commands in order.\n2. Check the result.\n3. Answer.")
+    if workflow.VERIFY_PROMPT[:30] in tail:
+        return _action(system, "echo ref-verify; ls -la")
+    if done < len(commands):
+        return _action(system, f"echo ref-step-{done + 1}; {commands[done]}")
+    return _text(final)
+
+
+def _text(text: str) -> ChatMessage:
+    return ChatMessage(role="assistant", content=text)
+
+
+def _action(system: str, command: str) -> ChatMessage:
+    tool = TOOL.search(system)
+    if tool is None:
+        return _text(f"```bash\n{command}\n```")
+    key = "command" if tool.group(1) == "bash" else "cmd"
+    return ChatMessage(role="assistant", tool_calls=[ToolCall(name=tool.group(1), arguments={key: command})])
+
+
+class ReferenceEngine:
+    """An Engine over `reference_turn`; scripts are (substring of the prompt selecting it, commands)."""
+
+    def __init__(
+        self,
+        fmt: ChatFormat,
+        scripts: Sequence[tuple[str | None, Sequence[str]]],
+        *,
+        scorer: Scorer | None = None,
+    ) -> None:
+        self.fmt = fmt
+        self.scripts = [(m, list(c)) for m, c in scripts]
+        self.scorer = scorer
+        self.calls = 0
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.fmt.tokenizer
+
+    async def generate(self, prompt_ids: list[int], sampling: SamplingParams) -> GenerationResult:
+        self.calls += 1
+        text = str(self.fmt.tokenizer.decode(prompt_ids, skip_special_tokens=False))
+        found = [c for m, c in self.scripts if m is None or m in text]
+        if not found:
+            raise EngineError("no reference script matches this prompt")
+        turn = reference_turn(text, found[0])
+        output_ids, finish = cut_output(self.fmt.render_assistant(turn), sampling)
+        logprobs = [0.0] * len(output_ids)
+        if self.scorer is not None:
+            logprobs = [float(x) for x in await asyncio.to_thread(self.scorer, prompt_ids, output_ids)]
+        return GenerationResult(output_ids, logprobs, finish, {"call": self.calls - 1})
+
+    async def update_weights(self, state_dict: dict[str, Any]) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None

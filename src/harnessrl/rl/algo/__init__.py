@@ -1,0 +1,24 @@
+"""RL algorithms: a literal registry of small classes over one seam (`base.Algorithm`).
+
+Adding an estimator = one module with a `group` and/or `rollout` hook + one line here.
+"""
+
+from __future__ import annotations
+
+from harnessrl.config import AdvantageConfig
+from harnessrl.rl.algo.base import Algorithm, Targets
+from harnessrl.rl.algo.grpo import Grpo
+from harnessrl.rl.algo.ppo import Ppo
+
+ALGORITHMS: dict[str, type[Algorithm]] = {"grpo": Grpo, "ppo": Ppo}
+
+
+def build_algorithm(name: str, cfg: AdvantageConfig | None = None) -> Algorithm:
+    """The algorithm registered under `name`; ValueError listing the known names otherwise."""
+    try:
+        return ALGORITHMS[name](cfg)
+    except KeyError:
+        raise ValueError(f"unknown algorithm {name!r}; known: {', '.join(sorted(ALGORITHMS))}") from None
+
+
+__all__ = ["ALGORITHMS", "Algorithm", "Targets", "build_algorithm"]
