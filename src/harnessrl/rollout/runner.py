@@ -52,7 +52,16 @@ from harnessrl.sandbox.fscopy import TreeReport, sanitize_tree
 from harnessrl.sandbox.pool import SandboxPool
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.tasks import materialize_workspace
-from harnessrl.types import HarnessError, ModelCall, Rollout, RolloutStatus, SandboxError, Task, VerifierError
+from harnessrl.types import (
+    HarnessError,
+    ModelCall,
+    Rollout,
+    RolloutStatus,
+    SandboxError,
+    Task,
+    VerifierError,
+    group_id,
+)
 from harnessrl.verify import RubricJudge, score_task
 from harnessrl.verify.runner import CommandRunner
 
@@ -153,7 +162,7 @@ class RolloutRunner:
             rollout_id=job.rollout_id,
             task_id=job.task.id,
             harness=job.harness,
-            group_id=job.group_id or f"{job.task.id}/{job.harness}",
+            group_id=job.group_id or group_id(job.task.id, job.harness),
             started_at=time.time(),
             workdir=str(rdir),
         )

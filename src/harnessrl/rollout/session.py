@@ -59,10 +59,15 @@ def reference_engine(cfg: Config, tasks: list[Task], harness: str) -> Engine:
     from harnessrl.engines.models import load_tokenizer
     from harnessrl.engines.scripted import Script, ScriptedEngine
 
+    fmt = ChatFormat(load_tokenizer(cfg.engine.model))
+    if harness.startswith("whitebox:"):  # its tool format depends on the configuration
+        from harnessrl.harnesses.whitebox.reference import ReferenceEngine
+
+        return ReferenceEngine(fmt, [(t.prompt, [reference_command(t)]) for t in tasks])
     scripts = [
         Script(turns=[shell_turn(harness, reference_command(t)), "done"], match=t.prompt) for t in tasks
     ]
-    return ScriptedEngine(ChatFormat(load_tokenizer(cfg.engine.model)), scripts)
+    return ScriptedEngine(fmt, scripts)
 
 
 def build_engine_for(cfg: Config, tasks: list[Task]) -> Engine:
