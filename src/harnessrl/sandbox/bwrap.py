@@ -98,7 +98,9 @@ def build_argv(
         argv += ["--seccomp", str(seccomp_fd)]
     argv += system_args()
     argv += ["--ro-bind", str(root / "hosts"), "/etc/hosts"]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
+    # bwrap covers /proc/sys only where the sandbox could write it; namespaced sysctls (IPC limits,
+    # ns_last_pid) would stay writable: bind it read-only over the new /proc.
+    argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
     argv += ["--bind", str(root / "tmp"), "/tmp", "--bind", str(root / "home"), spec.home_dir]
     binds = [*py_binds, *spec.ro_binds, *(python_prefixes() if spec.bind_python else [])]
     for path in dict.fromkeys(binds):

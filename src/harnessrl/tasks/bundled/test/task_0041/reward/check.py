@@ -36,7 +36,7 @@ TEST_SHA = "10dd57f40553582ebc86f4605c33791801b9cbbd1c3b5cdd9bca1d507ef7653e"
 def _run(ws: Path, *args: str) -> tuple[int, str, str]:
     try:
         done = subprocess.run(
-            [sys.executable, "-B", str(ws / "tools" / "csvsum.py"), *args],
+            [sys.executable, "-I", "-B", str(ws / "tools" / "csvsum.py"), *args],
             cwd=ws,
             capture_output=True,
             text=True,
@@ -54,7 +54,7 @@ def _score(ws: Path, s: dict) -> None:
     )
     try:
         done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "discover", "-s", "tools", "-v"],
+            [sys.executable, "-I", "-B", "-m", "unittest", "discover", "-s", str(ws / "tools"), "-v"],
             cwd=ws,
             capture_output=True,
             text=True,

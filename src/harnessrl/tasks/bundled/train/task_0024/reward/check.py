@@ -30,10 +30,12 @@ def _tests_ran(out: str) -> int:
 
 
 def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
+    """Run `code` with python3 in the workspace (isolated: -I, the workspace appended to sys.path, so a
+    planted json.py cannot shadow the standard library); return the JSON it prints last (None on failure)."""
     try:
         done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
+            [sys.executable, "-I", "-B", "-c", f"import sys; sys.path.append({str(ws)!r})\n" + code],
+            cwd=ws, capture_output=True, text=True, timeout=timeout
         )
         lines = done.stdout.strip().splitlines()
         return json.loads(lines[-1]) if done.returncode == 0 and lines else None
@@ -42,10 +44,11 @@ def _probe(ws: Path, code: str, timeout: float = 20.0):
 
 
 def _unittest(ws: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `python3 -m unittest` in the workspace; return (exit code, combined output)."""
+    """Run the workspace's unit tests (`python3 -I`: a planted unittest.py is not imported); return (exit code,
+    combined output)."""
     try:
         done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "-v"],
+            [sys.executable, "-I", "-B", "-m", "unittest", "discover", "-s", str(ws), "-t", str(ws), "-v"],
             cwd=ws,
             capture_output=True,
             text=True,

@@ -30,10 +30,12 @@ def _tests_ran(out: str) -> int:
 
 
 def _probe(ws: Path, code: str, timeout: float = 20.0):
-    """Run `code` with python3 in the workspace; return the JSON it prints last (None on failure)."""
+    """Run `code` with python3 in the workspace (isolated: -I, the workspace appended to sys.path, so a
+    planted json.py cannot shadow the standard library); return the JSON it prints last (None on failure)."""
     try:
         done = subprocess.run(
-            [sys.executable, "-B", "-c", code], cwd=ws, capture_output=True, text=True, timeout=timeout
+            [sys.executable, "-I", "-B", "-c", f"import sys; sys.path.append({str(ws)!r})\n" + code],
+            cwd=ws, capture_output=True, text=True, timeout=timeout
         )
         lines = done.stdout.strip().splitlines()
         return json.loads(lines[-1]) if done.returncode == 0 and lines else None
@@ -73,7 +75,10 @@ def _score(ws: Path, s: dict) -> None:
     )
     try:
         done = subprocess.run(
-            [sys.executable, "-B", "-m", "unittest", "discover", "-s", "shop", "-v"],
+            [
+                sys.executable, "-I", "-B", "-c",
+                f"import sys, unittest; sys.path.append({str(ws)!r}); unittest.main(module=None, argv=['unittest', 'discover', '-s', 'shop', '-v'])",
+            ],
             cwd=ws,
             capture_output=True,
             text=True,

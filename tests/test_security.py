@@ -1,0 +1,481 @@
+"""Attacks from inside a real sandbox, each one that was once reproduced against harnessrl: every test
+here runs the attack and shows it blocked. Marker `security` (part of the default run).
+
+Wiring as a rollout is wired: agent commands through the `shell` harness against the real proxy
+(scripted engine), the default bubblewrap sandbox, the sandboxed checker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from harnessrl.config import SandboxConfig
+from harnessrl.proxy.server import ProxyServer
+from harnessrl.proxy.testing import scripted_deps
+from harnessrl.rollout import RolloutJob, RolloutRunner, RunnerSettings
+from harnessrl.sandbox import Sandbox, SandboxSpec, cgroups, identity
+from harnessrl.sandbox.fscopy import copy_untrusted
+from harnessrl.sandbox.protocol import ProtocolError, check_exec_reply, read_reply
+from harnessrl.sandbox.runner import SandboxCommandRunner
+from harnessrl.tasks import load_tasks, materialize_workspace
+from harnessrl.types import Checker, RolloutStatus, SandboxError, Task, TaskFile
+from harnessrl.verify import run_checker
+
+pytestmark = [
+    pytest.mark.security,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed"),
+]
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="harnessrl runs as an ordinary user here")
+BUNDLED = Path(__file__).resolve().parents[1] / "src" / "harnessrl" / "tasks" / "bundled"
+
+
+async def run_in(sb: Sandbox, script: str, timeout_s: float = 30.0) -> tuple[int, str, str]:
+    res = await sb.exec(["sh", "-c", script], timeout_s=timeout_s)
+    return res.returncode, res.stdout, res.stderr
+
+
+# ---- 1. never host root; /proc/sys read-only; seccomp --------------------------------------------
+
+
+@ROOT_ONLY
+async def test_sandbox_processes_are_not_host_root(sb_base: Path) -> None:
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
+        task = asyncio.create_task(run_in(sb, "grep CapEff /proc/self/status; exec sleep 987671"))
+        for _ in range(200):
+            pids = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p) == "sleep 987671"]
+            if pids:
+                break
+            await asyncio.sleep(0.05)
+        uids = {_host_uid(p) for p in pids}
+        assert sb._proc is not None
+        agent = Path(f"/proc/{sb._proc.pid}/task/{sb._proc.pid}/children").read_text().split()
+        uids.add(_host_uid(Path(f"/proc/{agent[0]}")))
+        await sb.destroy()
+        with pytest.raises(SandboxError):
+            await task
+    assert sb.uid >= identity.UID_BASE
+    assert uids == {sb.uid}  # real, effective, saved and filesystem uid of the agent and a command
+
+
+def _cmdline(p: Path) -> str:
+    try:
+        return p.joinpath("cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def _host_uid(p: Path) -> int:
+    line = next(x for x in p.joinpath("status").read_text().splitlines() if x.startswith("Uid:"))
+    (uid,) = set(line.split()[1:])
+    return int(uid)
+
+
+async def test_commands_have_no_capabilities(sb_base: Path) -> None:
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
+        _, out, _ = await run_in(sb, "grep -E 'Cap(Eff|Prm|Bnd)|NoNewPrivs|Seccomp:' /proc/self/status")
+    zero = "0" * 16
+    assert out.split() == [
+        "CapPrm:",
+        zero,
+        "CapEff:",
+        zero,
+        "CapBnd:",
+        zero,
+        "NoNewPrivs:",
+        "1",
+        "Seccomp:",
+        "2",
+    ]
+
+
+async def test_no_proc_sys_file_is_writable_and_core_pattern_holds(sb_base: Path) -> None:
+    probe = (
+        "import os\n"
+        "ok = bad = 0\n"
+        "for d, _, fs in os.walk('/proc/sys'):\n"
+        "    for f in fs:\n"
+        "        try:\n"
+        "            os.close(os.open(os.path.join(d, f), os.O_WRONLY)); bad += 1; print('WRITABLE', d, f)\n"
+        "        except OSError:\n"
+        "            ok += 1\n"
+        "print('denied', ok, 'writable', bad)\n"
+    )
+    before = Path("/proc/sys/kernel/core_pattern").read_text()
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
+        res = await sb.exec(["python3", "-c", probe], timeout_s=60)
+        rc, _, err = await run_in(sb, "echo '|/workspace/x.sh' > /proc/sys/kernel/core_pattern")
+    assert "writable 0" in res.stdout and int(res.stdout.split()[1]) > 100, res.stdout[-500:]
+    assert rc != 0 and "Read-only file system" in err
+    assert Path("/proc/sys/kernel/core_pattern").read_text() == before
+
+
+async def test_seccomp_refuses_namespaces_mounts_ptrace_and_keyrings(sb_base: Path) -> None:
+    probe = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def call(nr, *args):\n"
+        "    r = libc.syscall(nr, *args)\n"
+        "    return 'ok' if r >= 0 else os.strerror(ctypes.get_errno())\n"
+        "print('ptrace', call(101, 16, 1, 0, 0))\n"  # PTRACE_ATTACH to pid 1 (the agent)
+        "print('unshare', call(272, 0x10000000))\n"  # CLONE_NEWUSER
+        "print('mount', call(165, b'none', b'/tmp', b'tmpfs', 0, 0))\n"
+        "print('keyctl', call(250, 0, 0, 0, 0, 0))\n"
+        "print('bpf', call(321, 0, 0, 0))\n"
+        "print('io_uring', call(425, 8, 0))\n"
+    )
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
+        res = await sb.exec(["python3", "-c", probe], timeout_s=30)
+        forked = await sb.exec(["sh", "-c", "(echo child) && unshare -U true; echo rc=$?"])
+    lines = dict(line.split(" ", 1) for line in res.stdout.splitlines())
+    assert lines == {
+        "ptrace": "Operation not permitted",
+        "unshare": "Operation not permitted",
+        "mount": "Operation not permitted",
+        "keyctl": "Operation not permitted",
+        "bpf": "Operation not permitted",
+        "io_uring": "Function not implemented",
+    }, res.stdout + res.stderr
+    assert forked.stdout == "child\nrc=1\n"  # fork still works (glibc falls back from clone3)
+
+
+# ---- 2. nothing the agent can write is read by the host by path ----------------------------------
+
+
+async def test_no_io_folder_and_redirected_output_cannot_reach_the_host(sb_base: Path) -> None:
+    spec = SandboxSpec(base_dir=sb_base, max_file_mb=4)
+    async with await Sandbox.create(spec) as sb:
+        _, out, _ = await run_in(sb, "ls -A /opt/harnessrl; ls -l /proc/self/fd/1")
+        assert out.startswith("agent.pyc\nsock\n") or out.startswith("agent.py\nsock\n")
+        assert "memfd:" in out  # stdout is a host memory file, not a path inside the sandbox
+        # Replacing its own stdout with a FIFO, a link to the host's environment or /dev/zero
+        # changes nothing on the host, which reads only its own descriptor, bounded.
+        script = "mkfifo /tmp/f; exec >/tmp/f 2>/proc/self/environ; echo gone"
+        res = await sb.exec(["sh", "-c", script], timeout_s=10)
+        assert (res.stdout, res.timed_out) == ("", True)
+        res = await sb.exec(["sh", "-c", "cat /dev/zero"], timeout_s=30)
+        assert res.returncode != 0 and len(res.stdout) == 4 * 1024 * 1024  # RLIMIT_FSIZE on the memfd
+    assert "HARNESSRL" not in res.stdout and "PATH=" not in res.stderr
+
+
+# ---- 3. the control channel cannot be forged ----------------------------------------------------
+
+
+async def test_commands_cannot_reach_the_agents_pipes(sb_base: Path) -> None:
+    forged = '{"id": 0, "rc": 0, "timed_out": false, "error": ""}'
+    frame = f"printf '\\000\\000\\000\\{len(forged):03o}{forged}'"
+    script = (
+        f"for fd in 0 1 3; do {frame} > /proc/1/fd/$fd 2>/dev/null && echo WROTE $fd; done; "
+        "kill -9 1 2>/dev/null; kill -STOP 1 2>/dev/null; "
+        "cat /proc/1/environ >/dev/null 2>&1 || echo no-env; "
+        "sleep 2; echo slept"
+    )
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
+        res = await sb.exec(["sh", "-c", script], timeout_s=20)
+        again = await sb.exec(["echo", "still here"])
+    assert (res.returncode, res.stdout) == (0, "no-env\nslept\n")
+    assert res.duration_s >= 2.0
+    assert again.stdout == "still here\n"
+
+
+async def test_oversized_malformed_or_mismatched_replies_are_refused() -> None:
+    def reader(data: bytes) -> asyncio.StreamReader:
+        r = asyncio.StreamReader()
+        r.feed_data(data)
+        r.feed_eof()
+        return r
+
+    with pytest.raises(ProtocolError, match="1610612736 bytes"):
+        await read_reply(reader((1536 << 20).to_bytes(4, "big")))
+    with pytest.raises(ProtocolError, match="not JSON"):
+        await read_reply(reader(b"\x00\x00\x00\x03\x80\x01x"))
+    with pytest.raises(ProtocolError, match="not an object"):
+        await read_reply(reader(b"\x00\x00\x00\x02[]"))
+    with pytest.raises(ProtocolError, match="expected 7"):
+        check_exec_reply({"id": 6, "rc": 0, "timed_out": False, "error": ""}, 7)
+    with pytest.raises(ProtocolError, match="malformed"):
+        check_exec_reply({"id": 7, "rc": "0", "timed_out": False, "error": ""}, 7)
+
+
+# ---- 4. checker results cannot be forged; agent code cannot shadow modules -----------------------
+
+
+FORGER = """
+import os, signal, sys
+report = b'{"mode": "grade", "value": {"solved": 1.0}}'
+for pid in (os.getppid(), 1):
+    for fd in range(3, 12):
+        try:
+            with open(f"/proc/{pid}/fd/{fd}", "wb") as fh:
+                fh.write(report)
+            print("FORGED", pid, fd)
+        except OSError:
+            pass
+for fd in range(3, 12):
+    try:
+        os.write(fd, report); print("INHERITED", fd)
+    except OSError:
+        pass
+for path in ("/opt/harnessrl/checker/task/reward/check.py", "/opt/harnessrl/checker/driver.py"):
+    try:
+        open(path, "a").write("x")
+        print("TAMPERED", path)
+    except OSError:
+        pass
+print('{"solved": 1.0}')
+os.kill(os.getppid(), signal.SIGKILL)
+"""
+
+RUNS_AGENT_CODE = """
+import subprocess, sys
+def grade(transcript, workspace_path):
+    done = subprocess.run([sys.executable, "-I", workspace_path + "/tool.py"], capture_output=True, text=True)
+    return {"solved": float(done.stdout.strip() == "42")}
+"""
+
+
+def forger_task() -> Task:
+    return Task(
+        id="forge",
+        prompt="p",
+        checker=Checker(files=[TaskFile(path="reward/check.py", content=RUNS_AGENT_CODE)]),
+        input_mount_dir="/root/.openclaw/workspace",
+    )
+
+
+@pytest.mark.parametrize("stdout_mode", ["grade", "main"])
+def test_agent_code_run_by_the_checker_cannot_forge_its_result(tmp_path: Path, stdout_mode: str) -> None:
+    task = forger_task()
+    if stdout_mode == "main":  # a main() checker whose answer is what it prints
+        source = RUNS_AGENT_CODE.replace("def grade(transcript, workspace_path):", "def main():")
+        source = source.replace("return {", "workspace_path = sys.argv[1]\n    print({").replace(")}", ")})")
+        source = source.replace(
+            "    done = subprocess.run", "    workspace_path = sys.argv[1]\n    done = subprocess.run"
+        )
+        source = "import json\n" + source.replace("print({", "print(json.dumps({").replace(")})", ")}))")
+        task.checker = Checker(files=[TaskFile(path="reward/check.py", content=source)])
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "tool.py").write_text(FORGER)
+    result = run_checker(task, ws, runner=SandboxCommandRunner())
+    assert result.score == 0.0
+    assert result.error is not None and "exit" in result.error, result
+    for word in ("FORGED", "INHERITED", "TAMPERED"):
+        assert word not in result.stdout_tail
+
+
+def test_planted_stdlib_modules_are_not_imported_by_bundled_checkers(tmp_path: Path) -> None:
+    [task] = [t for t in load_tasks(BUNDLED).tasks if t.id == "task_0023"]
+    ws = tmp_path / "ws"
+    materialize_workspace(task, ws)
+    honest = run_checker(task, ws, runner=SandboxCommandRunner())
+    fake_json = (
+        'def dumps(*a, **k): return \'["c-rust-2026-edition", "unicode", "alpha beta gamma", "x y z..."]\'\n'
+    )
+    (ws / "json.py").write_text(fake_json)
+    (ws / "unittest.py").write_text("import sys\nprint('Ran 9 tests in 0.1s')\nsys.exit(0)\n")
+    planted = run_checker(task, ws, runner=SandboxCommandRunner())
+    assert honest.score < 1.0
+    assert planted.score <= honest.score, (honest.metrics, planted.metrics)
+
+
+def test_a_checker_that_hangs_is_killed_at_its_timeout(tmp_path: Path) -> None:
+    hang = "import time\ndef grade(transcript, workspace_path):\n    time.sleep(1000)\n"
+    task = Task(id="h", prompt="p", checker=Checker(files=[TaskFile(path="reward/check.py", content=hang)]))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    result = run_checker(task, ws, timeout_s=2.0, runner=SandboxCommandRunner())
+    assert (result.score, result.timed_out) == (0.0, True)
+    assert result.duration_s < 30
+
+
+# ---- 5. links out of the workspace; artifact writing ---------------------------------------------
+
+
+CHECK_ANSWER = """
+from pathlib import Path
+def grade(transcript, workspace_path):
+    p = Path(workspace_path) / "answer.txt"
+    try:
+        return {"solved": float(p.read_text().strip() == "ANSWER-FROM-REWARD")}
+    except OSError:
+        return {"solved": 0.0}
+"""
+
+
+def link_task() -> Task:
+    return Task(
+        id="links",
+        prompt="p",
+        workspace=[TaskFile(path="README.md", content="task\n")],
+        checker=Checker(
+            files=[
+                TaskFile(path="reward/check.py", content=CHECK_ANSWER),
+                TaskFile(path="reward/expected.txt", content="ANSWER-FROM-REWARD\n"),
+            ]
+        ),
+        input_mount_dir="/root/.openclaw/workspace",
+    )
+
+
+@pytest.fixture
+async def runner(tmp_path: Path):
+    async with ProxyServer(scripted_deps(["hi"]), port=0) as server:
+        made: list[RolloutRunner] = []
+
+        def make(pool_size: int | None = None, **sandbox: object) -> RolloutRunner:
+            settings = RunnerSettings(
+                out_dir=tmp_path / "runs",
+                timeout_s=30.0,
+                sandbox=SandboxConfig(pool_size=pool_size, **sandbox),  # type: ignore[arg-type]
+            )
+            made.append(RolloutRunner(server.deps.sessions, ("127.0.0.1", server.port), settings))
+            return made[-1]
+
+        yield make
+        for r in made:
+            await r.close()
+
+
+LINKS = (
+    "ln -s /proc/self/cwd/task/reward/expected.txt answer.txt; ln -s /opt/harnessrl/checker/task/reward r; "
+    "ln -s /etc/shadow shadow; ln -s /proc/self/mem mem; ln -s /proc/self/environ env; "
+    "ln -s ../../../../etc/passwd up; mkfifo fifo; mkdir d; ln -s ../README.md d/ok"
+)
+
+
+@pytest.mark.parametrize("pool_size", [None, 0], ids=["pooled", "fresh"])
+async def test_links_out_of_the_workspace_never_score_nor_leak(runner, pool_size: int | None) -> None:
+    rollout = await runner(pool_size=pool_size).run(
+        RolloutJob(link_task(), "shell", "links", options={"command": LINKS})
+    )
+    assert rollout.status is RolloutStatus.OK, rollout.status_reason
+    assert rollout.reward == 0.0
+    rdir = Path(rollout.workdir)
+    left = sorted(p.name for p in (rdir / "workspace").iterdir())
+    assert left == ["README.md", "d"]
+    assert os.readlink(rdir / "workspace" / "d" / "ok") == "../README.md"
+    skipped = rollout.reward_detail["workspace"]["skipped"]
+    assert len(skipped) == 7, skipped
+    diff = (rdir / "workspace.diff").read_text()
+    assert "root:" not in diff and "ANSWER-FROM-REWARD" not in diff
+    assert "PATH=" not in diff
+
+
+async def test_a_link_to_proc_self_mem_does_not_break_the_batch(runner) -> None:
+    run = runner(pool_size=0)
+    jobs = [
+        RolloutJob(link_task(), "shell", "mem", options={"command": "ln -s /proc/self/mem m"}),
+        RolloutJob(link_task(), "shell", "plain", options={"command": "echo ANSWER > answer.txt"}),
+    ]
+    mem, plain = await run.run_many(jobs)
+    assert (mem.status, plain.status) == (RolloutStatus.OK, RolloutStatus.OK)
+    assert plain.reward == 0.0 and json.loads((Path(plain.workdir) / "reward.json").read_text())
+
+
+# ---- 6. attacker-sized file work stays off the event loop and within caps ------------------------
+
+
+async def test_many_files_are_capped_and_copied_off_the_loop(sb_base: Path, tmp_path: Path) -> None:
+    spec = SandboxSpec(base_dir=sb_base, max_files=3000)
+    sb = await Sandbox.create(spec)
+    _, out, _ = await run_in(
+        sb, "i=0; while [ $i -lt 5000 ]; do true > f$i || break; i=$((i+1)); done; echo made $i", 120
+    )
+    made = int(out.split()[-1])
+    if sb.tmpfs:
+        assert made < 3000  # the tmpfs's inode cap
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    tick = asyncio.create_task(ticker())
+    report = await sb.destroy(keep_workspace=tmp_path / "final")
+    stop.set()
+    await tick
+    assert report is not None and report.files <= 3000
+    assert ticks > 10  # the loop kept running while the files were copied
+    assert not sb.root.exists()
+
+
+# ---- 7. limits per sandbox -------------------------------------------------------------------------
+
+
+FORK_BOMB = """
+import os, signal, time
+kids = []
+for _ in range(200):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    kids.append(pid)
+print(len(kids))
+for pid in kids:
+    os.kill(pid, signal.SIGKILL)
+"""
+
+
+async def test_process_cap_holds_for_the_sandbox_as_a_whole(sb_base: Path) -> None:
+    spec = SandboxSpec(base_dir=sb_base, max_processes=40)
+    async with await Sandbox.create(spec) as sb:
+        res = await sb.exec(["python3", "-c", FORK_BOMB], timeout_s=60)
+        after = await sb.exec(["echo", "alive"])
+    assert 20 < int(res.stdout) < 40, res.stdout + res.stderr  # the agent and python count too
+    assert after.stdout == "alive\n"
+
+
+@pytest.mark.skipif(cgroups.layout()[0] == "none", reason="no cgroups here: memory is capped per process")
+async def test_memory_cap_holds_for_the_sandbox_as_a_whole(sb_base: Path) -> None:
+    spec = SandboxSpec(base_dir=sb_base, memory_mb=200)
+    hog = "python3 -c 'import time; x = bytearray(90 << 20); x[::4096] = b\"x\" * len(x[::4096]); time.sleep(5)'"  # noqa: E501
+    async with await Sandbox.create(spec) as sb:
+        _, out, _ = await run_in(sb, f"for i in 1 2 3; do ({hog}; echo rc=$?) & done; wait", 60)
+    assert "rc=137" in out, out  # three 90 MiB processes do not fit in 200 MiB together
+
+
+@ROOT_ONLY
+async def test_tmp_and_workspace_sit_on_a_size_limited_tmpfs(sb_base: Path) -> None:
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base, disk_mb=16)) as sb:
+        assert sb.tmpfs
+        rc, _, err = await run_in(sb, "head -c 40000000 /dev/zero > /tmp/big")
+        rc2, _, _ = await run_in(sb, "head -c 40000000 /dev/zero > /workspace/big")
+    assert rc != 0 and "No space left on device" in err
+    assert rc2 != 0
+
+
+async def test_sparse_files_stay_sparse_when_copied_out(sb_base: Path, tmp_path: Path) -> None:
+    sb = await Sandbox.create(SandboxSpec(base_dir=sb_base))
+    await run_in(sb, "truncate -s 900M sparse.bin && printf end >> sparse.bin")
+    report = await sb.destroy(keep_workspace=tmp_path / "final")
+    out = tmp_path / "final" / "sparse.bin"
+    assert out.stat().st_size == 900 * 2**20 + 3
+    assert out.stat().st_blocks * 512 < 1 << 20
+    assert report is not None and report.bytes < 1 << 20
+
+
+def test_copy_untrusted_caps_data_and_skips_specials(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a").write_bytes(b"x" * 5000)
+    (src / "b").write_bytes(b"y" * 5000)
+    os.mkfifo(src / "fifo")
+    os.symlink("/etc/passwd", src / "abs")
+    report = copy_untrusted(src, tmp_path / "dst", max_files=100, max_bytes=6000)
+    assert report.truncated == "more than 6000 bytes of data"
+    assert not (tmp_path / "dst" / "abs").exists() and not (tmp_path / "dst" / "fifo").exists()
+    assert stat.S_ISREG(os.lstat(tmp_path / "dst" / "a").st_mode)
