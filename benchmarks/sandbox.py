@@ -240,6 +240,7 @@ async def main() -> None:
     root = default_base_dir()
     root.mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="hrl-bench-", dir=root))
+    base.chmod(0o711)  # sandboxes run as their own uids: they must be able to enter it
     try:
         floors(args.create)
         await create_destroy(args.create, base)

@@ -268,6 +268,11 @@ class Sandbox:
     def _prepare_folders(self) -> Path:
         """Lease the uid, mount the tmpfs, make the folders; returns the workspace folder to bind."""
         base = self.root.parent
+        if self.isolated and identity.drops_privileges() and not identity.reachable_by_others(base):
+            raise SandboxError(
+                f"sandbox base folder {base} cannot be entered by sandbox uids (it or a parent lacks o+x); "
+                "chmod it 0711 or pick another (SandboxSpec.base_dir / $HARNESSRL_SANDBOX_DIR)"
+            )
         if base not in _swept:
             _swept.add(base)
             sweep_stale(base)
