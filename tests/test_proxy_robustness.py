@@ -135,7 +135,7 @@ def test_connections_past_the_cap_get_503() -> None:
 
 
 def test_a_capped_huge_prompt_gets_its_error_while_another_session_is_served() -> None:
-    server = scripted_proxy(["done"], config=ProxyConfig(max_prompt_tokens=1000)).start()
+    server = scripted_proxy(["done"], config=ProxyConfig(max_prompt_tokens=100_000)).start()
     deps = server.server.deps
     started, release = threading.Event(), threading.Event()
     real = deps.build_prompt
@@ -168,7 +168,24 @@ def test_a_capped_huge_prompt_gets_its_error_while_another_session_is_served() -
     r = result["big"]
     assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
     assert r.json()["error"]["message"].startswith("prompt is too long: ")
-    assert "> 1000 maximum (proxy.max_prompt_tokens is 1000;" in r.json()["error"]["message"]
+    assert "> 100000 maximum (proxy.max_prompt_tokens is 100000;" in r.json()["error"]["message"]
+
+
+def test_a_prompt_too_long_to_tokenize_is_refused_from_its_length() -> None:
+    server = scripted_proxy(["done"], config=ProxyConfig(max_prompt_tokens=1000)).start()
+    try:
+        info = server.server.deps.sessions.open("chars")
+        body = {**CHAT, "messages": [{"role": "user", "content": "x" * 64_000}]}
+        r = httpx.post(info.openai_base_url + "/chat/completions", json=body)
+        err = r.json()["error"]
+        assert (r.status_code, err["code"], err["param"]) == (400, "context_length_exceeded", "messages")
+        assert err["message"].startswith(
+            "This model's maximum context length is 1000 tokens. However, your messages resulted in 2000 "
+            "tokens. Please reduce the length of the messages. (64000 characters, so at least 2000 tokens; "
+            "proxy.max_prompt_tokens is 1000;"
+        )
+    finally:
+        server.stop()
 
 
 # -- non-streaming clients that give up ------------------------------------------------------------------

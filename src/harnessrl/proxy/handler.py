@@ -169,6 +169,8 @@ def prompt_stage(call: Call) -> None:
     conversation that the chat template refuses to render is the client's fault: a 400. Then the
     length check (`limits.check_prompt_length`) and the output cap (`limits.output_cap`)."""
     deps = call.deps
+    chars = sum(len(m.content) + len(m.reasoning or "") for m in call.req.messages)
+    limits.check_prompt_chars(call.dialect.name, chars, deps.config.max_prompt_tokens)
     try:
         call.prompt = deps.build_prompt(deps.fmt, call.req.messages, call.req.tools, list(call.session.turns))
     except RequestError:

@@ -55,6 +55,20 @@ class ContextOverflow(RequestError):
             super().__init__(message, param=param, code="context_length_exceeded")
 
 
+MAX_CHARS_PER_TOKEN = 32
+"""No tokenizer packs more characters than this into one token on average (text runs 3-5): a prompt
+with more than `max_prompt_tokens * MAX_CHARS_PER_TOKEN` characters is refused before tokenizing it."""
+
+
+def check_prompt_chars(dialect: str, chars: int, max_prompt_tokens: int | None) -> None:
+    """Raise ContextOverflow for a prompt too long to be worth tokenizing (see MAX_CHARS_PER_TOKEN)."""
+    if max_prompt_tokens is not None and chars > max_prompt_tokens * MAX_CHARS_PER_TOKEN:
+        at_least = chars // MAX_CHARS_PER_TOKEN
+        what = f"{chars} characters, so at least {at_least} tokens"
+        what += f"; proxy.max_prompt_tokens is {max_prompt_tokens}"
+        raise ContextOverflow(dialect, at_least, max_prompt_tokens, what)
+
+
 def check_prompt_length(
     dialect: str, prompt_tokens: int, context_length: int | None, max_prompt_tokens: int | None
 ) -> None:
