@@ -53,10 +53,11 @@ def addr(server: ThreadedProxyServer) -> tuple[str, int]:
 # -- bodies that break the JSON parser -------------------------------------------------------------------
 
 DEEP = b'{"model": "m", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+MIDDLE = b'{"model": "m", "messages": ' + b"[" * 500 + b"]" * 500 + b"}"  # parses, but too deep
 HUGE_INT = b'{"model": "m", "max_tokens": ' + b"9" * 5000 + b', "messages": []}'
 
 
-@pytest.mark.parametrize("body", [DEEP, HUGE_INT], ids=["deep", "huge_int"])
+@pytest.mark.parametrize("body", [DEEP, MIDDLE, HUGE_INT], ids=["deep", "middle", "huge_int"])
 def test_deep_json_and_huge_integers_are_400_in_each_api_shape(
     server: ThreadedProxyServer, body: bytes
 ) -> None:
@@ -71,7 +72,7 @@ def test_deep_json_and_huge_integers_are_400_in_each_api_shape(
     for route in ("/chat/completions", "/responses"):
         r = httpx.post(info.openai_base_url + route, content=body, headers=headers)
         assert (r.status_code, r.json()["error"]["type"]) == (400, "invalid_request_error")
-    expected = "nests deeper than 256 levels" if body is DEEP else "Exceeds the limit (4300 digits)"
+    expected = "Exceeds the limit (4300 digits)" if body is HUGE_INT else "nests deeper than 256 levels"
     assert expected in a.json()["error"]["message"]
     # brackets inside strings do not count
     text = {**ANTHROPIC, "messages": [{"role": "user", "content": "[" * 5000}]}

@@ -102,40 +102,33 @@ def parse_body(raw: bytes, content_type: str) -> dict[str, Any]:
         raise RequestError(
             f"content-type must be application/json, got {content_type!r}", param="content-type"
         )
-    check_depth(raw)
     try:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise RequestError(f"request body is not valid JSON: {e}") from None
-    except (RecursionError, ValueError) as e:  # e.g. an integer past int_max_str_digits
+    except RecursionError:
+        raise RequestError(f"request body nests deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError as e:  # e.g. an integer past sys.int_max_str_digits
         raise RequestError(f"request body cannot be decoded: {str(e)[:200]}") from None
     if not isinstance(body, dict):
         raise RequestError("request body must be a JSON object")
+    check_depth(raw, body)
     return body
 
 
-def check_depth(raw: bytes, limit: int = MAX_JSON_DEPTH) -> None:
-    """A 400 when brackets nest deeper than `limit` (strings skipped), before the recursive parser
-    sees the body. Cheap: a body without that many opening brackets is not scanned at all."""
+def check_depth(raw: bytes, body: Any, limit: int = MAX_JSON_DEPTH) -> None:
+    """A 400 when the decoded body nests deeper than `limit` (deeper than ~1000 the parser itself
+    fails, and that is a 400 too; in between, later stages would recurse past Python's limit). Only a
+    body with more than `limit` opening brackets is walked, and only its containers."""
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return
-    depth, in_string, escaped = 0, False, False
-    for byte in raw:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            if depth > limit:
-                raise RequestError(f"request body nests deeper than {limit} levels")
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
+    stack: list[tuple[Any, int]] = [(body, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            raise RequestError(f"request body nests deeper than {limit} levels")
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
 
 
 def parse_and_validate(dialect: Dialect, body: dict[str, Any]) -> CanonicalRequest:
