@@ -8,47 +8,123 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import httpx
+import pytest
 from typer.testing import CliRunner
 
 from harnessrl.cli import app
+from harnessrl.proxy.cli import read_calls
 from harnessrl.types import ModelCall, ToolCall
 
 REPO = Path(__file__).resolve().parents[1]
 HARNESSRL = str(Path(sys.executable).parent / "harnessrl")
 
 
-def test_serve_answers_any_key_and_flushes_on_ctrl_c(tmp_path: Path) -> None:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(["hello there"]))
-    cmd = [HARNESSRL, "serve", "--engine", "scripted", "--model", "tiny-qwen3"]
-    cmd += ["--script", str(script), "--port", "0", "--capture-dir", str(tmp_path / "cap")]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        match = re.search(r"http://127\.0\.0\.1:\d+", line)
-        assert match, line
-        url = match.group(0)
-        body = {"model": "x", "max_tokens": 20, "messages": [{"role": "user", "content": "hi"}]}
-        r = httpx.post(url + "/v1/messages", json=body, headers={"x-api-key": "whatever"}, timeout=60)
+class Serve:
+    """`harnessrl serve` as a subprocess; stderr is read by a thread so nothing waits on a pipe."""
+
+    def __init__(self, tmp_path: Path, *, ignore_sigint: bool = False) -> None:
+        script = tmp_path / "script.json"
+        script.write_text(json.dumps(["hello there"]))
+        cmd = [HARNESSRL, "serve", "--engine", "scripted", "--model", "tiny-qwen3"]
+        cmd += ["--script", str(script), "--port", "0", "--capture-dir", str(tmp_path / "cap")]
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        # like `cmd &` in a script or nohup: SIGINT ignored from the start
+        pre = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None
+        self.proc = subprocess.Popen(
+            cmd, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env, preexec_fn=pre
+        )
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.capture = tmp_path / "cap" / "default" / "calls.jsonl"
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def url(self, timeout: float = 180.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                match = re.search(r"http://127\.0\.0\.1:\d+", line)
+                if match:
+                    return match.group(0)
+            assert self.proc.poll() is None, "".join(self.lines)
+            time.sleep(0.05)
+        raise AssertionError(f"no URL within {timeout} s: {''.join(self.lines)}")
+
+    def call(self, url: str, text: str = "hi") -> None:
+        body = {"model": "x", "max_tokens": 20, "messages": [{"role": "user", "content": text}]}
+        r = httpx.post(url + "/v1/messages", json=body, headers={"x-api-key": "whatever"}, timeout=120)
         assert r.json()["content"] == [{"type": "text", "text": "hello there"}]
-        assert httpx.get(url + "/v1/models").json()["data"][0]["id"] == "tiny-qwen3"
+
+    def stop(self, sig: int) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=120)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+            self.reader.join(timeout=30)
+
+    def recorded(self) -> list[ModelCall]:
+        return [ModelCall.model_validate_json(x) for x in self.capture.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_serve_answers_any_key_and_exits_cleanly_on_a_signal(tmp_path: Path, sig: int) -> None:
+    serve = Serve(tmp_path)
+    try:
+        url = serve.url()
+        serve.call(url)
+        assert httpx.get(url + "/v1/models", timeout=60).json()["data"][0]["id"] == "tiny-qwen3"
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
-    lines = (tmp_path / "cap" / "default" / "calls.jsonl").read_text().splitlines()
-    (call,) = [ModelCall.model_validate_json(x) for x in lines]
+        code = serve.stop(sig)
+    assert code == 0, "".join(serve.lines)
+    assert "1 calls written to" in "".join(serve.lines)
+    (call,) = serve.recorded()
     assert (call.dialect, call.text, call.requested_model, call.rollout_id) == (
         "anthropic",
         "hello there",
         "x",
         "default",
     )
+
+
+def test_serve_with_sigint_ignored_at_start_still_exits_on_sigint(tmp_path: Path) -> None:
+    serve = Serve(tmp_path, ignore_sigint=True)
+    try:
+        serve.call(serve.url())
+    finally:
+        code = serve.stop(signal.SIGINT)
+    assert code == 0, "".join(serve.lines)
+    assert [c.text for c in serve.recorded()] == ["hello there"]
+
+
+def test_serve_killed_hard_keeps_every_answered_call(tmp_path: Path) -> None:
+    serve = Serve(tmp_path)
+    try:
+        url = serve.url()
+        for k in range(3):
+            serve.call(url, f"question {k}")
+    finally:
+        code = serve.stop(signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    recorded = serve.recorded()
+    assert [(c.index, c.text) for c in recorded] == [
+        (0, "hello there"),
+        (1, "hello there"),
+        (2, "hello there"),
+    ]
+    assert read_calls(serve.capture) == recorded
 
 
 def test_serve_reports_a_bad_engine_setup(tmp_path: Path) -> None:

@@ -61,7 +61,12 @@ def test_codex_input_items(shared_fixtures: Path) -> None:
     assert ("apply_patch", "custom") in names and ("tool_search", "function") in names
     assert "web_search" not in [n for n, _ in names]
     assert len(names) == 9
-    assert req.options == {"custom_tools": ["apply_patch"], "local_shell": False, "encrypted_reasoning": True}
+    assert req.options == {
+        "custom_tools": ["apply_patch"],
+        "local_shell": False,
+        "namespaced": {},
+        "encrypted_reasoning": True,
+    }
     apply_patch = next(t for t in req.tools if t.name == "apply_patch")
     assert list(apply_patch.parameters["properties"]) == ["input"]
 

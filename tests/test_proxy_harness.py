@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,9 +25,10 @@ import pytest
 from harnessrl.harnesses import claude_code, codex, openclaw
 from harnessrl.harnesses.install import cache_root
 from harnessrl.harnesses.registry import get_harness
+from harnessrl.proxy.canonical import IMAGE_PLACEHOLDER
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.testing import scripted_proxy, turn_from_decision
-from harnessrl.types import ModelCall
+from harnessrl.types import ChatMessage, ModelCall, ToolCall
 
 pytestmark = pytest.mark.harness
 BIN = cache_root() / "harnesses"
@@ -102,7 +105,7 @@ def test_codex_through_the_proxy(proxy: ThreadedProxyServer, tmp_path: Path) -> 
     work, codex_home = tmp_path / "work", tmp_path / "home" / ".codex"
     work.mkdir(), codex_home.mkdir(parents=True)
     (codex_home / "config.toml").write_text(
-        'model = "gpt-5.5"\nmodel_provider = "harnessrl"\napproval_policy = "never"\n'
+        'model = "policy"\nmodel_provider = "harnessrl"\napproval_policy = "never"\n'
         'sandbox_mode = "danger-full-access"\ncheck_for_update_on_startup = false\n\n'
         f'[model_providers.harnessrl]\nname = "harnessrl"\nbase_url = "{info.openai_base_url}"\n'
         'env_key = "HARNESSRL_API_KEY"\nwire_api = "responses"\n\n[analytics]\nenabled = false\n'
@@ -130,7 +133,81 @@ def test_codex_through_the_proxy(proxy: ThreadedProxyServer, tmp_path: Path) -> 
     messages = [e["item"]["text"] for e in events if e.get("item", {}).get("type") == "agent_message"]
     assert messages == ["done"]
     assert (work / "hello.txt").read_text() == "hi"
-    assert_two_calls(proxy.server.deps.sessions.calls("codex"), "exec_command")
+    recorded = proxy.server.deps.sessions.calls("codex")
+    assert_two_calls(recorded, "exec_command")
+    # a neutral model name: Codex has no metadata for it and offers its `namespace` tool too
+    assert recorded[0].requested_model == "policy"
+    prompt = proxy.server.deps.fmt.tokenizer.decode(recorded[0].prompt_ids)  # type: ignore[attr-defined]
+    assert "multi_agent_v1.spawn_agent" in prompt
+
+
+def png_bytes(width: int = 4, height: int = 4) -> bytes:
+    """A real (grey) PNG file."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_claude_code_reading_a_png_goes_on_with_a_placeholder(tmp_path: Path) -> None:
+    install("claude-code")
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir(), home.mkdir()
+    (work / "pic.png").write_bytes(png_bytes())
+    read = ChatMessage(
+        role="assistant", tool_calls=[ToolCall(name="Read", arguments={"file_path": str(work / "pic.png")})]
+    )
+    server = scripted_proxy([read, "done"]).start()
+    try:
+        info = server.server.deps.sessions.open("png")
+        env = {
+            **os.environ,
+            "HOME": str(home),
+            "IS_SANDBOX": "1",
+            "ANTHROPIC_BASE_URL": info.base_url,
+            "ANTHROPIC_API_KEY": info.token,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+        }
+        argv = [
+            str(CLAUDE),
+            "-p",
+            "describe pic.png",
+            "--bare",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ]
+        done = subprocess.run(
+            [*argv, "--dangerously-skip-permissions"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert json.loads(done.stdout.strip().splitlines()[-1])["result"] == "done"
+        first, second = server.server.deps.sessions.calls("png")
+        assert [t.name for t in first.tool_calls] == ["Read"]
+        assert (second.text, second.replaced_images, second.tags) == (
+            "done",
+            1,
+            ["stream", "images_replaced"],
+        )
+        prompt = server.server.deps.fmt.tokenizer.decode(second.prompt_ids)  # type: ignore[attr-defined]
+        assert IMAGE_PLACEHOLDER in prompt
+    finally:
+        server.stop()
 
 
 OPENCLAW_APIS = {

@@ -146,7 +146,7 @@ BAD: list[tuple[str, Any, str | None]] = [
     ("/v1/messages", {**ANTHROPIC, "tool_choice": {"type": "any"}}, "tool_choice"),
     (
         "/v1/messages",
-        {**ANTHROPIC, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},
+        {**ANTHROPIC, "messages": [{"role": "user", "content": [{"type": "document", "source": {}}]}]},
         "messages[0].content[0].type",
     ),
     (
@@ -164,7 +164,7 @@ BAD: list[tuple[str, Any, str | None]] = [
         "/v1/chat/completions",
         {
             **CHAT,
-            "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
+            "messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}],
         },
         "messages[0].content[0].type",
     ),

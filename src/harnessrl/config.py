@@ -60,8 +60,10 @@ class SamplingConfig(Section):
     """Sampling temperature (log-probs are recorded under the temperature-scaled distribution)."""
     top_p: float = 1.0
     """Nucleus sampling mass."""
-    max_tokens: int = 512
-    """Cap on generated tokens per call (the request's own cap is honoured if smaller)."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Ceiling on generated tokens per call. The request's own cap (Claude Code asks 32,000-128,000)
+    is honoured up to this and up to the context left after the prompt; None = the context only. A
+    call whose cap was lowered carries a note and the tag `max_tokens_lowered`."""
 
 
 class EngineConfig(Section):
@@ -76,6 +78,15 @@ class EngineConfig(Section):
     """torch device for the embedded engine."""
     max_batch: int = 16
     """Most sequences decoded together by the embedded engine."""
+    context_length: int | None = Field(default=None, ge=16)
+    """Context of the policy in tokens (prompt + output); None = the model's trained length
+    (`engines.models.trained_context`: SmolLM2-135M 8192, tiny-qwen3 4096, a folder's
+    `max_position_embeddings`). Longer than trained: the embedded engine stretches RoPE linearly
+    (position interpolation) where the model uses plain RoPE, else the model is refused. That costs
+    quality: a small model like SmolLM2-135M, never fine-tuned at the longer length, gets noticeably
+    worse at every length (positions are compressed) and degrades further past the trained length;
+    prefer Claude Code `bare` or a model trained for long contexts. The scripted engine only uses it
+    for the proxy's length check (None = no check)."""
     prefix_cache_tokens: int = Field(default=8192, ge=0)
     """Embedded engine: tokens of finished sequences whose keys/values are kept for reuse by prompts
     that extend them (0 = off; SmolLM2 needs ~46 KB per token in float32)."""
@@ -90,7 +101,22 @@ class ProxyConfig(Section):
     port: int = 0
     """TCP port (0 = pick a free one)."""
     max_body_bytes: int = 16 * 1024 * 1024
-    """Requests larger than this get 413."""
+    """Requests larger than this get 413 (after gzip/deflate decoding). Bodies over 256 KiB are
+    parsed and rendered in a worker thread, so they do not stall other sessions."""
+    max_prompt_tokens: int | None = Field(default=262_144, ge=1)
+    """Rendered prompts longer than this get the API's "prompt is too long" 400, whatever the engine's
+    context (None = only the context); this also bounds what one request costs the tokenizer."""
+    images: Literal["placeholder", "reject"] = "placeholder"
+    """Image parts (a PNG read by Claude Code, Codex's `view_image`) for a text-only policy:
+    `placeholder` = replaced by a short text (counted on the call: `replaced_images`), `reject` = 400."""
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    """A request's headers must arrive within this many seconds of its first byte (or of the
+    connection opening); slower connections (slowloris) are closed."""
+    idle_timeout_s: int = Field(default=600, ge=1)
+    """Idle keep-alive connections are closed after this many seconds (harnesses keep theirs open
+    while a tool runs)."""
+    max_connections: int | None = Field(default=1024, ge=1)
+    """Open connections (or requests in flight) past this get 503 (None = no cap)."""
     keepalive_s: float = 2.0
     """Interval of SSE keep-alives while generating (must stay under 3 s)."""
     capture_dir: str | None = None

@@ -59,11 +59,15 @@ class VerifierError(HarnessRLError):
 class RequestError(HarnessRLError):
     """A model-API request that the proxy cannot honour; becomes a clean 4xx in that API's shape."""
 
-    def __init__(self, message: str, status: int = 400, param: str | None = None) -> None:
+    def __init__(
+        self, message: str, status: int = 400, param: str | None = None, code: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.param = param
+        self.code = code
+        """Machine-readable error code where the API has one (OpenAI `context_length_exceeded`)."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -268,6 +272,12 @@ class ModelCall(BaseModel):
     partial: bool = False
     """The client disconnected before the response was delivered."""
     error: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    """What the proxy changed about this call, in words: max_tokens lowered, images replaced, tool
+    calls dropped (`tool_choice: none`, `parallel_tool_calls: false`), an unknown tool called. Each
+    also sets a tag (`max_tokens_lowered`, `images_replaced`, `tool_calls_dropped`, `unknown_tool`)."""
+    replaced_images: int = 0
+    """Image parts of the request replaced by a text placeholder (the policy reads text only)."""
 
 
 class RolloutStatus(enum.StrEnum):

@@ -127,6 +127,12 @@ class ChatFormat:
         """Token ids of `text`, special tokens recognised, no BOS/EOS added (`chat.encode` caches pieces)."""
         return self._encoder.encode(text)
 
+    def token_texts(self, ids: list[int]) -> list[str]:
+        """The text of each token on its own (a token that is part of a multi-byte character decodes to
+        U+FFFD, as in OpenAI's `logprobs.content[].token`)."""
+        decode = self.tokenizer.decode
+        return [decode([i], skip_special_tokens=False) for i in ids]
+
     def template_text(self, messages: list[ChatMessage], tools: list[ToolSpec], *, generation: bool) -> str:
         """The chat template's text for `messages` (normalised as the module docstring says).
 

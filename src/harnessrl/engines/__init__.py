@@ -5,10 +5,13 @@ lazily, so `import harnessrl.engines` stays free of torch and transformers.
 
     engine = build_engine(cfg.engine)
 
-- `hf`: the embedded transformers engine (`engines/hf.py`), model from `cfg.model`.
+- `hf`: the embedded transformers engine (`engines/hf.py`), model from `cfg.model`, context
+  `cfg.context_length` or the model's trained length (`models.trained_context`; RoPE stretched
+  linearly past it, at a quality cost: see `EngineConfig.context_length`).
 - `scripted`: replays the assistant turns in `cfg.script` (`engines/scripted.py`), rendered through
   the chat template of `cfg.model`'s tokenizer; log-probs are zeros (build a `ScriptedEngine` directly
-  to score them with a model). Script file: JSON, either a list of turns or a list of
+  to score them with a model); `cfg.context_length`, when set, is the context the proxy checks
+  prompts against. Script file: JSON, either a list of turns or a list of
   `{"turns": [...], "match": "..."}` scripts; or JSONL, one turn per line. A turn is a string (plain
   text answer) or a ChatMessage object (`{"role": "assistant", "content": ..., "tool_calls": [...]}`).
 - `vllm`: not built yet; its builder raises EngineError.
@@ -75,7 +78,8 @@ def _build_scripted(cfg: EngineConfig) -> Engine:
 
     if cfg.script is None:
         raise EngineError("engine.type = 'scripted' needs engine.script (a JSON or JSONL file of turns)")
-    return ScriptedEngine(ChatFormat(load_tokenizer(cfg.model)), read_script(cfg.script))
+    fmt = ChatFormat(load_tokenizer(cfg.model))
+    return ScriptedEngine(fmt, read_script(cfg.script), max_context=cfg.context_length)
 
 
 def _build_vllm(cfg: EngineConfig) -> Engine:

@@ -201,9 +201,15 @@ class HFEngine:
     @classmethod
     def from_config(cls, cfg: EngineConfig) -> HFEngine:
         """Load `cfg.model` (`default`, `tiny-qwen3`, or a checkpoint folder) with its tokenizer."""
-        model = load_model(cfg.model, cfg.dtype, cfg.device)
+        model = load_model(cfg.model, cfg.dtype, cfg.device, context_length=cfg.context_length)
         tok = load_tokenizer(cfg.model)
-        return cls(model, tok, max_batch=cfg.max_batch, prefix_cache_tokens=cfg.prefix_cache_tokens)
+        return cls(
+            model,
+            tok,
+            max_batch=cfg.max_batch,
+            max_context=cfg.context_length,
+            prefix_cache_tokens=cfg.prefix_cache_tokens,
+        )
 
     @property
     def tokenizer(self) -> Any:

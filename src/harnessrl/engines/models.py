@@ -139,16 +139,67 @@ def resolve_checkpoint(name: str | Path) -> Path:
     return path
 
 
-def load_model(name: str | Path = "default", dtype: str = "float32", device: str = "cpu") -> Any:
-    """Load a causal LM in eval mode: `default`, `tiny-qwen3` (random, seed 0), or a checkpoint folder."""
+TRAINED_CONTEXT = {"default": 8192, TINY_QWEN3: 4096}
+"""Context (tokens) each named model was built for: SmolLM2-135M-Instruct's `max_position_embeddings`
+is 8192; tiny-qwen3 is made with 4096 positions. A checkpoint folder's comes from its config.json."""
+
+
+def trained_context(name: str | Path) -> int:
+    """The context length model `name` was trained for (the registry above, or its config.json)."""
+    if str(name) in TRAINED_CONTEXT:
+        return TRAINED_CONTEXT[str(name)]
+    config = json.loads((resolve_checkpoint(name) / "config.json").read_text(encoding="utf-8"))
+    return int(config["max_position_embeddings"])
+
+
+def stretch_context(config: Any, length: int) -> None:
+    """Make `config` (a transformers config) serve `length` positions: past its trained length, RoPE is
+    scaled linearly (position interpolation, factor = length / trained). Only plain RoPE is stretched;
+    a model with another position scheme (or already scaled RoPE) is refused with EngineError. The
+    quality cost is real: positions are compressed for every length, so a small model that was never
+    fine-tuned at the new length gets worse, most of all past its trained length."""
+    trained = int(config.max_position_embeddings)
+    if length <= trained:
+        config.max_position_embeddings = length
+        return
+    rope = getattr(config, "rope_parameters", None)
+    if (
+        not isinstance(rope, dict)
+        or rope.get("rope_type", "default") != "default"
+        or "rope_theta" not in rope
+    ):
+        raise EngineError(
+            f"engine.context_length={length} exceeds the model's trained {trained} tokens and its position "
+            f"encoding ({rope!r}) cannot be stretched; use a model with a longer context"
+        )
+    config.rope_parameters = {**rope, "rope_type": "linear", "factor": length / trained}
+    config.max_position_embeddings = length
+
+
+def load_model(
+    name: str | Path = "default",
+    dtype: str = "float32",
+    device: str = "cpu",
+    context_length: int | None = None,
+) -> Any:
+    """Load a causal LM in eval mode: `default`, `tiny-qwen3` (random, seed 0), or a checkpoint folder;
+    with `context_length`, its config is set to that many positions first (`stretch_context`)."""
     if dtype not in DTYPES:
         raise EngineError(f"unknown dtype {dtype!r}; expected one of {sorted(DTYPES)}")
     if str(name) == TINY_QWEN3:
         tiny, _ = tiny_qwen3()
+        if context_length is not None:
+            stretch_context(tiny.config, context_length)
+            tiny = type(tiny)(tiny.config).eval()
+            tiny.load_state_dict(tiny_qwen3()[0].state_dict())
         return tiny.to(device=device, dtype=DTYPES[dtype])
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM
 
-    model: Any = AutoModelForCausalLM.from_pretrained(resolve_checkpoint(name), dtype=DTYPES[dtype])
+    path = resolve_checkpoint(name)
+    config = AutoConfig.from_pretrained(path)
+    if context_length is not None:
+        stretch_context(config, context_length)
+    model: Any = AutoModelForCausalLM.from_pretrained(path, config=config, dtype=DTYPES[dtype])
     return model.to(device).eval()
 
 

@@ -80,8 +80,11 @@ class ScriptedEngine:
         model: Any = None,
         fault_calls: Collection[int] = (),
         exhausted: Literal["error", "repeat_last"] = "error",
+        max_context: int | None = None,
     ) -> None:
         self.fmt = fmt
+        self.max_context = max_context
+        """The context the proxy checks prompts against (None = none: a replay has no real limit)."""
         if scripts and all(isinstance(s, Script) for s in scripts):
             self.scripts: list[Script] = [s for s in scripts if isinstance(s, Script)]
         else:

@@ -60,7 +60,9 @@ def config_toml(ctx: HarnessContext, model: str) -> str:
 class Codex:
     name = "codex"
     package = f"@openai/codex@{VERSION}"
-    default_model = "gpt-5.5"
+    default_model = "policy"
+    """A neutral name: Codex has no built-in metadata for it, so it sends the tools and requests it sends
+    any model of the user's own (a `namespace` tool among them), which the proxy must handle."""
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:
         return npm_install(f"{self.name}-{VERSION}", [[self.package]], cache_root)

@@ -7,7 +7,11 @@ Routes, each also under `/r/<token>`: `POST /v1/messages` (+ `?beta=true`), `POS
 probes. Model routes need a session: the `/r/<token>` prefix, else the API key (`x-api-key` or
 `Authorization: Bearer`) as a token, else (open mode only) the default session; otherwise 401.
 Order of checks: route (404) -> session (401) -> body size, after gzip/deflate decoding (413) -> JSON
-(400) -> fields (400).
+(400: also nesting deeper than 256 and integers too long to convert) -> fields (400) -> prompt length
+(400 in the API's "prompt is too long" shape, before any stream header).
+
+Non-streaming calls: a client that disconnects while its turn is generated leaves the call marked
+`partial` (generation goes on, so its retry is replayed, not re-sampled).
 
 Streaming: a turn that is done within one keep-alive interval is sent as one complete SSE body (with
 Content-Length); a slower one is streamed: the API's head events (or a keep-alive), keep-alives every
@@ -32,15 +36,7 @@ from harnessrl.proxy.deps import ProxyDeps
 from harnessrl.proxy.dialects import DIALECTS
 from harnessrl.proxy.dialects.base import Dialect
 from harnessrl.proxy.dialects.openai_chat import openai_error
-from harnessrl.proxy.handler import (
-    Call,
-    Outcome,
-    mark_partial,
-    parse_and_validate,
-    parse_body,
-    prompt_stage,
-    start,
-)
+from harnessrl.proxy.handler import LARGE_BODY, Call, Outcome, mark_partial, parse_request, prepare, start
 from harnessrl.proxy.sessions import Session
 from harnessrl.types import RequestError
 
@@ -147,7 +143,7 @@ class ProxyApp:
                 request, headers, dialect, session, count_tokens=route == COUNT_TOKENS
             )
         except RequestError as e:
-            return json_response(dialect.error_json(e.status, e.message, e.param), e.status)
+            return json_response(dialect.error_json(e.status, e.message, e.param, e.code), e.status)
         except Exception as e:  # a bug; still answer in the API's shape and keep serving
             log.exception("unhandled error on %s", route)
             return json_response(dialect.error_json(500, f"internal error: {type(e).__name__}"), 500)
@@ -177,16 +173,10 @@ class ProxyApp:
         count_tokens: bool,
     ) -> Response:
         raw = await read_body(request, headers, self.deps.config.max_body_bytes)
-        body = parse_body(raw, headers.get("content-type", ""))
-        req = parse_and_validate(dialect, body)
         if count_tokens:
-            try:
-                n = self.deps.fmt.count_tokens(req.messages, req.tools)
-            except Exception as e:
-                raise RequestError(f"cannot render this conversation: {type(e).__name__}: {e}") from None
-            return json_response({"input_tokens": n})
-        call = Call(self.deps, dialect, session, headers, raw, req)
-        prompt_stage(call)
+            return json_response({"input_tokens": await self.count_tokens(dialect, raw, headers)})
+        call = await prepare(self.deps, dialect, session, headers, raw)
+        req = call.req
         task = start(call)
         if req.stream:
             # A turn done within one keep-alive interval goes out as one complete SSE body (fewer
@@ -204,10 +194,37 @@ class ProxyApp:
             return StreamingResponse(
                 self.stream(call, task), media_type="text/event-stream", headers=_SSE_HEADERS
             )
-        outcome = await asyncio.shield(task)
+        if not await self.until_done_or_gone(request, task):
+            mark_partial(call)  # the client went away: generation goes on, a retry can replay it
+            return Response(status_code=499)
+        outcome = task.result()
         if outcome.completion is None:
             return json_response(dialect.error_json(500, f"engine error: {outcome.error}"), 500)
         return json_response(dialect.response_json(req, outcome.completion))
+
+    async def count_tokens(self, dialect: Dialect, raw: bytes, headers: Mapping[str, str]) -> int:
+        def work() -> int:
+            req, _ = parse_request(self.deps, dialect, raw, headers.get("content-type", ""))
+            try:
+                return self.deps.fmt.count_tokens(req.messages, req.tools)
+            except Exception as e:
+                raise RequestError(f"cannot render this conversation: {type(e).__name__}: {e}") from None
+
+        return await asyncio.to_thread(work) if len(raw) >= LARGE_BODY else work()
+
+    @staticmethod
+    async def until_done_or_gone(request: Request, task: asyncio.Task[Outcome]) -> bool:
+        """Wait for a non-streaming call's generation; False as soon as the client disconnects (the
+        body has been read, so the next ASGI message is `http.disconnect`)."""
+        await asyncio.sleep(0)
+        if task.done():
+            return True
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        return task.done()
 
     def final_events(self, call: Call, outcome: Outcome) -> list[bytes]:
         """The events after the head: the whole turn, or an error event in the API's shape."""
@@ -233,6 +250,14 @@ class ProxyApp:
         finally:
             if not delivered:
                 mark_partial(call)
+
+
+async def _disconnected(request: Request) -> None:
+    """Return once the client has disconnected."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
 
 
 def make_app(deps: ProxyDeps) -> Starlette:

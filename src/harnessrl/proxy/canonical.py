@@ -31,6 +31,14 @@ class CanonicalRequest:
     max_tokens: int | None = None
     """The client's output cap (None = not given); the proxy's own cap applies as well."""
     stream: bool = False
+    tool_choice_none: bool = False
+    """The client said `tool_choice: none`: tools are not offered, and tool calls the model makes
+    anyway are dropped from the response (the sampled ids are kept; the call is tagged)."""
+    parallel_tool_calls: bool = True
+    """False (`parallel_tool_calls: false`, Anthropic `disable_parallel_tool_use`): only the first tool
+    call of a turn is returned; later ones are dropped (the call is tagged)."""
+    logprobs: bool = False
+    """Chat `logprobs: true`: return the sampled tokens' log-probs."""
     options: dict[str, Any] = field(default_factory=dict)
     """Dialect formatting options: `include_usage`, `custom_tools` (names of freeform tools), ..."""
 
@@ -50,6 +58,30 @@ class Completion:
     output_tokens: int
     created: int
     """Unix seconds."""
+    logprobs: list[tuple[str, float]] | None = None
+    """(token text, sampling log-prob) of every sampled token, when the client asked (Chat `logprobs`)."""
+
+
+IMAGE_PLACEHOLDER = "[image omitted: this model reads text only]"
+"""What an image part becomes for a text-only policy (`proxy.images = "placeholder"`, the default)."""
+
+IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
+"""Part types that carry an image: Anthropic `image`, Chat `image_url`, Responses `input_image`."""
+
+
+def count_images(body: Any) -> int:
+    """Image parts anywhere in a request body (dicts whose `type` is one of IMAGE_TYPES)."""
+    count, stack = 0, [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") in IMAGE_TYPES:
+                count += 1
+                continue
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
 
 
 def new_id(prefix: str) -> str:

@@ -1,14 +1,17 @@
 """`harnessrl serve` (run the proxy over an engine, by hand) and `harnessrl calls show` (read captures).
 
 `serve` runs in open mode: any API key maps to one `default` session, and `/r/<token>/` prefixes of
-sessions opened by code still work. On exit (Ctrl-C) the default session is flushed to
-`<capture-dir>/default/calls.jsonl` when a capture directory is given.
+sessions opened by code still work. With a capture directory, every call is appended to
+`<capture-dir>/default/calls.jsonl` as soon as it is recorded (flushed: a SIGKILL loses nothing that
+was answered); on SIGINT or SIGTERM (handlers installed explicitly, so also when SIGINT was ignored at
+start, as for `cmd &` in a script or nohup) the server stops and the file is rewritten in order.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +77,15 @@ async def _serve(cfg: Any) -> None:
         f"harnessrl proxy on {server.url} (engine {cfg.engine.type}, model {cfg.engine.model})", err=True
     )
     typer.echo(f"  Anthropic: ANTHROPIC_BASE_URL={server.url}   OpenAI: base_url={server.url}/v1", err=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
     try:
-        await asyncio.Event().wait()
+        await stop.wait()
     finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
         await server.stop()
         written = sessions.close("default")
         if cfg.proxy.capture_dir:
@@ -87,6 +96,7 @@ async def _serve(cfg: Any) -> None:
 
 def read_calls(path: Path) -> list[ModelCall]:
     """ModelCall records from a JSONL file: one call per line, or one rollout (with `calls`) per line.
+    A call journaled twice (marked partial after it was recorded) counts once, as its last line has it.
     Raises ValueError naming the file and line of the first bad record."""
     out: list[ModelCall] = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -98,7 +108,8 @@ def read_calls(path: Path) -> list[ModelCall]:
             out.extend(ModelCall.model_validate(r) for r in rows)
         except (json.JSONDecodeError, ValueError) as e:
             raise ValueError(f"{path}:{n}: not a model call: {str(e)[:200]}") from None
-    return out
+    last = {c.call_id: i for i, c in enumerate(out)}
+    return [c for i, c in enumerate(out) if last[c.call_id] == i]
 
 
 def _preview(call: ModelCall, width: int = 60) -> str:

@@ -44,6 +44,8 @@ class FormatSlice(Protocol):
 
     def count_tokens(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> int: ...
 
+    def token_texts(self, ids: list[int]) -> list[str]: ...
+
 
 class PromptLike(Protocol):
     """`chat.tito.Prompt`."""
@@ -73,6 +75,9 @@ class ProxyDeps:
     is ignored: the trainer, not the harness, decides how the policy samples."""
     model_name: str = "harnessrl"
     """Listed by `GET /v1/models`."""
+    context_length: int | None = None
+    """The engine's context in tokens (prompt + output); None = unknown (no length check, no room cap).
+    `default_deps` takes it from the engine's `max_context`."""
 
 
 def default_deps(
@@ -95,4 +100,5 @@ def default_deps(
         config=config or ProxyConfig(),
         sampling=sampling or SamplingConfig(),
         model_name=model_name,
+        context_length=getattr(engine, "max_context", None),
     )

@@ -4,9 +4,14 @@ The HTTP layer (`app.py`) resolves the session and reads the body; everything fr
 response bytes is here. Generation runs in its own task, so that a client that goes away mid-stream does
 not cancel it: the call is still recorded (marked `partial`) and a retry can replay it.
 
-Failure handling, by stage: parse / validate / prompt raise `RequestError` (a 4xx in the dialect's shape);
-an engine failure becomes an `Outcome` with an error (500 for that call only); the record stage catches
-and logs everything (capture must never break serving).
+Failure handling, by stage: parse / validate / prompt raise `RequestError` (a 4xx in the dialect's shape;
+a prompt too long for the context is also recorded as a failed call, tagged `context_overflow`); an
+engine failure becomes an `Outcome` with an error (500 for that call only); the record stage catches
+and logs everything (capture must never break serving) and counts what it lost on the session
+(`Session.dropped`), so a rollout with a lost call is never trained as if complete.
+
+Large requests (`LARGE_BODY` bytes and up) are decoded, parsed and rendered in a worker thread, so one
+huge prompt does not stall the other sessions' calls on the event loop.
 """
 
 from __future__ import annotations
@@ -22,8 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessrl.protocols import GenerationResult, SamplingParams
-from harnessrl.proxy import capture
-from harnessrl.proxy.canonical import CanonicalRequest, Completion, new_id, validate_messages
+from harnessrl.proxy import capture, limits
+from harnessrl.proxy.canonical import (
+    CanonicalRequest,
+    Completion,
+    count_images,
+    new_id,
+    validate_messages,
+)
 from harnessrl.proxy.deps import ParsedLike, PromptLike, ProxyDeps
 from harnessrl.proxy.dialects.base import Dialect
 from harnessrl.proxy.sessions import Session
@@ -32,6 +43,10 @@ from harnessrl.types import ChatMessage, ModelCall, RequestError, ToolCall
 log = logging.getLogger(__name__)
 
 _RESPONSE_PREFIX = {"anthropic": "msg_", "openai_chat": "chatcmpl-", "openai_responses": "resp_"}
+LARGE_BODY = 256 * 1024
+"""Bodies from this size on are parsed and rendered off the event loop (`prepare`)."""
+MAX_JSON_DEPTH = 256
+"""Deeper JSON nesting is a 400 (real requests nest < 20 deep; Python's parser recurses per level)."""
 
 
 @dataclass
@@ -48,6 +63,8 @@ class Outcome:
     """The output held a block the chat format could not read (sent as plain text)."""
     error: str | None = None
     replay_of: str | None = None
+    notes: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -68,6 +85,12 @@ class Call:
     request_digest: str = ""
     partial: bool = False
     recorded: ModelCall | None = None
+    max_tokens: int = 0
+    """The output cap sampled with (`limits.output_cap`)."""
+    notes: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    replaced_images: int = 0
+    overflow: limits.ContextOverflow | None = None
 
 
 # -- parse / validate --------------------------------------------------------------------------------
@@ -83,9 +106,29 @@ def parse_body(raw: bytes, content_type: str) -> dict[str, Any]:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise RequestError(f"request body is not valid JSON: {e}") from None
+    except RecursionError:
+        raise RequestError(f"request body nests deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError as e:  # e.g. an integer past sys.int_max_str_digits
+        raise RequestError(f"request body cannot be decoded: {str(e)[:200]}") from None
     if not isinstance(body, dict):
         raise RequestError("request body must be a JSON object")
+    check_depth(raw, body)
     return body
+
+
+def check_depth(raw: bytes, body: Any, limit: int = MAX_JSON_DEPTH) -> None:
+    """A 400 when the decoded body nests deeper than `limit` (deeper than ~1000 the parser itself
+    fails, and that is a 400 too; in between, later stages would recurse past Python's limit). Only a
+    body with more than `limit` opening brackets is walked, and only its containers."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return
+    stack: list[tuple[Any, int]] = [(body, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            raise RequestError(f"request body nests deeper than {limit} levels")
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
 
 
 def parse_and_validate(dialect: Dialect, body: dict[str, Any]) -> CanonicalRequest:
@@ -95,28 +138,79 @@ def parse_and_validate(dialect: Dialect, body: dict[str, Any]) -> CanonicalReque
     return req
 
 
+def parse_request(
+    deps: ProxyDeps, dialect: Dialect, raw: bytes, content_type: str
+) -> tuple[CanonicalRequest, int]:
+    """Body bytes -> (canonical request, image parts replaced by a placeholder). With
+    `proxy.images = "reject"` an image is a 400."""
+    body = parse_body(raw, content_type)
+    images = (
+        count_images(body.get("messages") or body.get("input")) if b'"image' in raw or b"_image" in raw else 0
+    )
+    if images and deps.config.images == "reject":
+        raise RequestError(
+            f"the request holds {images} image part(s); this policy reads text only (proxy.images = reject)"
+        )
+    return parse_and_validate(dialect, body), images
+
+
 # -- prompt --------------------------------------------------------------------------------------------
 
 
 def prompt_stage(call: Call) -> None:
     """Token-in-token-out: splice onto the session's recorded turns, or render from scratch. A
-    conversation that the chat template refuses to render is the client's fault: a 400."""
+    conversation that the chat template refuses to render is the client's fault: a 400. Then the
+    length check (`limits.check_prompt_length`) and the output cap (`limits.output_cap`)."""
     deps = call.deps
+    chars = sum(len(m.content) + len(m.reasoning or "") for m in call.req.messages)
+    limits.check_prompt_chars(call.dialect.name, chars, deps.config.max_prompt_tokens)
     try:
-        call.prompt = deps.build_prompt(deps.fmt, call.req.messages, call.req.tools, call.session.turns)
+        call.prompt = deps.build_prompt(deps.fmt, call.req.messages, call.req.tools, list(call.session.turns))
     except RequestError:
         raise
     except Exception as e:  # template errors (jinja raise_exception, bad tool schema)
         raise RequestError(f"cannot render this conversation: {type(e).__name__}: {e}") from None
+    n = len(call.prompt.ids)
+    limits.check_prompt_length(call.dialect.name, n, deps.context_length, deps.config.max_prompt_tokens)
+    call.max_tokens, note = limits.output_cap(
+        call.req.max_tokens, deps.sampling.max_tokens, deps.context_length, n
+    )
+    if note is not None:
+        call.notes.append(note)
+        call.tags.append("max_tokens_lowered")
+
+
+async def prepare(
+    deps: ProxyDeps, dialect: Dialect, session: Session, headers: Mapping[str, str], raw: bytes
+) -> Call:
+    """Stages parse, validate and prompt; in a worker thread for a large body. A prompt too long for
+    the context is recorded on the session as a failed call (tagged `context_overflow`), then raised."""
+
+    def work() -> Call:
+        req, images = parse_request(deps, dialect, raw, headers.get("content-type", ""))
+        call = Call(deps, dialect, session, headers, raw, req, replaced_images=images)
+        if images:
+            call.notes.append(f"replaced {images} image part(s) with a text placeholder")
+            call.tags.append("images_replaced")
+        try:
+            prompt_stage(call)
+        except limits.ContextOverflow as e:
+            call.overflow = e
+        return call
+
+    call = await asyncio.to_thread(work) if len(raw) >= LARGE_BODY else work()
+    if call.overflow is not None:
+        record_overflow(call, call.overflow)
+        raise call.overflow
+    return call
 
 
 def sampling_for(call: Call) -> SamplingParams:
     cfg = call.deps.sampling
-    cap = cfg.max_tokens if call.req.max_tokens is None else min(cfg.max_tokens, call.req.max_tokens)
     return SamplingParams(
         temperature=cfg.temperature,
         top_p=cfg.top_p,
-        max_tokens=cap,
+        max_tokens=call.max_tokens,
         stop_token_ids=tuple(call.deps.fmt.stop_token_ids),
     )
 
@@ -142,13 +236,13 @@ async def _generate(call: Call) -> Outcome:
     assert call.prompt is not None
     try:
         result = await call.deps.engine.generate(call.prompt.ids, sampling_for(call))
-        completion, parsed = completion_from(call, result)
+        completion, message, parsed = completion_from(call, result)
     except Exception as e:  # engine faults are data: this call fails, the server keeps serving
         log.exception("engine failed on call %s", call.call_id)
         outcome = Outcome(None, None, call.call_id, error=f"{type(e).__name__}: {e}")
     else:
         malformed = bool(parsed.malformed)
-        outcome = Outcome(completion, result, call.call_id, message=parsed.message(), malformed=malformed)
+        outcome = Outcome(completion, result, call.call_id, message=message, malformed=malformed)
     record_stage(call, outcome)
     return outcome
 
@@ -164,13 +258,25 @@ async def _replay(call: Call, earlier: asyncio.Future[Any]) -> Outcome:
     return outcome
 
 
-def completion_from(call: Call, result: GenerationResult) -> tuple[Completion, ParsedLike]:
-    """Parse the output ids into text, reasoning and tool calls (with this dialect's call ids); also
-    return the chat format's own parse."""
+def completion_from(call: Call, result: GenerationResult) -> tuple[Completion, ChatMessage, ParsedLike]:
+    """Parse the output ids into text, reasoning and tool calls (with this dialect's call ids), keep
+    the calls `limits.decide_tool_calls` lets through; also return the assistant message the splicer
+    remembers (the calls sent, not the ones dropped) and the chat format's own parse."""
     parsed = call.deps.fmt.parse(result.output_ids)
+    decision = limits.decide_tool_calls(call.req, parsed.tool_calls)
+    call.notes += decision.notes
+    call.tags += decision.tags
+    message = parsed.message()
+    message.tool_calls = [message.tool_calls[i] for i in decision.kept]
     custom = set(call.req.options.get("custom_tools", ()))
-    calls = [_wire_tool_call(tc, call.dialect.tool_id_prefix, custom) for tc in parsed.tool_calls]
+    prefix = call.dialect.tool_id_prefix
+    calls = [_wire_tool_call(parsed.tool_calls[i], prefix, custom) for i in decision.kept]
     assert call.prompt is not None
+    logprobs = None
+    if call.req.logprobs:
+        logprobs = list(
+            zip(call.deps.fmt.token_texts(result.output_ids), result.output_logprobs, strict=True)
+        )
     completion = Completion(
         response_id=call.response_id,
         model=call.req.model or call.deps.model_name,
@@ -181,8 +287,9 @@ def completion_from(call: Call, result: GenerationResult) -> tuple[Completion, P
         prompt_tokens=len(call.prompt.ids),
         output_tokens=len(result.output_ids),
         created=int(time.time()),
+        logprobs=logprobs,
     )
-    return completion, parsed
+    return completion, message, parsed
 
 
 def _wire_tool_call(tc: ToolCall, prefix: str, custom: set[str]) -> ToolCall:
@@ -196,11 +303,22 @@ def _wire_tool_call(tc: ToolCall, prefix: str, custom: set[str]) -> ToolCall:
 # -- record ----------------------------------------------------------------------------------------------
 
 
+def record_overflow(call: Call, error: limits.ContextOverflow) -> None:
+    """Record a call refused for its length as failed (no output), so the rollout says why."""
+    call.index = call.session.claim_index()
+    call.request_digest = capture.digest(call.raw)
+    call.tags.append("context_overflow")
+    record_stage(call, Outcome(None, None, call.call_id, error=f"context_overflow: {error.message}"))
+
+
 def record_stage(call: Call, outcome: Outcome) -> None:
-    """Append the ModelCall (and, for fresh generations, the splice Turn). Never raises."""
+    """Append the ModelCall (and, for fresh generations, the splice Turn). Never raises; a call that
+    could not be recorded is counted on the session (`Session.dropped`)."""
+    recorded = False
     try:
         call.recorded = _model_call(call, outcome)
         call.session.record(call.recorded)
+        recorded = True
         if outcome.replay_of is None and outcome.result is not None and outcome.message is not None:
             turn = call.deps.make_turn(
                 call_id=call.call_id,
@@ -212,6 +330,8 @@ def record_stage(call: Call, outcome: Outcome) -> None:
             )
             call.session.turns.append(turn)
     except Exception:
+        if not recorded:
+            call.session.dropped += 1
         log.exception("recording call %s failed; serving continues", call.call_id)
 
 
@@ -224,6 +344,7 @@ def _model_call(call: Call, outcome: Outcome) -> ModelCall:
         tags.append("retry_replay")
     if outcome.malformed:
         tags.append("malformed_output")
+    tags += call.tags
     return ModelCall.model_construct(  # hot path: fields are already typed; skip validation
         call_id=call.call_id,
         rollout_id=call.session.rollout_id,
@@ -249,11 +370,16 @@ def _model_call(call: Call, outcome: Outcome) -> ModelCall:
         finished_at=time.time(),
         partial=call.partial,
         error=outcome.error,
+        notes=list(call.notes),
+        replaced_images=call.replaced_images,
     )
 
 
 def mark_partial(call: Call) -> None:
     """The response was not delivered in full (client went away)."""
+    if call.partial:
+        return
     call.partial = True
     if call.recorded is not None:
         call.recorded.partial = True
+        call.session.updated(call.recorded)

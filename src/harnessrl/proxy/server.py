@@ -18,14 +18,16 @@ garbage collector walks them all (~0.1 s on two cores: a pause that every call i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import socket
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from harnessrl.proxy.app import make_app
 from harnessrl.proxy.deps import ProxyDeps
@@ -67,8 +69,66 @@ def settle_heap() -> bool:
     return True
 
 
+class HeaderDeadlineProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a header-read deadline (uvicorn has none): a request's
+    headers must be complete within `header_timeout_s` of its first byte, or of the connection opening
+    for its first request; else the connection is closed (a slowloris client holds nothing for long).
+    Idle keep-alive time between requests is uvicorn's own `timeout_keep_alive`."""
+
+    header_timeout_s = 10.0
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        seen = self.cycle
+        if self._deadline is None and (seen is None or seen.response_complete):
+            self._arm()  # the first bytes of the next request on a kept-alive connection
+        super().data_received(data)
+        if self.cycle is not seen:  # headers complete: a new request cycle started
+            self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self.header_timeout_s, self._expire)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expire(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+def header_deadline_protocol(timeout_s: float) -> type[HeaderDeadlineProtocol]:
+    """A HeaderDeadlineProtocol subclass with this deadline (uvicorn builds protocols from a class)."""
+    return type("HeaderDeadline", (HeaderDeadlineProtocol,), {"header_timeout_s": timeout_s})
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers: the proxy runs inside trainers and `harnessrl serve`, whose
+    own handlers decide what a signal means (uvicorn's would swallow SIGINT/SIGTERM, then re-raise them
+    once it has stopped, killing the process before it flushes anything)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 class ProxyServer:
-    """uvicorn serving `make_app(deps)` as a task of the running event loop."""
+    """uvicorn serving `make_app(deps)` as a task of the running event loop.
+
+    Connection limits come from `deps.config`: `header_timeout_s` (slowloris), `idle_timeout_s`
+    (keep-alive), `max_connections` (503 past it)."""
 
     def __init__(
         self, deps: ProxyDeps, host: str | None = None, port: int | None = None, *, freeze_heap: bool = True
@@ -94,15 +154,18 @@ class ProxyServer:
         self.port = sock.getsockname()[1]
         self.url = f"http://{self.host}:{self.port}"
         self.deps.sessions.server_url = self.url
+        cfg = self.deps.config
         config = uvicorn.Config(
             make_app(self.deps),
+            http=header_deadline_protocol(cfg.header_timeout_s),
             log_level="warning",
             lifespan="off",
             access_log=False,
-            timeout_keep_alive=600,
+            timeout_keep_alive=cfg.idle_timeout_s,
+            limit_concurrency=cfg.max_connections,
             timeout_graceful_shutdown=5,  # in-flight streams get 5 s, then stop() returns
         )
-        self._server = uvicorn.Server(config)
+        self._server = _Server(config)
         self._task = asyncio.ensure_future(self._server.serve(sockets=[sock]))
         while not self._server.started:
             if self._task.done():

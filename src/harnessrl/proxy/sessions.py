@@ -8,15 +8,20 @@ to exactly one session, so one rollout's token can never write into another roll
 In "open" mode (`harnessrl serve`), requests on bare routes whose key is not a known token go to one
 default session; a `/r/<token>/` prefix with an unknown token is still a 401.
 
-`close(rollout_id)` forgets the token (later requests get 401) and, when a capture directory is set,
-writes `<capture_dir>/<rollout_id>/calls.jsonl`. A call still in flight at close time is not in the
-file (it finishes into the closed session object and is logged as late).
+With a capture directory, each call is appended to `<capture_dir>/<rollout_id>/calls.jsonl` as soon
+as it is recorded (one JSON line, flushed: a killed process leaves every recorded call on disk; a call
+marked partial afterwards is appended again, and readers keep the last line per call_id).
+`close(rollout_id)` forgets the token (later requests get 401) and rewrites that file in order, one
+line per call. A call still in flight at close time is not in the file (it finishes into the closed
+session object and is logged as late). `close` also reports `dropped`: calls the proxy failed to
+record, so the rollout runner never trains an incomplete rollout as complete.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +60,10 @@ class Session:
     """Request body digest -> the outcome of the first call with that body (retry replay)."""
     next_index: int = 0
     closed: bool = False
+    dropped: int = 0
+    """Calls that could not be recorded (the record stage failed): the rollout is incomplete."""
+    journal: Path | None = None
+    """`<capture_dir>/<rollout_id>/calls.jsonl`: each call is appended (and flushed) as it is recorded."""
 
     def claim_index(self) -> int:
         """The next call index, in order of arrival."""
@@ -68,6 +77,17 @@ class Session:
                 "call %s finished after session %s was closed; not flushed", call.call_id, self.rollout_id
             )
         self.calls.append(call)
+        self._journal(call)
+
+    def updated(self, call: ModelCall) -> None:
+        """A recorded call changed (marked partial): journal it again (readers keep the last line)."""
+        self._journal(call)
+
+    def _journal(self, call: ModelCall) -> None:
+        if self.journal is not None and not self.closed:
+            with open(self.journal, "a", encoding="utf-8") as fh:
+                fh.write(call.model_dump_json() + "\n")
+                fh.flush()
 
 
 def _check_rollout_id(rollout_id: str) -> None:
@@ -93,6 +113,10 @@ class SessionStore:
         if rollout_id in self._by_rollout:
             raise ValueError(f"rollout {rollout_id!r} already has an open session")
         session = Session(rollout_id=rollout_id, token=secrets.token_urlsafe(18))
+        if self.capture_dir is not None:
+            session.journal = self.capture_dir / rollout_id / "calls.jsonl"
+            session.journal.parent.mkdir(parents=True, exist_ok=True)
+            session.journal.write_bytes(b"")
         self._by_token[session.token] = session
         self._by_rollout[rollout_id] = session
         return session
@@ -116,14 +140,26 @@ class SessionStore:
         """The calls recorded so far, in order of arrival. KeyError if the rollout has no open session."""
         return sorted(self._by_rollout[rollout_id].calls, key=lambda c: c.index)
 
-    def close(self, rollout_id: str) -> list[ModelCall]:
-        """Close the session, flush its calls to `<capture_dir>/<rollout_id>/calls.jsonl`, return them."""
+    def dropped(self, rollout_id: str) -> int:
+        """Calls of an open session that could not be recorded so far."""
+        return self._by_rollout[rollout_id].dropped
+
+    def close(self, rollout_id: str) -> RecordedCalls:
+        """Close the session, rewrite `<capture_dir>/<rollout_id>/calls.jsonl` with its calls in order
+        (one line per call, atomically), return them, with `.dropped` = calls it failed to record."""
         session = self._by_rollout.pop(rollout_id)
         self._by_token.pop(session.token, None)
         session.closed = True
-        calls = sorted(session.calls, key=lambda c: c.index)
-        if self.capture_dir is not None:
-            path = self.capture_dir / rollout_id / "calls.jsonl"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("".join(c.model_dump_json() + "\n" for c in calls), encoding="utf-8")
+        calls = RecordedCalls(sorted(session.calls, key=lambda c: c.index))
+        calls.dropped = session.dropped
+        if session.journal is not None:
+            tmp = session.journal.with_name(".calls.jsonl.tmp")
+            tmp.write_text("".join(c.model_dump_json() + "\n" for c in calls), encoding="utf-8")
+            os.replace(tmp, session.journal)
         return calls
+
+
+class RecordedCalls(list[ModelCall]):
+    """A closed session's calls in order of arrival, and how many it could not record."""
+
+    dropped: int = 0

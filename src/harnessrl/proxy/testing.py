@@ -52,20 +52,32 @@ def scripted_deps(
     open_mode: bool = False,
     capture_dir: str | None = None,
     enable_thinking: bool = False,
+    max_context: int | None = None,
+    scorer: Any = None,
 ) -> ProxyDeps:
     """ProxyDeps over `ScriptedEngine(ChatFormat(qwen3_tokenizer()), turns)` (turns: messages, texts or
     `engines.scripted.Script`s); with `enable_thinking`, turns' reasoning is emitted as `<think>`.
-    The engine repeats its last turn when a prompt has more turns."""
+    The engine repeats its last turn when a prompt has more turns; `max_context` is its context (the
+    proxy's length check), `scorer` gives its log-probs (`ScriptedEngine`)."""
     from harnessrl.chat.format import ChatFormat
     from harnessrl.chat.tokenizers import qwen3_tokenizer
     from harnessrl.engines.scripted import ScriptedEngine
 
     fmt = ChatFormat(qwen3_tokenizer(), enable_thinking=enable_thinking)
-    engine: Generator = ScriptedEngine(fmt, list(turns), fault_calls=fault_calls, exhausted="repeat_last")
+    engine: Generator = ScriptedEngine(
+        fmt,
+        list(turns),
+        fault_calls=fault_calls,
+        exhausted="repeat_last",
+        max_context=max_context,
+        scorer=scorer,
+    )
     if delay_s > 0:
         engine = SlowEngine(engine, delay_s)
     sessions = SessionStore(capture_dir, open_mode=open_mode)
-    return default_deps(engine, fmt, sessions, config=config, sampling=sampling)
+    deps = default_deps(engine, fmt, sessions, config=config, sampling=sampling)
+    deps.context_length = max_context
+    return deps
 
 
 def scripted_proxy(turns: Sequence[Any], **kwargs: Any) -> ThreadedProxyServer:

@@ -215,6 +215,7 @@ class RolloutRunner:
         info = self.sessions.open(job.rollout_id)
         raw: ExecResult | None = None
         result: HarnessResult | None = None
+        dropped = 0
         try:
             inside = sandbox.endpoint_url or self.sessions.server_url
             endpoint = Endpoint(
@@ -235,10 +236,11 @@ class RolloutRunner:
         except HarnessError as e:
             _set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
         finally:
-            rollout.calls = self.sessions.close(job.rollout_id)
+            closed = self.sessions.close(job.rollout_id)
+            rollout.calls, dropped = list(closed), closed.dropped
             await self._close_sandbox(sandbox, workspace, rollout)
         if result is not None:
-            _status_from_harness(rollout, result)
+            _status_from_harness(rollout, result, dropped)
         return raw
 
     def _spec(self, task: Task, workspace: Path | None) -> SandboxSpec:
@@ -343,11 +345,13 @@ def _set_status(rollout: Rollout, status: RolloutStatus, reason: str) -> None:
         rollout.status_reason = reason[-2000:]
 
 
-def _status_from_harness(rollout: Rollout, result: HarnessResult) -> None:
+def _status_from_harness(rollout: Rollout, result: HarnessResult, dropped: int = 0) -> None:
     rollout.exit_code = result.exit_code
     rollout.final_message = result.final_message
     failed = [c for c in rollout.calls if c.error]
-    if result.timed_out:
+    if dropped:  # a rollout with a lost call must not be trained as if complete
+        _set_status(rollout, RolloutStatus.ENGINE_ERROR, f"{dropped} calls could not be recorded")
+    elif result.timed_out:
         _set_status(rollout, RolloutStatus.TIMEOUT, f"harness ran past its timeout ({result.error})")
     elif failed:
         first = failed[0]

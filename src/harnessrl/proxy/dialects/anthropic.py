@@ -2,11 +2,15 @@
 
 Accepted: `system` as a string or text blocks; `role: "system"` entries inside `messages` (Claude Code
 sends one); text, `thinking`, `redacted_thinking` (dropped: its content is opaque), `tool_use` and
-`tool_result` blocks; `cache_control`, `metadata`, `thinking`, `context_management` and
-`output_config` are accepted and ignored (they tune a hosted service, not what the turn means).
-Server tools (`web_search_*`, `code_execution_*`: types the API itself would execute) are dropped
-from the tool list. Rejected with a 400 naming the field: image / document blocks, client tools
-without a schema (`bash_*`, `computer_*`), stop sequences, forced `tool_choice`.
+`tool_result` blocks (`is_error: true` puts "Error: " before the result's text); `image` blocks in
+user turns and tool results become a short text placeholder for the text-only policy (or a 400 with
+`proxy.images = "reject"`); `tool_choice` none (tools not offered, stray calls dropped) and
+`disable_parallel_tool_use` (only the first call of a turn is returned). `cache_control`,
+`metadata`, `thinking`, `context_management` and `output_config` are accepted and ignored (they tune
+a hosted service, not what the turn means). Server tools (`web_search_*`, `code_execution_*`: types
+the API itself would execute) are dropped from the tool list. Rejected with a 400 naming the field:
+document blocks, client tools without a schema (`bash_*`, `computer_*`), stop sequences, forced
+`tool_choice`.
 
 A thinking block's `signature` is a digest of its text: clients store and send it back, nothing
 verifies it.
@@ -19,6 +23,7 @@ from typing import Any
 
 from harnessrl.proxy import sse
 from harnessrl.proxy.canonical import (
+    IMAGE_PLACEHOLDER,
     CanonicalRequest,
     Completion,
     expect,
@@ -38,16 +43,22 @@ _ERROR_TYPES = {
     529: "overloaded_error",
 }
 _SERVER_TOOL_PREFIXES = ("web_search_", "web_fetch_", "code_execution_")
+ERROR_PREFIX = "Error: "
+"""Put before the text of a `tool_result` with `is_error: true`, so the model sees that the tool failed."""
 
 
-def _text_of(content: Any, where: str) -> str:
-    """A string, or a list of text blocks, -> text. Other block types are a 400."""
+def _text_of(content: Any, where: str, images: bool = False) -> str:
+    """A string, or a list of text blocks, -> text. With `images`, an image block becomes
+    IMAGE_PLACEHOLDER (user turns and tool results); other block types are a 400."""
     if isinstance(content, str):
         return content
     parts: list[str] = []
     for j, block in enumerate(expect(content, list, where)):
         bw = f"{where}[{j}]"
         kind = expect(block, dict, bw).get("type")
+        if kind == "image" and images:
+            parts.append(IMAGE_PLACEHOLDER)
+            continue
         if kind != "text":
             raise RequestError(f"{bw}.type={kind!r} is not supported here (text only)", param=f"{bw}.type")
         parts.append(expect(block.get("text", ""), str, f"{bw}.text"))
@@ -92,9 +103,13 @@ def _user(content: Any, where: str) -> list[ChatMessage]:
         kind = expect(block, dict, bw).get("type")
         if kind == "text":
             texts.append(expect(block.get("text", ""), str, f"{bw}.text"))
+        elif kind == "image":
+            texts.append(IMAGE_PLACEHOLDER)
         elif kind == "tool_result":
             call_id = expect(block.get("tool_use_id"), str, f"{bw}.tool_use_id")
-            text = _text_of(block.get("content", ""), f"{bw}.content")
+            text = _text_of(block.get("content", ""), f"{bw}.content", images=True)
+            if block.get("is_error") is True:
+                text = ERROR_PREFIX + text
             out.append(ChatMessage(role="tool", content=text, tool_call_id=call_id))
         else:
             raise RequestError(
@@ -158,15 +173,18 @@ class AnthropicDialect:
         if body.get("stop_sequences"):
             raise RequestError("stop_sequences is not supported", param="stop_sequences")
         tools = _tools(body.get("tools") or [])
-        if reject_forced_tool_choice(body.get("tool_choice"), ("auto",)):
-            tools = []
+        choice = body.get("tool_choice")
+        none = reject_forced_tool_choice(choice, ("auto",))
+        serial = isinstance(choice, dict) and choice.get("disable_parallel_tool_use") is True
         return CanonicalRequest(
             dialect=self.name,
             model=str(body.get("model", "")),
             messages=_messages(body),
-            tools=tools,
+            tools=[] if none else tools,
             max_tokens=optional_int(body, "max_tokens"),
             stream=body.get("stream") is True,
+            tool_choice_none=none,
+            parallel_tool_calls=not serial,
         )
 
     def _blocks(self, c: Completion) -> list[dict[str, Any]]:
@@ -245,7 +263,9 @@ class AnthropicDialect:
         out.append(sse.event({"type": "message_stop"}, "message_stop"))
         return out
 
-    def error_json(self, status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    def error_json(
+        self, status: int, message: str, param: str | None = None, code: str | None = None
+    ) -> dict[str, Any]:
         return {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}}
 
     def stream_error(self, req: CanonicalRequest, response_id: str, status: int, message: str) -> list[bytes]:

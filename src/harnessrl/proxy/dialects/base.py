@@ -36,7 +36,9 @@ class Dialect(Protocol):
         """The rest of the stream, in order, through its terminal event."""
         ...
 
-    def error_json(self, status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    def error_json(
+        self, status: int, message: str, param: str | None = None, code: str | None = None
+    ) -> dict[str, Any]:
         """This API's error body."""
         ...
 

@@ -3,11 +3,15 @@
 Accepted: system / developer / user / assistant / tool messages with string, null or text-part
 content; assistant `tool_calls` (function and custom); `reasoning_content` (or `reasoning`) on
 assistant messages, the field vLLM-style servers use, which is also where this proxy returns reasoning;
-`tools` (function and custom); `tool_choice` auto / none; `stream_options.include_usage`;
-`max_completion_tokens` / `max_tokens`. Ignored: `temperature`, `top_p`, `seed`, `logprobs`,
-`parallel_tool_calls`, `user`, `metadata`, `store` (sampling is the trainer's, not the harness's).
-Rejected with a 400 naming the field: `n` > 1, image / audio / file parts, `stop`, a structured
-`response_format`, forced `tool_choice`, legacy `function` messages.
+`tools` (function and custom); `tool_choice` auto / none (none: tools not offered, stray calls
+dropped); `parallel_tool_calls: false` (only the first call of a turn is returned);
+`stream_options.include_usage`; `max_completion_tokens` / `max_tokens`; `logprobs: true` (every
+sampled token with its sampling log-prob, in OpenAI's `choices[].logprobs.content` shape; in a
+stream, on the last chunk); `image_url` parts become a short text placeholder (or a 400 with
+`proxy.images = "reject"`). Ignored: `temperature`, `top_p`, `seed`, `user`, `metadata`, `store`
+(sampling is the trainer's, not the harness's). Rejected with a 400 naming the field: `n` > 1,
+audio / file parts, `stop`, `top_logprobs` > 0, a structured `response_format`, forced
+`tool_choice`, legacy `function` messages.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 
 from harnessrl.proxy import sse
 from harnessrl.proxy.canonical import (
+    IMAGE_PLACEHOLDER,
     CanonicalRequest,
     Completion,
     expect,
@@ -35,10 +40,23 @@ _ERROR_TYPES = {
 }
 
 
-def openai_error(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+def openai_error(
+    status: int, message: str, param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
     """The error body shared by both OpenAI APIs."""
     kind = _ERROR_TYPES.get(status, "server_error")
-    return {"error": {"message": message, "type": kind, "param": param, "code": None}}
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def _logprobs(c: Completion) -> dict[str, Any] | None:
+    """OpenAI's `logprobs` object for every sampled token (the end-of-turn token included), or None."""
+    if c.logprobs is None:
+        return None
+    content = [
+        {"token": text, "logprob": lp, "bytes": list(text.encode()), "top_logprobs": []}
+        for text, lp in c.logprobs
+    ]
+    return {"content": content, "refusal": None}
 
 
 def freeform_parameters(description: str) -> dict[str, Any]:
@@ -57,6 +75,8 @@ def _content(content: Any, where: str) -> str:
             parts.append(expect(part.get("text", ""), str, f"{pw}.text"))
         elif kind == "refusal":
             parts.append(expect(part.get("refusal", ""), str, f"{pw}.refusal"))
+        elif kind == "image_url":
+            parts.append(IMAGE_PLACEHOLDER)
         else:
             raise RequestError(f"{pw}.type={kind!r} is not supported (text only)", param=f"{pw}.type")
     return join_text(parts)
@@ -131,6 +151,12 @@ def _check_unsupported(body: dict[str, Any]) -> None:
         raise RequestError("n must be 1: one completion per request", param="n")
     if body.get("stop"):
         raise RequestError("stop is not supported", param="stop")
+    top = body.get("top_logprobs")
+    if top is not None and top != 0:
+        raise RequestError(
+            "top_logprobs is not supported (the engine records only the sampled token's log-prob)",
+            param="top_logprobs",
+        )
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") not in (None, "text"):
         raise RequestError(
@@ -150,8 +176,7 @@ class OpenAIChatDialect:
             for i, m in enumerate(expect(body.get("messages"), list, "messages"))
         ]
         tools, custom = _tools(body.get("tools") or [])
-        if reject_forced_tool_choice(body.get("tool_choice"), ("auto",)):
-            tools = []
+        none = reject_forced_tool_choice(body.get("tool_choice"), ("auto",))
         options = body.get("stream_options") or {}
         expect(options, dict, "stream_options")
         max_tokens = optional_int(body, "max_completion_tokens") or optional_int(body, "max_tokens")
@@ -159,9 +184,12 @@ class OpenAIChatDialect:
             dialect=self.name,
             model=str(body.get("model", "")),
             messages=messages,
-            tools=tools,
+            tools=[] if none else tools,
             max_tokens=max_tokens,
             stream=body.get("stream") is True,
+            tool_choice_none=none,
+            parallel_tool_calls=body.get("parallel_tool_calls") is not False,
+            logprobs=body.get("logprobs") is True,
             options={"include_usage": options.get("include_usage") is True, "custom_tools": custom},
         )
 
@@ -196,7 +224,7 @@ class OpenAIChatDialect:
             message["reasoning_content"] = c.reasoning
         if c.tool_calls:
             message["tool_calls"] = [self._wire_call(tc) for tc in c.tool_calls]
-        choice = {"index": 0, "message": message, "finish_reason": self._finish(c), "logprobs": None}
+        choice = {"index": 0, "message": message, "finish_reason": self._finish(c), "logprobs": _logprobs(c)}
         return {
             "id": c.response_id,
             "object": "chat.completion",
@@ -212,13 +240,13 @@ class OpenAIChatDialect:
     def stream_events(self, req: CanonicalRequest, c: Completion) -> list[bytes]:
         include_usage = bool(req.options.get("include_usage"))
 
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        def chunk(delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
             body: dict[str, Any] = {
                 "id": c.response_id,
                 "object": "chat.completion.chunk",
                 "created": c.created,
                 "model": c.model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": logprobs}],
             }
             if include_usage:
                 body["usage"] = None
@@ -243,7 +271,7 @@ class OpenAIChatDialect:
             out.append(chunk({"tool_calls": [head]}))
             args = wire["function"]["arguments"]
             out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": args}}]}))
-        out.append(chunk({}, self._finish(c)))
+        out.append(chunk({}, self._finish(c), _logprobs(c)))
         if include_usage:
             usage = {
                 "id": c.response_id,
@@ -255,8 +283,10 @@ class OpenAIChatDialect:
         out.append(sse.DONE)
         return out
 
-    def error_json(self, status: int, message: str, param: str | None = None) -> dict[str, Any]:
-        return openai_error(status, message, param)
+    def error_json(
+        self, status: int, message: str, param: str | None = None, code: str | None = None
+    ) -> dict[str, Any]:
+        return openai_error(status, message, param, code)
 
     def stream_error(self, req: CanonicalRequest, response_id: str, status: int, message: str) -> list[bytes]:
         return [sse.event(openai_error(status, message))]

@@ -61,20 +61,23 @@ class OpenAIResponsesDialect:
         fmt = expect(text, dict, "text").get("format") if text is not None else None
         if isinstance(fmt, dict) and fmt.get("type") not in (None, "text"):
             raise RequestError(f"text.format.type={fmt.get('type')!r} is not supported", param="text.format")
-        tools, custom, local_shell = parse_tools(body.get("tools") or [])
-        if reject_forced_tool_choice(body.get("tool_choice"), ("auto",)):
-            tools = []
+        _check_unsupported(body)
+        tools = parse_tools(body.get("tools") or [])
+        none = reject_forced_tool_choice(body.get("tool_choice"), ("auto",))
         include = body.get("include") or []
         return CanonicalRequest(
             dialect=self.name,
             model=str(body.get("model", "")),
             messages=parse_input(body),
-            tools=tools,
+            tools=[] if none else tools.specs,
             max_tokens=optional_int(body, "max_output_tokens"),
             stream=body.get("stream") is True,
+            tool_choice_none=none,
+            parallel_tool_calls=body.get("parallel_tool_calls") is not False,
             options={
-                "custom_tools": custom,
-                "local_shell": local_shell,
+                "custom_tools": tools.custom,
+                "local_shell": tools.local_shell,
+                "namespaced": tools.namespaced,
                 "encrypted_reasoning": "reasoning.encrypted_content" in include,
             },
         )
@@ -104,14 +107,16 @@ class OpenAIResponsesDialect:
                     "content": content,
                 }
             )
+        namespaced = req.options.get("namespaced") or {}
         for k, tc in enumerate(c.tool_calls):
+            name = _wire_name(tc.name, namespaced)
             if tc.type == "custom":
                 text = tc.arguments.get("input", "")
                 item = {
                     "type": "custom_tool_call",
                     "id": f"ctc_{suffix}_{k}",
                     "call_id": tc.id,
-                    "name": tc.name,
+                    **name,
                 }
                 items.append({**item, "input": text if isinstance(text, str) else sse.dumps(text)})
             elif tc.name == LOCAL_SHELL and req.options.get("local_shell"):
@@ -124,7 +129,7 @@ class OpenAIResponsesDialect:
                 }
                 items.append({**item, "action": action})
             else:
-                item = {"type": "function_call", "id": f"fc_{suffix}_{k}", "call_id": tc.id, "name": tc.name}
+                item = {"type": "function_call", "id": f"fc_{suffix}_{k}", "call_id": tc.id, **name}
                 items.append({**item, "arguments": sse.dumps(tc.arguments), "status": "completed"})
         return items
 
@@ -170,14 +175,44 @@ class OpenAIResponsesDialect:
             out.append(sse.event(ev, ev["type"]))
         return out
 
-    def error_json(self, status: int, message: str, param: str | None = None) -> dict[str, Any]:
-        return openai_error(status, message, param)
+    def error_json(
+        self, status: int, message: str, param: str | None = None, code: str | None = None
+    ) -> dict[str, Any]:
+        return openai_error(status, message, param, code)
 
     def stream_error(self, req: CanonicalRequest, response_id: str, status: int, message: str) -> list[bytes]:
         body = _response(req, response_id, int(time.time()), "failed")
         body["error"] = {"code": "server_error", "message": message}
         ev = {"type": "response.failed", "sequence_number": _HEAD_EVENTS, "response": body}
         return [sse.event(ev, "response.failed")]
+
+
+def _wire_name(name: str, namespaced: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """`name` (and `namespace`) of a call item: a namespaced tool's call names its namespace apart."""
+    if name in namespaced:
+        namespace, short = namespaced[name]
+        return {"name": short, "namespace": namespace}
+    return {"name": name}
+
+
+_UNSUPPORTED = {
+    "conversation": "conversation is not supported (no server-side state is kept; send the full input)",
+    "background": "background=true is not supported (responses are generated while the request waits)",
+}
+
+
+def _check_unsupported(body: dict[str, Any]) -> None:
+    """Fields that would change what the response means: a 400 naming each."""
+    if body.get("conversation") is not None:
+        raise RequestError(_UNSUPPORTED["conversation"], param="conversation")
+    if body.get("background") is True:
+        raise RequestError(_UNSUPPORTED["background"], param="background")
+    top = body.get("top_logprobs")
+    if top is not None and top != 0:
+        raise RequestError(
+            "top_logprobs is not supported (the engine records only the sampled token's log-prob)",
+            param="top_logprobs",
+        )
 
 
 def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:

@@ -7,20 +7,29 @@ refusal parts), `function_call` / `function_call_output`, `custom_tool_call` / `
 items (reasoning, message, calls) form one assistant turn, as the model produced them.
 
 Tools: function, custom (shown to the model as one string argument `input`), `local_shell` (shown as
-a function `local_shell(command: string[], workdir?, timeout_ms?)`), and tools with a `parameters`
-schema that the client executes itself (Codex's `tool_search`). Hosted tools that the API provider
+a function `local_shell(command: string[], workdir?, timeout_ms?)`), tools with a `parameters`
+schema that the client executes itself (Codex's `tool_search`), and `namespace` tools (a group of
+function / custom tools; Codex sends one, `multi_agent_v1`, for models it has no metadata for). A
+namespaced tool is shown to the model as `<namespace>.<name>` (`namespaced_name`), the qualified
+form OpenAI's own models call functions by; its calls go back to the client as `function_call` /
+`custom_tool_call` items with `name` and `namespace` apart, the shape of the Responses API, and
+those items sent back in `input` are read into the same qualified name. Hosted tools that the API provider
 would execute (`web_search`, `file_search`, `code_interpreter`, ...) are dropped: we cannot run them,
 and not offering a tool does not change what the conversation means.
 
-Rejected with a 400 naming the field: images and files, `item_reference` and `previous_response_id`
-(no server-side conversation state is kept), unknown item types, structured `text.format`.
+`input_image` parts (in messages and tool outputs: Codex's `view_image`) become a short text
+placeholder for the text-only policy (or a 400 with `proxy.images = "reject"`). Rejected with a 400
+naming the field: files, `item_reference`, `previous_response_id` and `conversation` (no server-side
+conversation state is kept), `background`, `top_logprobs` > 0, unknown item types, structured
+`text.format`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from harnessrl.proxy.canonical import expect, join_text, parse_arguments
+from harnessrl.proxy.canonical import IMAGE_PLACEHOLDER, expect, join_text, parse_arguments
 from harnessrl.proxy.dialects.openai_chat import freeform_parameters
 from harnessrl.types import ChatMessage, RequestError, ToolCall, ToolSpec
 
@@ -57,6 +66,8 @@ def _parts(content: Any, where: str) -> str:
             texts.append(expect(part.get("text", ""), str, f"{pw}.text"))
         elif kind == "refusal":
             texts.append(expect(part.get("refusal", ""), str, f"{pw}.refusal"))
+        elif kind == "input_image":
+            texts.append(IMAGE_PLACEHOLDER)
         else:
             raise RequestError(f"{pw}.type={kind!r} is not supported (text only)", param=f"{pw}.type")
     return join_text(texts)
@@ -67,15 +78,27 @@ def _output_text(raw: Any, where: str) -> str:
     return _parts(raw if raw is not None else "", where)
 
 
+def namespaced_name(namespace: str, name: str) -> str:
+    """The name the model sees (and calls) for tool `name` of namespace `namespace`."""
+    return f"{namespace}.{name}"
+
+
+def _item_name(item: dict[str, Any], where: str) -> str:
+    name = expect(item.get("name"), str, f"{where}.name")
+    namespace = item.get("namespace")
+    if namespace is None or namespace == "":
+        return name
+    return namespaced_name(expect(namespace, str, f"{where}.namespace"), name)
+
+
 def _call(item: dict[str, Any], kind: str, where: str) -> ToolCall:
     call_id = str(item.get("call_id") or item.get("id") or "")
     if kind == "function_call":
         args = parse_arguments(item.get("arguments"), f"{where}.arguments")
-        return ToolCall(id=call_id, name=expect(item.get("name"), str, f"{where}.name"), arguments=args)
+        return ToolCall(id=call_id, name=_item_name(item, where), arguments=args)
     if kind == "custom_tool_call":
         text = expect(item.get("input", ""), str, f"{where}.input")
-        name = expect(item.get("name"), str, f"{where}.name")
-        return ToolCall(id=call_id, name=name, arguments={"input": text}, type="custom")
+        return ToolCall(id=call_id, name=_item_name(item, where), arguments={"input": text}, type="custom")
     action = dict(expect(item.get("action"), dict, f"{where}.action"))
     action.pop("type", None)
     return ToolCall(id=call_id, name=LOCAL_SHELL, arguments=action)
@@ -143,38 +166,69 @@ def parse_input(body: dict[str, Any]) -> list[ChatMessage]:
     return builder.messages
 
 
-def parse_tools(raw: Any) -> tuple[list[ToolSpec], list[str], bool]:
-    """-> (tool specs, names of freeform tools, whether local_shell is offered)."""
-    tools: list[ToolSpec] = []
-    custom: list[str] = []
-    local_shell = False
+@dataclass
+class Tools:
+    """What `parse_tools` read from the request's `tools`."""
+
+    specs: list[ToolSpec] = field(default_factory=list)
+    custom: list[str] = field(default_factory=list)
+    """Names of freeform tools (as the model sees them)."""
+    local_shell: bool = False
+    namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Model-visible name -> (namespace, name) for the tools of `namespace` tools."""
+
+
+def _function_spec(tool: dict[str, Any], where: str, name: str) -> ToolSpec:
+    desc = expect(tool.get("description", ""), str, f"{where}.description")
+    params = tool.get("parameters") or {"type": "object", "properties": {}}
+    return ToolSpec(name=name, description=desc, parameters=expect(params, dict, f"{where}.parameters"))
+
+
+def _custom_spec(tool: dict[str, Any], where: str, name: str) -> ToolSpec:
+    desc = expect(tool.get("description", ""), str, f"{where}.description")
+    return ToolSpec(name=name, description=desc, parameters=freeform_parameters(desc), type="custom")
+
+
+def _namespace(tool: dict[str, Any], where: str, out: Tools) -> None:
+    namespace = expect(tool.get("name"), str, f"{where}.name")
+    for j, inner in enumerate(expect(tool.get("tools"), list, f"{where}.tools")):
+        iw = f"{where}.tools[{j}]"
+        kind = expect(inner, dict, iw).get("type", "function")
+        name = expect(inner.get("name"), str, f"{iw}.name")
+        qualified = namespaced_name(namespace, name)
+        if kind == "function":
+            out.specs.append(_function_spec(inner, iw, qualified))
+        elif kind == "custom":
+            out.specs.append(_custom_spec(inner, iw, qualified))
+            out.custom.append(qualified)
+        else:
+            raise RequestError(f"{iw}.type={kind!r} is not supported (function, custom)", param=f"{iw}.type")
+        out.namespaced[qualified] = (namespace, name)
+
+
+def parse_tools(raw: Any) -> Tools:
+    """The request's `tools` -> specs shown to the model, and what formatting the calls needs."""
+    out = Tools()
     for i, tool in enumerate(expect(raw, list, "tools")):
         where = f"tools[{i}]"
         kind = expect(tool, dict, where).get("type")
         if kind in _HOSTED_TOOLS:
             continue
-        name = tool.get("name", kind)
-        desc = expect(tool.get("description", ""), str, f"{where}.description")
         if kind == "custom":
-            name = expect(name, str, f"{where}.name")
-            tools.append(
-                ToolSpec(name=name, description=desc, parameters=freeform_parameters(desc), type="custom")
-            )
-            custom.append(name)
+            name = expect(tool.get("name"), str, f"{where}.name")
+            out.specs.append(_custom_spec(tool, where, name))
+            out.custom.append(name)
         elif kind == LOCAL_SHELL:
-            tools.append(
+            out.specs.append(
                 ToolSpec(name=LOCAL_SHELL, description="Run a shell command.", parameters=_LOCAL_SHELL_SCHEMA)
             )
-            local_shell = True
+            out.local_shell = True
+        elif kind == "namespace":
+            _namespace(tool, where, out)
         elif kind == "function" or isinstance(tool.get("parameters"), dict):
-            params = tool.get("parameters") or {"type": "object", "properties": {}}
-            tools.append(
-                ToolSpec(
-                    name=expect(name, str, f"{where}.name"),
-                    description=desc,
-                    parameters=expect(params, dict, f"{where}.parameters"),
-                )
+            out.specs.append(
+                _function_spec(tool, where, expect(tool.get("name", kind), str, f"{where}.name"))
             )
         else:
             raise RequestError(f"{where}.type={kind!r} is not supported", param=f"{where}.type")
-    return tools, custom, local_shell
+    return out

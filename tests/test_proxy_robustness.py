@@ -1,0 +1,260 @@
+"""The proxy under hostile or unlucky clients: bodies that break Python's JSON parser, slowloris
+headers, too many connections, a huge prompt next to another session's call, clients that give up on
+a non-streaming call, and calls the record stage loses. Real uvicorn on 127.0.0.1, scripted engine.
+No test waits on a fixed sleep for an outcome: each polls a condition under a generous deadline."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from harnessrl.config import ProxyConfig
+from harnessrl.harnesses.base import HarnessResult
+from harnessrl.proxy.server import ThreadedProxyServer
+from harnessrl.proxy.testing import scripted_proxy
+from harnessrl.rollout.runner import _status_from_harness
+from harnessrl.types import Rollout, RolloutStatus
+
+ANTHROPIC = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+RESPONSES = {"model": "m", "input": "hi"}
+
+
+def wait_for(cond: Callable[[], Any], timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ThreadedProxyServer]:
+    s = scripted_proxy(["done"]).start()
+    yield s
+    s.stop()
+
+
+def addr(server: ThreadedProxyServer) -> tuple[str, int]:
+    host, port = server.url.removeprefix("http://").split(":")
+    return host, int(port)
+
+
+# -- bodies that break the JSON parser -------------------------------------------------------------------
+
+DEEP = b'{"model": "m", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+MIDDLE = b'{"model": "m", "messages": ' + b"[" * 500 + b"]" * 500 + b"}"  # parses, but too deep
+HUGE_INT = b'{"model": "m", "max_tokens": ' + b"9" * 5000 + b', "messages": []}'
+
+
+@pytest.mark.parametrize("body", [DEEP, MIDDLE, HUGE_INT], ids=["deep", "middle", "huge_int"])
+def test_deep_json_and_huge_integers_are_400_in_each_api_shape(
+    server: ThreadedProxyServer, body: bytes
+) -> None:
+    info = server.server.deps.sessions.open(f"json-{len(body)}")
+    headers = {"content-type": "application/json"}
+    a = httpx.post(info.base_url + "/v1/messages", content=body, headers=headers)
+    assert (a.status_code, a.json()["type"], a.json()["error"]["type"]) == (
+        400,
+        "error",
+        "invalid_request_error",
+    )
+    for route in ("/chat/completions", "/responses"):
+        r = httpx.post(info.openai_base_url + route, content=body, headers=headers)
+        assert (r.status_code, r.json()["error"]["type"]) == (400, "invalid_request_error")
+    expected = "Exceeds the limit (4300 digits)" if body is HUGE_INT else "nests deeper than 256 levels"
+    assert expected in a.json()["error"]["message"]
+    # brackets inside strings do not count
+    text = {**ANTHROPIC, "messages": [{"role": "user", "content": "[" * 5000}]}
+    assert httpx.post(info.base_url + "/v1/messages", json=text).status_code == 200
+
+
+# -- connections -----------------------------------------------------------------------------------------
+
+
+def test_slowloris_headers_are_cut_off_at_the_header_deadline() -> None:
+    server = scripted_proxy(["done"], config=ProxyConfig(header_timeout_s=2.0)).start()
+    try:
+        head = (
+            b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            + b"x-pad: "
+            + b"a" * 100
+        )
+        start = time.monotonic()
+        sent = 0
+        with socket.create_connection(addr(server)) as sock:
+            sock.settimeout(30)
+            try:
+                for byte in head:  # one byte a second: the headers would take ~2 minutes
+                    sock.sendall(bytes([byte]))
+                    sent += 1
+                    time.sleep(1.0)
+                    if time.monotonic() - start > 60:
+                        break
+                closed_by_server = sock.recv(1) == b""
+            except (ConnectionResetError, BrokenPipeError):
+                closed_by_server = True
+        elapsed = time.monotonic() - start
+        assert closed_by_server
+        assert sent < len(head) and elapsed < 30, (sent, elapsed)
+        # a normal client on a fresh connection is served
+        info = server.server.deps.sessions.open("after")
+        assert httpx.post(info.base_url + "/v1/messages", json=ANTHROPIC).status_code == 200
+    finally:
+        server.stop()
+
+
+def test_connections_past_the_cap_get_503() -> None:
+    server = scripted_proxy(["done"], config=ProxyConfig(max_connections=2)).start()
+    idle: list[socket.socket] = []
+    try:
+        info = server.server.deps.sessions.open("cap")
+        for _ in range(2):
+            idle.append(socket.create_connection(addr(server)))
+        wait_for(lambda: httpx.post(info.base_url + "/v1/messages", json=ANTHROPIC).status_code == 503)
+        for sock in idle:
+            sock.close()
+        idle.clear()
+        wait_for(lambda: httpx.post(info.base_url + "/v1/messages", json=ANTHROPIC).status_code == 200)
+    finally:
+        for sock in idle:
+            sock.close()
+        server.stop()
+
+
+# -- a huge prompt does not stall other sessions ------------------------------------------------------------
+
+
+def test_a_capped_huge_prompt_gets_its_error_while_another_session_is_served() -> None:
+    server = scripted_proxy(["done"], config=ProxyConfig(max_prompt_tokens=100_000)).start()
+    deps = server.server.deps
+    started, release = threading.Event(), threading.Event()
+    real = deps.build_prompt
+
+    def gated(fmt: Any, messages: Any, tools: Any, history: Any) -> Any:
+        if len(messages[-1].content) > 100_000:  # the huge request: hold it until the small one is done
+            started.set()
+            release.wait(timeout=120)
+        return real(fmt, messages, tools, history)
+
+    deps.build_prompt = gated
+    result: dict[str, httpx.Response] = {}
+    big, small = deps.sessions.open("big"), deps.sessions.open("small")
+    body = {**ANTHROPIC, "messages": [{"role": "user", "content": "lorem ipsum " * 100_000}]}  # 1.2 MB
+
+    def send_big() -> None:
+        result["big"] = httpx.post(big.base_url + "/v1/messages", json=body, timeout=180)
+
+    thread = threading.Thread(target=send_big, daemon=True)
+    thread.start()
+    try:
+        assert started.wait(timeout=120)
+        # rendering the big one runs in a worker thread: the event loop still serves this call
+        r = httpx.post(small.base_url + "/v1/messages", json=ANTHROPIC, timeout=60)
+        assert r.json()["content"] == [{"type": "text", "text": "done"}]
+    finally:
+        release.set()
+        thread.join(timeout=180)
+        server.stop()
+    r = result["big"]
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+    assert r.json()["error"]["message"].startswith("prompt is too long: ")
+    assert "> 100000 maximum (proxy.max_prompt_tokens is 100000;" in r.json()["error"]["message"]
+
+
+def test_a_prompt_too_long_to_tokenize_is_refused_from_its_length() -> None:
+    server = scripted_proxy(["done"], config=ProxyConfig(max_prompt_tokens=1000)).start()
+    try:
+        info = server.server.deps.sessions.open("chars")
+        body = {**CHAT, "messages": [{"role": "user", "content": "x" * 64_000}]}
+        r = httpx.post(info.openai_base_url + "/chat/completions", json=body)
+        err = r.json()["error"]
+        assert (r.status_code, err["code"], err["param"]) == (400, "context_length_exceeded", "messages")
+        assert err["message"].startswith(
+            "This model's maximum context length is 1000 tokens. However, your messages resulted in 2000 "
+            "tokens. Please reduce the length of the messages. (64000 characters, so at least 2000 tokens; "
+            "proxy.max_prompt_tokens is 1000;"
+        )
+    finally:
+        server.stop()
+
+
+# -- non-streaming clients that give up ------------------------------------------------------------------
+
+
+def test_non_streaming_calls_of_a_client_that_timed_out_are_partial() -> None:
+    # the engine takes 10 s; the SDK gives up after 0.5 s and retries once: neither answer is delivered
+    server = scripted_proxy(["done"], delay_s=10.0).start()
+    try:
+        sessions = server.server.deps.sessions
+        info = sessions.open("gave-up")
+        client = openai.OpenAI(base_url=info.openai_base_url, api_key=info.token, timeout=0.5, max_retries=1)
+        with pytest.raises(openai.APITimeoutError):
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        recorded = wait_for(lambda: len(sessions.calls("gave-up")) == 2 and sessions.calls("gave-up"), 120)
+        assert [(c.partial, c.text) for c in recorded] == [(True, "done"), (True, "done")]
+        assert recorded[1].replay_of == recorded[0].call_id  # the retry replayed, nothing re-sampled
+        # a client that waits gets its answer, not partial
+        patient = openai.OpenAI(base_url=info.openai_base_url, api_key=info.token, timeout=120, max_retries=0)
+        done = patient.chat.completions.create(model="m", messages=[{"role": "user", "content": "again"}])
+        assert done.choices[0].message.content == "done"
+        assert sessions.calls("gave-up")[2].partial is False
+    finally:
+        server.stop()
+
+
+# -- calls the record stage loses ------------------------------------------------------------------------
+
+
+def test_lost_calls_are_counted_and_the_rollout_is_an_engine_error() -> None:
+    server = scripted_proxy(["done"]).start()
+    try:
+        sessions = server.server.deps.sessions
+        info = sessions.open("lossy")
+        session = sessions._by_rollout["lossy"]
+
+        def broken(call: Any) -> None:
+            raise OSError("disk full")
+
+        session.record = broken  # type: ignore[method-assign]
+        r = httpx.post(info.base_url + "/v1/messages", json=ANTHROPIC)
+        assert r.json()["content"] == [{"type": "text", "text": "done"}]  # serving goes on
+        assert sessions.dropped("lossy") == 1
+        closed = server.call(_close(sessions, "lossy"))
+        assert (list(closed), closed.dropped) == ([], 1)
+    finally:
+        server.stop()
+    rollout = Rollout(rollout_id="lossy", task_id="t", harness="claude-code")
+    _status_from_harness(rollout, HarnessResult(ok=True, exit_code=0), closed.dropped)
+    assert (rollout.status, rollout.status_reason) == (
+        RolloutStatus.ENGINE_ERROR,
+        "1 calls could not be recorded",
+    )
+    whole = Rollout(rollout_id="whole", task_id="t", harness="claude-code")
+    _status_from_harness(whole, HarnessResult(ok=True, exit_code=0), 0)
+    assert whole.status is RolloutStatus.OK
+
+
+async def _close(sessions: Any, rollout_id: str) -> Any:
+    return sessions.close(rollout_id)
+
+
+def test_body_json_stays_valid_after_the_depth_scan(server: ThreadedProxyServer) -> None:
+    info = server.server.deps.sessions.open("escapes")
+    tricky = {**ANTHROPIC, "messages": [{"role": "user", "content": '\\"[[[' + "{" * 300 + '"'}]}
+    r = httpx.post(
+        info.base_url + "/v1/messages",
+        content=json.dumps(tricky).encode(),
+        headers={"content-type": "application/json"},
+    )
+    assert r.status_code == 200
