@@ -135,7 +135,7 @@ async def _pooled(pool: SandboxPool) -> None:
 
 async def _full(pool: SandboxPool) -> None:
     """Wait until the pool has refilled: what a real rollout (seconds of harness) always finds."""
-    while pool.idle < pool.size:
+    while pool.idle < pool.size and pool.refilling:  # a failed prewarm is not retried until acquire
         await asyncio.sleep(0.002)
 
 

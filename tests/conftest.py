@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -33,3 +34,21 @@ def sb_base() -> Iterator[Path]:
     yield base
     sweep_stale(base)
     shutil.rmtree(base, ignore_errors=True)
+
+
+PREREQUISITES = {
+    "bwrap": "bubblewrap (scripts/setup installs it with apt-get)",
+    "npm": "npm (the real-harness tests install Claude Code, Codex and OpenClaw with it)",
+    "setpriv": "util-linux setpriv (sandboxes start as their own unprivileged uid through it)",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In CI a missing system prerequisite fails the run at once instead of skipping its tests."""
+    if not os.environ.get("CI"):
+        return
+    missing = [why for name, why in PREREQUISITES.items() if shutil.which(name) is None]
+    if os.geteuid() != 0 and shutil.which("setpriv") is None:
+        missing = [m for m in missing if not m.startswith("util-linux")]
+    if missing:
+        raise pytest.UsageError("CI=true and prerequisites are missing: " + "; ".join(missing))

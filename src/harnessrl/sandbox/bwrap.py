@@ -92,10 +92,12 @@ def build_argv(
         raise FileNotFoundError("bwrap is not installed")
     python, py_binds = agent_python()
     base = root.parent
-    argv = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent"]
+    argv = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent"]
     argv += ["--new-session", "--as-pid-1", "--cap-drop", "ALL", "--uid", "0", "--gid", "0"]
-    if seccomp_fd is not None:
+    if seccomp_fd is not None:  # it refuses unshare, setns and clone(CLONE_NEWUSER) already
         argv += ["--seccomp", str(seccomp_fd)]
+    else:  # no filter on this architecture: have bwrap forbid nested user namespaces (a fork more)
+        argv += ["--disable-userns"]
     argv += system_args()
     argv += ["--ro-bind", str(root / "hosts"), "/etc/hosts"]
     # bwrap covers /proc/sys only where the sandbox could write it; namespaced sysctls (IPC limits,

@@ -90,6 +90,11 @@ class SandboxPool:
     def idle(self) -> int:
         return len(self._ready)
 
+    @property
+    def refilling(self) -> int:
+        """Creations under way."""
+        return len(self._filling)
+
     async def close(self) -> None:
         """Destroy every idle sandbox and stop refilling. Acquired sandboxes are the caller's."""
         self._closed = True
