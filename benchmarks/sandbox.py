@@ -37,7 +37,7 @@ from pathlib import Path
 
 from harnessrl.sandbox import Sandbox, SandboxPool, SandboxSpec
 from harnessrl.sandbox.bwrap import agent_python
-from harnessrl.sandbox.sandbox import default_base_dir
+from harnessrl.sandbox.folders import default_base_dir
 
 COMMAND = "printf hi > hello.txt"
 CLIENT = """

@@ -25,7 +25,7 @@ def shared_fixtures() -> Path:
 def sb_base() -> Iterator[Path]:
     """A sandbox base folder every sandbox uid can enter (pytest's own tmp_path sits under a 0700
     folder, which bwrap, started as the sandbox's unprivileged uid, cannot reach). Swept after."""
-    from harnessrl.sandbox.sandbox import default_base_dir, sweep_stale
+    from harnessrl.sandbox.folders import default_base_dir, sweep_stale
 
     parent = default_base_dir()
     parent.mkdir(mode=0o711, parents=True, exist_ok=True)

@@ -15,7 +15,8 @@ import pytest
 
 from harnessrl.sandbox import Sandbox, SandboxSpec, cgroups
 from harnessrl.sandbox.bwrap import agent_python, bwrap_path
-from harnessrl.sandbox.sandbox import read_output_fd, sweep_stale
+from harnessrl.sandbox.folders import sweep_stale
+from harnessrl.sandbox.sandbox import read_output_fd
 from harnessrl.types import SandboxError
 
 pytestmark = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
@@ -340,7 +341,7 @@ async def test_bridge_streams_without_buffering(sb_base: Path, tmp_path: Path) -
 
 
 async def test_agent_runs_compiled_once_and_falls_back_to_its_source(sb_base: Path, tmp_path: Path) -> None:
-    import harnessrl.sandbox.sandbox as sbmod
+    import harnessrl.sandbox.folders as sbmod
 
     python = agent_python()[0]
     pyc = sbmod.compiled_agent(python, tmp_path)

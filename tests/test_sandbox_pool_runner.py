@@ -10,9 +10,9 @@ import pytest
 
 from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.bwrap import bwrap_path, python_prefixes
+from harnessrl.sandbox.folders import default_base_dir
 from harnessrl.sandbox.pool import SandboxPool
 from harnessrl.sandbox.runner import SandboxCommandRunner, named_dirs
-from harnessrl.sandbox.sandbox import default_base_dir
 from harnessrl.tasks.loader import load_tasks
 from harnessrl.verify.selfcheck import self_check
 
