@@ -329,6 +329,8 @@ class Rollout(BaseModel):
     ended_at: float = 0.0
     workdir: str = ""
     """Directory holding this rollout's artifacts."""
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Seconds per phase: `agent` (sandbox + harness + calls), `verify` (checker and judge)."""
 
     @property
     def status_label(self) -> str:
