@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from harnessrl.trace.load import TraceInputError
@@ -56,8 +57,10 @@ def tokenizer_file(spec: str) -> Path:
     return path / "tokenizer.json" if path.is_dir() else path
 
 
+@lru_cache(maxsize=8)
 def load_tokenizer(spec: str) -> Decoder:
-    """A Decoder from a spec (see `tokenizer_file`); TraceInputError when there is no such file."""
+    """A Decoder from a spec (see `tokenizer_file`), loaded once per process; TraceInputError when
+    there is no such file."""
     from tokenizers import Tokenizer
 
     from harnessrl.chat.tokenizers import vocab_digest
