@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +174,14 @@ def test_console_errors_are_caught(tmp_path: Path) -> None:
     bad.write_text("<!doctype html><body>x<script>undefinedFunction()</script></body>")
     lines = render(bad, tmp_path / "bad.png", tmp_path / "profile")
     assert len(lines) == 1 and "Uncaught ReferenceError: undefinedFunction is not defined" in lines[0]
+
+
+def test_report_never_imports_torch() -> None:
+    code = (
+        "import sys, harnessrl.report.page, harnessrl.report.cli\n"
+        "import harnessrl.progress, harnessrl.train.metrics\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers')))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "[]\n"

@@ -4,6 +4,7 @@ and the progress display's lines and ETAs on a fake clock."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -124,3 +125,21 @@ def test_progress_lines_and_eta() -> None:
         == "[train step 1/3] rollouts 4/4 (failed 1, running 0) | 20 tokens | 12s elapsed, eta 0s (run 24s)"
     )
     assert p.batch_seconds == [12.0]
+
+
+def test_live_panel_on_a_terminal() -> None:
+    """On a terminal the counters are drawn by rich Live (a real rich Console on a terminal stream)."""
+    from rich.console import Console
+
+    out, lines = io.StringIO(), []
+    clock = FakeClock()
+    console = Console(file=out, force_terminal=True, width=160, color_system=None)
+    p = Progress(live=True, echo=lines.append, clock=clock, console=console)
+    assert Progress(live=None).live is False  # pytest's stdout is not a terminal: plain lines
+    with p:
+        p.start("eval codex", total=3, concurrency=3)
+        clock.now += 3
+        p.on_rollout_done(ROLLOUTS[4])
+        p.finish()
+    assert "[eval codex] rollouts 1/3 (failed 1, running 2) | 8 tokens | 3s elapsed, eta 6s" in out.getvalue()
+    assert lines == []  # nothing printed as plain lines while live

@@ -64,6 +64,7 @@ class Progress:
         interval_s: float = 30.0,
         summary: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        console: Any = None,
     ) -> None:
         self.live = sys.stdout.isatty() if live is None else live
         self.echo = echo or (lambda line: print(line, flush=True))
@@ -71,6 +72,8 @@ class Progress:
         self.summary = summary
         """Print a closing line per batch when not live (train leaves it out: its step line follows)."""
         self.clock = clock
+        self.console = console
+        """The rich Console of the live panel (None: rich's default, stdout)."""
         self.state = BatchState()
         self.batch_seconds: list[float] = []
         """Wall seconds of each finished batch (the run ETA averages them)."""
@@ -83,7 +86,9 @@ class Progress:
         if self.live:
             from rich.live import Live
 
-            self._live = Live(get_renderable=self._panel, refresh_per_second=4, transient=True)
+            self._live = Live(
+                get_renderable=self._panel, refresh_per_second=4, transient=True, console=self.console
+            )
             self._live.start()
         return self
 
@@ -114,7 +119,9 @@ class Progress:
         st.failed += rollout.status is not RolloutStatus.OK
         st.tokens += sum(len(c.output_ids) for c in rollout.calls)
         now = self.clock()
-        if not self.live and st.done < st.total and now - self._last_line >= self.interval_s:
+        if self._live is not None:
+            self._live.refresh()
+        elif not self.live and st.done < st.total and now - self._last_line >= self.interval_s:
             self._last_line = now
             self.echo(self.line())
 
@@ -151,8 +158,10 @@ class Progress:
     def _panel(self) -> Any:
         from rich.progress_bar import ProgressBar
         from rich.table import Table
+        from rich.text import Text
 
         st = self.state
         grid = Table.grid(padding=(0, 1))
-        grid.add_row(ProgressBar(total=max(st.total, 1), completed=st.done, width=30), self.line())
+        bar = ProgressBar(total=max(st.total, 1), completed=st.done, width=30)
+        grid.add_row(bar, Text(self.line()))  # Text: no markup ("[eval codex]" is not a style tag)
         return grid
