@@ -23,6 +23,7 @@ from harnessrl.engines.hf import HFEngine
 from harnessrl.harnesses.registry import HARNESSES
 from harnessrl.harnesses.shell import Shell
 from harnessrl.protocols import SamplingParams
+from harnessrl.report.tbevents import read_scalars
 from harnessrl.rl.packing import layout_tree
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.train.loop import TrainLoop, build_trainer, collect_trees, trainer_config
@@ -173,6 +174,11 @@ async def test_one_full_step(tmp_path: Path) -> None:
 
     logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert logged == [json.loads(json.dumps(rec))]
+    out = rec["outcomes"]  # train/metrics.py: no shell reward reaches 1.0; every rollout made its call
+    assert (out["passed"], out["pass_rate"], out["calls"]) == (0, 0.0, 8)
+    assert out["seconds"]["agent"] > 0 and out["seconds"]["verify"] > 0
+    (events,) = (tmp_path / "run" / "tb").iterdir()
+    assert read_scalars(events)["status/harness_error"] == [(0, 2.0)]
     assert len(lines) == 1 and lines[0].startswith("step 1/1 | harness_error 2 ok 6 | reward ")
     assert (tmp_path / "run" / "checkpoints" / "step-00000001" / "state.pt").is_file()  # the last step
 

@@ -30,6 +30,8 @@ _GROUPS: list[tuple[str, str, str]] = [
     ("harnessrl.train.cli", "train", "train"),
     ("harnessrl.proxy.cli", "serve", "serve"),
     ("harnessrl.proxy.cli", "calls_app", "calls"),
+    ("harnessrl.report.cli", "plot", "plot"),
+    ("harnessrl.report.cli", "report", "report"),
 ]
 
 # (module, function, group, name): a command that joins a group defined in another package, e.g.

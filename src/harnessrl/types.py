@@ -278,6 +278,17 @@ class ModelCall(BaseModel):
     also sets a tag (`max_tokens_lowered`, `images_replaced`, `tool_calls_dropped`, `unknown_tool`)."""
     replaced_images: int = 0
     """Image parts of the request replaced by a text placeholder (the policy reads text only)."""
+    model_id: str = ""
+    """The engine's model id (`engine.model_id`: `SmolLM2-135M-Instruct`, `tiny-qwen3`, a checkpoint
+    folder, `scripted`); empty in records written before it was recorded."""
+    tokenizer: str = ""
+    """Where the tokenizer of these ids loads from: `qwen3` or a folder holding `tokenizer.json`
+    (`chat.tokenizers.tokenizer_spec`); `harnessrl tree show` decodes with it. Empty: unknown."""
+    tokenizer_digest: str = ""
+    """`chat.tokenizers.vocab_digest` of that tokenizer: decoding with one of another digest is refused."""
+    weights_version: int | None = None
+    """The engine's weights version the output was sampled with (bumped by each `update_weights`);
+    None when the engine does not say (or the call sampled nothing)."""
 
 
 class RolloutStatus(enum.StrEnum):
@@ -318,6 +329,8 @@ class Rollout(BaseModel):
     ended_at: float = 0.0
     workdir: str = ""
     """Directory holding this rollout's artifacts."""
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Seconds per phase: `agent` (sandbox + harness + calls), `verify` (checker and judge)."""
 
     @property
     def status_label(self) -> str:

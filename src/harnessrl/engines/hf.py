@@ -54,7 +54,7 @@ import torch
 
 from harnessrl.config import EngineConfig
 from harnessrl.engines.kv_cache import GrowingCache, cache_from, merge_rows, row_kv, select_rows
-from harnessrl.engines.models import load_model, load_tokenizer
+from harnessrl.engines.models import DEFAULT_NAME, load_model, load_tokenizer
 from harnessrl.engines.prefix_cache import PrefixCache
 from harnessrl.engines.sampling import sample_rows
 from harnessrl.protocols import GenerationResult, SamplingParams
@@ -176,6 +176,7 @@ class HFEngine:
         max_context: int | None = None,
         seed: int | None = None,
         prefix_cache_tokens: int = 8192,
+        model_id: str | None = None,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
@@ -185,6 +186,8 @@ class HFEngine:
         self.max_context = max_context or int(model.config.max_position_embeddings)
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
         self.device = next(model.parameters()).device
+        self.model_id = model_id or str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
+        """Recorded on every ModelCall (`from_config`: the configured model, `default` by its name)."""
         self.weights_version = 0
         self.stats = EngineStats()
         params = inspect.signature(model.forward).parameters
@@ -209,6 +212,7 @@ class HFEngine:
             max_batch=cfg.max_batch,
             max_context=cfg.context_length,
             prefix_cache_tokens=cfg.prefix_cache_tokens,
+            model_id=DEFAULT_NAME if cfg.model == "default" else str(cfg.model),
         )
 
     @property

@@ -81,8 +81,13 @@ class ScriptedEngine:
         fault_calls: Collection[int] = (),
         exhausted: Literal["error", "repeat_last"] = "error",
         max_context: int | None = None,
+        model_id: str = "scripted",
     ) -> None:
         self.fmt = fmt
+        self.model_id = model_id
+        """Recorded on every ModelCall."""
+        self.weights_version = 0
+        """Bumped by each `update_weights` that loads weights into the scoring model."""
         self.max_context = max_context
         """The context the proxy checks prompts against (None = none: a replay has no real limit)."""
         if scripts and all(isinstance(s, Script) for s in scripts):
@@ -136,7 +141,7 @@ class ScriptedEngine:
             logprobs = await self._logprobs(prompt_ids, output_ids, sampling.temperature)
         finally:
             self._inflight -= 1
-        meta = {"script": script, "turn": turn, "call": call}
+        meta = {"script": script, "turn": turn, "call": call, "weights_version": self.weights_version}
         return GenerationResult(output_ids, logprobs, finish, meta)
 
     async def _logprobs(self, prompt_ids: list[int], output_ids: list[int], temp: float) -> list[float]:
@@ -165,6 +170,7 @@ class ScriptedEngine:
         result = self.model.load_state_dict(state_dict, strict=False)
         if result.unexpected_keys:
             raise EngineError(f"unexpected weight names: {sorted(result.unexpected_keys)[:5]}")
+        self.weights_version += 1
 
     async def close(self) -> None:
         return None

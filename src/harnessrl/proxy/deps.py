@@ -3,7 +3,9 @@
 The proxy never imports an engine or a tokenizer directly. It needs `generate` from the engine;
 `stop_token_ids`, `parse` and `count_tokens` from the chat format; and the token-in-token-out splicer
 (`build_prompt` plus the `Turn` record it remembers). `default_deps` wires the real ones from
-`harnessrl.chat`; tests may wire anything that fits the slices.
+`harnessrl.chat`; tests may wire anything that fits the slices. It also reads what every recorded call
+says produced it: the engine's `model_id` and the tokenizer's spec and vocabulary digest (the engine's
+`weights_version` comes per call, from the generation result's `meta`).
 """
 
 from __future__ import annotations
@@ -78,6 +80,12 @@ class ProxyDeps:
     context_length: int | None = None
     """The engine's context in tokens (prompt + output); None = unknown (no length check, no room cap).
     `default_deps` takes it from the engine's `max_context`."""
+    model_id: str = ""
+    """Recorded on every ModelCall: the engine's `model_id` (`default_deps`)."""
+    tokenizer: str = ""
+    """Recorded on every ModelCall: where the format's tokenizer loads from (`tokenizer_spec`)."""
+    tokenizer_digest: str = ""
+    """Recorded on every ModelCall: `vocab_digest` of the format's tokenizer."""
 
 
 def default_deps(
@@ -90,7 +98,9 @@ def default_deps(
 ) -> ProxyDeps:
     """Wire the real token-in-token-out splicer from `harnessrl.chat.tito`."""
     from harnessrl.chat.tito import Turn, build_prompt
+    from harnessrl.chat.tokenizers import hf_vocab_digest, tokenizer_spec
 
+    tok = getattr(fmt, "tokenizer", None)
     return ProxyDeps(
         engine=engine,
         fmt=fmt,
@@ -101,4 +111,7 @@ def default_deps(
         sampling=sampling or SamplingConfig(),
         model_name=model_name,
         context_length=getattr(engine, "max_context", None),
+        model_id=str(getattr(engine, "model_id", "") or ""),
+        tokenizer=tokenizer_spec(tok) if tok is not None else "",
+        tokenizer_digest=hf_vocab_digest(tok) if tok is not None else "",
     )

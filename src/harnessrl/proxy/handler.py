@@ -372,7 +372,20 @@ def _model_call(call: Call, outcome: Outcome) -> ModelCall:
         error=outcome.error,
         notes=list(call.notes),
         replaced_images=call.replaced_images,
+        model_id=call.deps.model_id,
+        tokenizer=call.deps.tokenizer,
+        tokenizer_digest=call.deps.tokenizer_digest,
+        weights_version=_weights_version(call, result),
     )
+
+
+def _weights_version(call: Call, result: GenerationResult | None) -> int | None:
+    """The version the output was sampled with (the result's `meta`), else the engine's now; None if
+    nothing was sampled or the engine keeps no version."""
+    if result is None:
+        return None
+    version = result.meta.get("weights_version", getattr(call.deps.engine, "weights_version", None))
+    return version if isinstance(version, int) else None
 
 
 def mark_partial(call: Call) -> None:

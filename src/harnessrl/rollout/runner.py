@@ -172,9 +172,13 @@ class RolloutRunner:
         shutil.copytree(workspace, initial, symlinks=True)
         raw: ExecResult | None = None
         try:
+            t0 = time.perf_counter()
             raw = await self._agent_phase(job, rollout, workspace)
+            rollout.timings["agent"] = round(time.perf_counter() - t0, 3)
             if rollout.status is RolloutStatus.OK or rollout.status is RolloutStatus.HARNESS_ERROR:
+                t0 = time.perf_counter()
                 await self._score(job.task, workspace, rollout)
+                rollout.timings["verify"] = round(time.perf_counter() - t0, 3)
         except Exception as e:  # a bug of ours must still end as data, with the traceback kept
             log.exception("rollout %s failed unexpectedly", job.rollout_id)
             _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"internal error: {e!r}")

@@ -6,9 +6,10 @@
 
 A rollout is a directory (`calls.jsonl`, optional `rollout.json`) or a calls JSONL file. `stats`
 skips, with a one-line note on stderr, paths that are neither (the `summary.json` that
-`harnessrl rollout` writes next to its rollout folders, a folder without either file). Without
-`--tokenizer` token ids are shown; with it (a tokenizer.json file, a folder holding one, or `qwen3`
-for the packaged Qwen3 tokenizer) text is decoded with the `tokenizers` library (no torch). The
+`harnessrl rollout` writes next to its rollout folders, a folder without either file). Text is decoded
+with the tokenizer the calls recorded (`trace.decode`, `tokenizers` library, no torch); `--tokenizer`
+(a tokenizer.json file, a folder holding one, or `qwen3`) decodes older records, and one that is not
+the recorded tokenizer is an error; `--ids` shows token ids. The
 `[trace]` section of `--config` and `-o trace.key=value` overrides choose the filters. Exit code 2
 when an input cannot be read.
 """
@@ -23,9 +24,11 @@ import typer
 
 from harnessrl.config import ConfigError, TraceConfig, load_config
 from harnessrl.trace.build import trace_rollout
+from harnessrl.trace.decode import Decode, choose_decoder, load_tokenizer
 from harnessrl.trace.load import TraceInputError, load_rollout
-from harnessrl.trace.render import Decode, render_html, render_text
+from harnessrl.trace.render import render_html, render_text
 from harnessrl.trace.stats import aggregate_stats
+from harnessrl.types import ModelCall
 
 app = typer.Typer(help="Prefix trees of rollouts: show them, count their tokens.", no_args_is_help=True)
 
@@ -52,24 +55,18 @@ def is_rollout_path(path: Path) -> bool:
 
 def load_decoder(spec: str) -> Decode:
     """A decode function from a tokenizer.json path, a folder with one, or `qwen3`."""
-    from tokenizers import Tokenizer
+    return load_tokenizer(spec).decode
 
-    if spec == "qwen3":
-        from harnessrl.chat.tokenizers import qwen3_tokenizer_dir
 
-        path = qwen3_tokenizer_dir() / "tokenizer.json"
-    else:
-        path = Path(spec)
-        if path.is_dir():
-            path = path / "tokenizer.json"
-    if not path.is_file():
-        raise TraceInputError(f"{path}: no tokenizer.json")
-    tok = Tokenizer.from_file(str(path))
-
-    def decode(ids: list[int]) -> str:
-        return str(tok.decode(ids, skip_special_tokens=False))
-
-    return decode
+def engine_line(calls: list[ModelCall]) -> str | None:
+    """`engine: model M · tokenizer T · weights v0-2` from what the calls recorded (None: nothing)."""
+    models = sorted({c.model_id for c in calls if c.model_id})
+    toks = sorted({c.tokenizer for c in calls if c.tokenizer})
+    versions = sorted({c.weights_version for c in calls if c.weights_version is not None})
+    if not (models or toks or versions):
+        return None
+    span = "-" if not versions else f"v{versions[0]}" + (f"-{versions[-1]}" if len(versions) > 1 else "")
+    return f"engine: model {', '.join(models) or '-'} · tokenizer {', '.join(toks) or '-'} · weights {span}"
 
 
 @app.command()
@@ -79,8 +76,10 @@ def show(
         Path | None, typer.Option("--html", help="Also write a self-contained HTML page.")
     ] = None,
     tokenizer: Annotated[
-        str | None, typer.Option("--tokenizer", help="tokenizer.json, its folder, or qwen3.")
+        str | None,
+        typer.Option("--tokenizer", help="tokenizer.json, its folder, or qwen3 (default: the recorded one)."),
     ] = None,
+    ids: Annotated[bool, typer.Option("--ids", help="Show token ids, do not decode.")] = False,
     config: ConfigOpt = None,
     override: OverrideOpt = None,
 ) -> None:
@@ -88,14 +87,18 @@ def show(
     cfg = _trace_config(config, override)
     try:
         rollout = load_rollout(path)
-        decode = load_decoder(tokenizer) if tokenizer else None
+        choice = choose_decoder(rollout.calls, tokenizer, ids_only=ids)
     except TraceInputError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
+    for note in choice.notes:
+        typer.echo(note, err=True)
+    decode = choice.decoder.decode if choice.decoder is not None else None
+    extra = [line] if (line := engine_line(rollout.calls)) else []
     tree = trace_rollout(rollout, cfg)
-    typer.echo(render_text(tree, decode), nl=False)
+    typer.echo(render_text(tree, decode, extra=extra), nl=False)
     if html is not None:
-        html.write_text(render_html(tree, decode), encoding="utf-8")
+        html.write_text(render_html(tree, decode, extra=[*extra, *choice.notes]), encoding="utf-8")
         typer.echo(f"wrote {html}")
 
 

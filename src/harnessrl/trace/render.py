@@ -3,19 +3,18 @@
 Both views indent only at branch points: a node with a single child is followed by that child at
 the same level, so a 100-call chain stays readable. Each node shows its kind (that of the call that
 created it), token counts (environment / model), kept or dropped with the reason, and the calls
-ending there. Text is decoded only when a `decode` function is given (e.g. from a tokenizer);
-otherwise token ids are shown. The HTML page needs no script and no network: nodes and long
-segments are `<details>` elements, coloured by kind.
+ending there. Text is decoded only when a `decode` function is given (`trace.decode`: the
+tokenizer the calls recorded); otherwise token ids are shown. The HTML page needs no script and no
+network: nodes and long segments are `<details>` elements, coloured by kind.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 
+from harnessrl.trace.decode import Decode
 from harnessrl.trace.tree import TraceNode, TraceTree
-
-Decode = Callable[[list[int]], str]
 
 
 def segments(node: TraceNode) -> list[tuple[bool, list[int]]]:
@@ -84,9 +83,11 @@ def summary_lines(tree: TraceTree) -> list[str]:
     ]
 
 
-def render_text(tree: TraceTree, decode: Decode | None = None, width: int = 100) -> str:
-    """The tree as indented lines, then one line per call."""
-    lines = summary_lines(tree)
+def render_text(
+    tree: TraceTree, decode: Decode | None = None, width: int = 100, extra: Sequence[str] = ()
+) -> str:
+    """The tree as indented lines (after the summary and `extra` header lines), then one line per call."""
+    lines = [*summary_lines(tree), *extra]
     kinds = _kinds(tree)
     for level, event, node in _walk(tree):
         if event != "node":
@@ -145,12 +146,13 @@ def _node_html(node: TraceNode, kind: str, decode: Decode | None) -> str:
     return f'<details class="{cls}" open><summary>{summary}</summary>{body}</details>'
 
 
-def render_html(tree: TraceTree, decode: Decode | None = None) -> str:
-    """A self-contained HTML page (inline CSS, no script) showing the whole tree and the calls."""
+def render_html(tree: TraceTree, decode: Decode | None = None, extra: Sequence[str] = ()) -> str:
+    """A self-contained HTML page (inline CSS, no script) showing the whole tree and the calls;
+    `extra` lines go under the summary."""
     title = html.escape(f"prefix tree of rollout {tree.rollout_id}")
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{_CSS}</style>"]
     out.append(f"</head><body><h2>{title}</h2>")
-    out.extend(f"<div>{html.escape(line)}</div>" for line in summary_lines(tree))
+    out.extend(f"<div>{html.escape(line)}</div>" for line in [*summary_lines(tree), *extra])
     out.append(
         '<p class="legend"><span style="background:#edf2f7">environment tokens</span>'
         '<span style="background:#c6f6d5">model tokens</span>border: <span style="color:#2b6cb0">main</span>'

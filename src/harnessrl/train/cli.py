@@ -77,7 +77,12 @@ def train(
             f"training {cfg.engine.model} on {len(task_list)} tasks, {cfg.train.steps} steps -> "
             f"{cfg.train.out_dir}/metrics.jsonl"
         )
-        asyncio.run(run_training(cfg, task_list, echo=lambda line: print(line, flush=True)))
+        from harnessrl.progress import Progress
+
+        with Progress(summary=False) as progress:  # a live panel on a terminal; plain step lines in a log
+            asyncio.run(
+                run_training(cfg, task_list, echo=lambda line: print(line, flush=True), progress=progress)
+            )
     except (TaskError, EngineError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise typer.Exit(2) from None

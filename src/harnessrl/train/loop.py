@@ -16,7 +16,9 @@ One step (`TrainLoop.run_step`), as in DESIGN's "One training step, as data":
                 the kept rollouts; PPO with the trainer's value head: per-branch GAE on each tree
     optimize    `Trainer.step`: one optimizer step over the tree-packed batch
     sync        `engine.update_weights(trainer.weights())`
-    log         one JSON line per step in `<out_dir>/metrics.jsonl`, one summary line on the console
+    log         one JSON line per step in `<out_dir>/metrics.jsonl` and its scalars as TensorBoard events
+                in `<out_dir>/tb` (`train/metrics.py`), one summary line on the console; `progress`
+                (`harnessrl.progress`) shows the rollouts of the step while they run
     checkpoint  every `save_every` steps and after the last: trainer state + loop position
                 (the newest `keep_checkpoints` are kept)
 
@@ -49,10 +51,12 @@ from statistics import fmean, pstdev
 from typing import Any
 
 from harnessrl.config import Config, ConfigError, HarnessSpaceConfig, TrainerConfig
+from harnessrl.progress import Progress
 from harnessrl.protocols import Engine
 from harnessrl.rollout.runner import RolloutRunner
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
+from harnessrl.train.metrics import MetricsSink, outcomes
 from harnessrl.train.schedule import ScheduleSpec, SpaceSpec, schedule_step
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import Rollout, RolloutStatus, Task, TreeSample
@@ -207,6 +211,7 @@ class TrainLoop:
         engine: Engine,
         *,
         echo: Callable[[str], None] = print,
+        progress: Progress | None = None,
     ) -> None:
         if not tasks:
             raise ValueError("no tasks to train on")
@@ -219,6 +224,8 @@ class TrainLoop:
         self.out_dir = Path(cfg.train.out_dir)
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.checkpoints = self.out_dir / "checkpoints"
+        self.sink = MetricsSink(self.out_dir)
+        self.progress = progress or Progress(live=False, echo=echo, interval_s=float("inf"), summary=False)
 
     def rollout_config(self) -> Config:
         """The run config with rollout artifacts under `<out_dir>/rollouts` (one folder per rollout)."""
@@ -245,7 +252,10 @@ class TrainLoop:
         """One full step (module docstring); returns the metrics record it logged."""
         clock = _Clock()
         jobs = schedule_step(self.tasks, self.spec, step)
-        rollouts = await runner.run_many(jobs)
+        self.progress.start(
+            "train", len(jobs), self.cfg.rollout.concurrency, step=step, steps=self.cfg.train.steps
+        )
+        rollouts = await runner.run_many(jobs, on_done=self.progress.on_rollout_done)
         clock.lap("rollouts")
         batch = collect_trees(rollouts, self.cfg)
         clock.lap("trees")
@@ -305,11 +315,12 @@ class TrainLoop:
             "tree": {k: tree.get(k, 0) for k in TREE_KEYS},
             "trainer": trainer_metrics,
             "weights_version": getattr(self.engine, "weights_version", None),
+            "outcomes": outcomes(rollouts),
         }
 
     def log(self, record: dict[str, Any]) -> None:
-        with self.metrics_path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
+        self.sink.write(record)  # metrics.jsonl + TensorBoard events (train/metrics.py)
+        self.progress.finish()
         self.echo(console_line(record, self.cfg.train.steps))
 
     def checkpoint(self, step: int) -> None:
@@ -386,10 +397,11 @@ async def train(
     engine: Engine | None = None,
     trainer: Trainer | None = None,
     echo: Callable[[str], None] = print,
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """Build the trainer and engine (unless given) and run the loop; returns the metrics records."""
     from harnessrl.engines import build_engine
 
     trainer = trainer if trainer is not None else build_trainer(cfg)
     engine = engine if engine is not None else build_engine(cfg.engine)
-    return await TrainLoop(cfg, tasks, trainer, engine, echo=echo).run()
+    return await TrainLoop(cfg, tasks, trainer, engine, echo=echo, progress=progress).run()
