@@ -153,6 +153,8 @@ def test_chunked_head_equals_unchunked_values_and_grads() -> None:
     (g_full,) = torch.autograd.grad(full.sum(), rows)
     part, ent_part = token_logprobs(model, rows, targets, temperature=0.7, entropy=True, chunk=3)
     (g_part,) = torch.autograd.grad(part.sum(), rows)
-    assert torch.equal(full, part)
-    assert ent_full is not None and ent_part is not None and torch.equal(ent_full, ent_part)
+    # Not bitwise: the BLAS kernel for a 3-row chunk may round differently from the 10-row one.
+    assert (full - part).abs().max().item() < 1e-5  # a few float32 ulps at |x| ~ 4
+    assert ent_full is not None and ent_part is not None
+    assert (ent_full - ent_part).abs().max().item() < 1e-5
     assert (g_full - g_part).abs().max().item() < 1e-6

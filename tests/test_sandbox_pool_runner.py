@@ -133,7 +133,10 @@ def test_bundled_task_checker_and_reference_run_sandboxed() -> None:
     assert result.ok
 
 
-async def test_no_sandbox_folders_leak_from_runner(tmp_path: Path) -> None:
+async def test_no_sandbox_folders_leak_from_runner(
+    tmp_path: Path, sb_base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESSRL_SANDBOX_DIR", str(sb_base))  # not the default folder others share
     base = default_base_dir()
     base.mkdir(parents=True, exist_ok=True)
     before = {p for p in os.listdir(base) if p.startswith("hrl-sb-")}

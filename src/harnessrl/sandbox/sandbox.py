@@ -347,6 +347,8 @@ class Sandbox:
                 rc, timed_out, error = check_exec_reply(
                     await asyncio.wait_for(read_reply(proc.stdout), backstop), req_id
                 )
+                if self._destroyed:  # the reply raced destroy(): the command was killed with the sandbox
+                    raise SandboxError(f"sandbox {self.id} was destroyed while the command ran")
                 duration = time.monotonic() - started
                 stdout, stderr = read_output_fd(fds[0]), read_output_fd(fds[1])
             except (TimeoutError, OSError, asyncio.IncompleteReadError, ProtocolError) as e:
