@@ -151,6 +151,10 @@ class RolloutConfig(Section):
     """Agent wall-clock limit per rollout."""
     out_dir: str = "runs/rollouts"
     """One sub-directory per rollout is written here."""
+    harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Adapter switches per harness name, the same shape as `train.harness_options`, e.g.
+    `{"claude-code" = {bare = true}}` or `-o rollout.harness_options.shell.command="make"`
+    (`harnessrl rollout --option bare=true` sets them for the chosen harness)."""
 
 
 class LossConfig(Section):
