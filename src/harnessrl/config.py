@@ -134,6 +134,11 @@ class SandboxConfig(Section):
     the in-sandbox agent's interpreter) on its critical path: ~7 ms instead of ~25 ms of isolation
     cost per rollout on 2 idle cores (`benchmarks/sandbox.py`). The price: each idle sandbox holds
     two processes (~10 MB), and the task's workspace is copied in and moved out instead of bound."""
+    agent_env: str = "auto"
+    """The sandbox agent environment (`harnessrl.sandbox.agent_env`): a read-only python tree
+    (`python`, pytest, numpy, pandas, ...) bound into every agent sandbox, first on PATH, whose
+    python also runs the checker. `auto` = `.cache/agent-env` when `scripts/agent_env` built it,
+    `off` = none (the system python3 only), or the path of a tree built the same way."""
     pool_max_workspace_mb: float = Field(default=64.0, ge=0)
     """Tasks whose workspace is larger than this get a fresh sandbox with the workspace bound instead
     of a pooled one (which would copy it in and out, and hold it in the sandbox folder: /dev/shm, RAM,

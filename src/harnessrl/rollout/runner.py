@@ -51,6 +51,7 @@ from harnessrl.harnesses.run import harness_binds, run_harness
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.sandbox import Sandbox, SandboxSpec
+from harnessrl.sandbox.agent_env import resolve_agent_env
 from harnessrl.sandbox.fscopy import TreeReport, sanitize_tree
 from harnessrl.sandbox.pool import SandboxPool
 from harnessrl.sandbox.spec import ExecResult
@@ -135,13 +136,18 @@ class RolloutRunner:
         self._checker_runner = checker_runner or self._default_checker_runner
         self._slots = asyncio.Semaphore(max(1, settings.concurrency))
         self._pools: dict[str, SandboxPool] = {}
+        try:
+            self.agent_env = resolve_agent_env(settings.sandbox.agent_env)
+        except FileNotFoundError as e:
+            raise SandboxError(str(e)) from None
+        """The sandbox agent environment bound into every sandbox (None: the system python3 only)."""
 
     def _default_checker_runner(self) -> CommandRunner | None:
         if self.settings.sandbox.backend != "bwrap":
             return None  # LocalRunner: a separate process, no isolation (the local backend warned already)
         from harnessrl.sandbox.runner import SandboxCommandRunner
 
-        return SandboxCommandRunner()
+        return SandboxCommandRunner(agent_env=self.agent_env)
 
     async def run_many(
         self, jobs: Sequence[RolloutJob], on_done: Callable[[Rollout], None] | None = None
@@ -259,11 +265,13 @@ class RolloutRunner:
         return raw
 
     def _spec(self, task: Task, workspace: Path | None) -> SandboxSpec:
+        env = () if self.agent_env is None else (self.agent_env,)
         return SandboxSpec(
             backend=self.settings.sandbox.backend,
             workspace=workspace,
             mount_dir=task.input_mount_dir,
-            ro_binds=harness_binds(self.settings.harness_cache),
+            ro_binds=(*harness_binds(self.settings.harness_cache), *env),
+            path_prefix=tuple(str(p / "bin") for p in env),
             endpoint=self.endpoint,
             memory_mb=self.settings.sandbox.memory_mb,
         )
