@@ -54,7 +54,7 @@ async def test_a_prompt_over_the_context_stops_the_rollout_at_its_first_call(tmp
     # The "harness" retries the 400 eleven times, then would sit out its whole timeout.
     retries = f"for i in 1 2 3 4 5 6 7 8 9 10 11; do {curl('word ' * 300)}; done; sleep 120"
     rollout, secs = await run_one(scripted_deps(["hi"], max_context=256), tmp_path, retries, 120.0)
-    assert rollout.status is RolloutStatus.ENGINE_ERROR
+    assert (rollout.status, rollout.fault) == (RolloutStatus.ENGINE_ERROR, "infra")
     assert len(rollout.calls) == 1 and rollout.calls[0].tags == ["context_overflow"]
     reason = rollout.status_reason
     assert reason.startswith("context_overflow: the prompt of call 0 does not fit the model: ")
@@ -97,7 +97,7 @@ async def test_a_call_in_flight_at_the_timeout_is_kept_as_partial(tmp_path: Path
     finally:
         engine.gate.set()
     assert engine.started == 1
-    assert rollout.status is RolloutStatus.TIMEOUT
+    assert (rollout.status, rollout.fault) == (RolloutStatus.TIMEOUT, "policy")
     assert len(rollout.calls) == 1
     call = rollout.calls[0]
     assert (call.partial, call.finish_reason, call.error, call.output_ids) == (True, "abort", None, [])
@@ -111,6 +111,7 @@ async def test_a_status_reason_is_cause_then_bounded_tail(tmp_path: Path) -> Non
     command = "python3 -c \"import sys; sys.stderr.write('y' * 9000 + 'END')\"; exit 3"
     rollout, _ = await run_one(scripted_deps(["hi"]), tmp_path, command, 30.0)
     assert rollout.status is RolloutStatus.HARNESS_ERROR and rollout.exit_code == 3
+    assert rollout.fault == "infra"  # it never talked to the model: nothing the policy did
     reason = rollout.status_reason
     assert reason.startswith("harness failed (exit code 3) | [... ") and reason.endswith("yyyEND")
     assert len(reason.split(" | ", 1)[1]) == len("[... 8003 characters cut ...] ") + REASON_TAIL

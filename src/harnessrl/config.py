@@ -266,6 +266,22 @@ class HarnessSpaceConfig(Section):
     """Whitebox switches for every configuration (`max_steps`, `command_timeout_s`, ...)."""
 
 
+class FailurePolicyConfig(Section):
+    """Which failed rollouts train (DESIGN "Failure policy"), and the smallest GRPO group kept."""
+
+    train_statuses: list[Literal["timeout", "harness_error"]] = Field(
+        default_factory=lambda: ["timeout", "harness_error"]
+    )
+    """Statuses trained with reward 0 on the calls they made, when the policy caused them
+    (`Rollout.fault == "policy"`: a timeout, the harness failing after talking to the model, a
+    workspace over the caps), as ClawGym scores them 0 to keep GRPO groups full. `[]` = train only
+    `ok` rollouts. sandbox_error, engine_error and verifier_error (and infrastructure-caused harness
+    errors) are never trained: they say nothing about the policy."""
+    min_group_size: int = Field(default=2, ge=1)
+    """GRPO: a group with fewer trainable rollouts than this (capped at `train.group_size`) is
+    dropped whole, labelled `filtered:small_group` (one rollout alone has no advantage)."""
+
+
 class TrainConfig(Section):
     algorithm: Literal["grpo", "ppo"] = "grpo"
     """Advantage estimator: a name in `harnessrl.rl.algo.ALGORITHMS` (ppo adds a value head unless
@@ -292,6 +308,8 @@ class TrainConfig(Section):
     """How many of `harnesses` each drawn task runs under (drawn per step); 0 = all of them."""
     harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Adapter switches per harness name, e.g. `{"claude-code" = {bare = true}}`."""
+    failures: FailurePolicyConfig = Field(default_factory=FailurePolicyConfig)
+    """Failure policy: which failed rollouts train with reward 0, the smallest GRPO group kept."""
     harness_space: HarnessSpaceConfig | None = None
     """Harness scaling instead of `harnesses`: each drawn task runs under one white-box configuration
     per occasion (K-pairing over a design); e.g. `[train.harness_space] design = "oa-18", k = 2`."""

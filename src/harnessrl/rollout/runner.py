@@ -321,9 +321,8 @@ class RolloutRunner:
         if report.skipped_count or report.truncated:
             rollout.reward_detail["workspace"] = report.summary()
         if report.truncated:
-            _set_status(
-                rollout, RolloutStatus.HARNESS_ERROR, f"final workspace over the limit: {report.truncated}"
-            )
+            why = f"final workspace over the limit: {report.truncated}"
+            _set_status(rollout, RolloutStatus.HARNESS_ERROR, why, policy=True)
 
     async def close(self) -> None:
         """Destroy the prewarmed sandboxes of every pool (rollouts in flight keep theirs)."""
@@ -367,12 +366,16 @@ REASON_TAIL = 1000
 """Most characters of the tail that follows the cause (the end of the harness's own output)."""
 
 
-def _set_status(rollout: Rollout, status: RolloutStatus, cause: str, tail: str = "") -> None:
+def _set_status(
+    rollout: Rollout, status: RolloutStatus, cause: str, tail: str = "", *, policy: bool = False
+) -> None:
     """The first failure wins: a rollout keeps the status of what went wrong first. The reason is the
-    cause first (at most REASON_HEAD characters), then the last REASON_TAIL characters of `tail`."""
+    cause first (at most REASON_HEAD characters), then the last REASON_TAIL characters of `tail`.
+    `policy`: the policy caused it (`Rollout.fault`), else the infrastructure did."""
     if rollout.status is not RolloutStatus.OK:
         return
     rollout.status = status
+    rollout.fault = "policy" if policy else "infra"
     if len(cause) > REASON_HEAD:
         cause = f"{cause[: REASON_HEAD - 40]} [... {len(cause) - REASON_HEAD + 40} characters cut ...]"
     tail = tail.strip()
@@ -436,10 +439,11 @@ def _status_from_harness(
         return
     if result.timed_out:
         limit = f" of {timeout_s:g} s" if timeout_s else ""
-        _set_status(rollout, RolloutStatus.TIMEOUT, f"harness ran past its timeout{limit}", result.error)
-    elif not result.ok:
+        cause = f"harness ran past its timeout{limit}"
+        _set_status(rollout, RolloutStatus.TIMEOUT, cause, result.error, policy=True)
+    elif not result.ok:  # the policy's doing once the harness has talked to the model
         cause = f"harness failed (exit code {result.exit_code})"
-        _set_status(rollout, RolloutStatus.HARNESS_ERROR, cause, result.error)
+        _set_status(rollout, RolloutStatus.HARNESS_ERROR, cause, result.error, policy=bool(rollout.calls))
 
 
 def _transcript(calls: list[ModelCall]) -> list[dict[str, Any]]:
