@@ -266,12 +266,14 @@ class HarnessSpaceConfig(Section):
     """Whitebox switches for every configuration (`max_steps`, `command_timeout_s`, ...)."""
 
 
+TrainableStatus = Literal["timeout", "harness_error"]
+TRAINABLE_STATUSES: tuple[TrainableStatus, ...] = ("timeout", "harness_error")
+
+
 class FailurePolicyConfig(Section):
     """Which failed rollouts train (DESIGN "Failure policy"), and the smallest GRPO group kept."""
 
-    train_statuses: list[Literal["timeout", "harness_error"]] = Field(
-        default_factory=lambda: ["timeout", "harness_error"]
-    )
+    train_statuses: list[TrainableStatus] = Field(default_factory=lambda: list(TRAINABLE_STATUSES))
     """Statuses trained with reward 0 on the calls they made, when the policy caused them
     (`Rollout.fault == "policy"`: a timeout, the harness failing after talking to the model, a
     workspace over the caps), as ClawGym scores them 0 to keep GRPO groups full. `[]` = train only
