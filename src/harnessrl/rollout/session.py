@@ -65,12 +65,13 @@ def reference_engine(cfg: Config, tasks: list[Task], harness: str) -> Engine:
         from harnessrl.harnesses.whitebox.reference import ReferenceEngine
 
         return ReferenceEngine(fmt, [(t.prompt, [reference_command(t)]) for t in tasks])
+    context = cfg.engine.context_length  # the proxy's length check, as for a real model
     if harness == "shell":  # runs its own `command`; a model call it makes gets "done"
-        return ScriptedEngine(fmt, ["done"])
+        return ScriptedEngine(fmt, ["done"], max_context=context)
     scripts = [
         Script(turns=[shell_turn(harness, reference_command(t)), "done"], match=t.prompt) for t in tasks
     ]
-    return ScriptedEngine(fmt, scripts)
+    return ScriptedEngine(fmt, scripts, max_context=context)
 
 
 def build_engine_for(cfg: Config, tasks: list[Task]) -> Engine:
