@@ -153,19 +153,20 @@ async def test_one_full_step(tmp_path: Path) -> None:
         assert await engine_vs_trainer_gap(engine, trainer) < 1e-4
         assert await engine_vs_trainer_gap(engine, build_trainer(cfg)) > 1e-3  # the policy did move
 
-    # 2 tasks x 2 harnesses x 2 rollouts; t1 crashes under shell-b (counted, never trained).
+    # 2 tasks x 2 harnesses x 2 rollouts; t1 crashes under shell-b after its model call: the
+    # policy's doing, trained with reward 0 (train.failures, default) and counted as such.
     assert rec["rollouts"] == 8
     assert rec["status"] == {"harness_error": 2, "ok": 6}
     assert rec["trained"] is True and rec["skip_reason"] is None
-    assert rec["trained_rollouts"] == 6
-    assert rec["trained_by_harness"] == {"shell": 4, "shell-b": 2}
-    assert rec["groups"] == {"scheduled": 4, "trained": 3, "zero_variance": 1}
+    assert rec["trained_rollouts"] == 8 and rec["failures_trained"] == {"harness_error": 2}
+    assert rec["trained_by_harness"] == {"shell": 4, "shell-b": 4}
+    assert rec["groups"] == {"scheduled": 4, "trained": 4, "zero_variance": 2, "dropped_small": 0}
     assert rec["optimizer_step"] == 1 and rec["weights_version"] == 1
     assert rec["reward"]["n"] == 6 and rec["reward"]["by_harness"]["shell-b"] == 0.0
     assert 0.0 < rec["reward"]["by_harness"]["shell"] < 1.0
     tree = rec["tree"]
-    assert tree["calls"] == 6 and tree["live_leaves"] == 6 and tree["dead_leaves"] == 0
-    assert 0 < tree["model_tokens_kept"] <= 6 * 6
+    assert tree["calls"] == 8 and tree["live_leaves"] == 8 and tree["dead_leaves"] == 0
+    assert 0 < tree["model_tokens_kept"] <= 8 * 6
     assert tree["tokens_unique"] == tree["tokens_paths"] == tree["tokens_per_call"]  # one call per rollout
     t = rec["trainer"]
     assert t["trained_tokens"] == tree["model_tokens_kept"]

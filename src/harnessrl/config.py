@@ -134,6 +134,11 @@ class SandboxConfig(Section):
     the in-sandbox agent's interpreter) on its critical path: ~7 ms instead of ~25 ms of isolation
     cost per rollout on 2 idle cores (`benchmarks/sandbox.py`). The price: each idle sandbox holds
     two processes (~10 MB), and the task's workspace is copied in and moved out instead of bound."""
+    agent_env: str = "auto"
+    """The sandbox agent environment (`harnessrl.sandbox.agent_env`): a read-only python tree
+    (`python`, pytest, numpy, pandas, ...) bound into every agent sandbox, first on PATH, whose
+    python also runs the checker. `auto` = `.cache/agent-env` when `scripts/agent_env` built it,
+    `off` = none (the system python3 only), or the path of a tree built the same way."""
     pool_max_workspace_mb: float = Field(default=64.0, ge=0)
     """Tasks whose workspace is larger than this get a fresh sandbox with the workspace bound instead
     of a pooled one (which would copy it in and out, and hold it in the sandbox folder: /dev/shm, RAM,
@@ -151,6 +156,10 @@ class RolloutConfig(Section):
     """Agent wall-clock limit per rollout."""
     out_dir: str = "runs/rollouts"
     """One sub-directory per rollout is written here."""
+    harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Adapter switches per harness name, the same shape as `train.harness_options`, e.g.
+    `{"claude-code" = {bare = true}}` or `-o rollout.harness_options.shell.command="make"`
+    (`harnessrl rollout --option bare=true` sets them for the chosen harness)."""
 
 
 class LossConfig(Section):
@@ -257,6 +266,24 @@ class HarnessSpaceConfig(Section):
     """Whitebox switches for every configuration (`max_steps`, `command_timeout_s`, ...)."""
 
 
+TrainableStatus = Literal["timeout", "harness_error"]
+TRAINABLE_STATUSES: tuple[TrainableStatus, ...] = ("timeout", "harness_error")
+
+
+class FailurePolicyConfig(Section):
+    """Which failed rollouts train (DESIGN "Failure policy"), and the smallest GRPO group kept."""
+
+    train_statuses: list[TrainableStatus] = Field(default_factory=lambda: list(TRAINABLE_STATUSES))
+    """Statuses trained with reward 0 on the calls they made, when the policy caused them
+    (`Rollout.fault == "policy"`: a timeout, the harness failing after talking to the model, a
+    workspace over the caps), as ClawGym scores them 0 to keep GRPO groups full. `[]` = train only
+    `ok` rollouts. sandbox_error, engine_error and verifier_error (and infrastructure-caused harness
+    errors) are never trained: they say nothing about the policy."""
+    min_group_size: int = Field(default=2, ge=1)
+    """GRPO: a group with fewer trainable rollouts than this (capped at `train.group_size`) is
+    dropped whole, labelled `filtered:small_group` (one rollout alone has no advantage)."""
+
+
 class TrainConfig(Section):
     algorithm: Literal["grpo", "ppo"] = "grpo"
     """Advantage estimator: a name in `harnessrl.rl.algo.ALGORITHMS` (ppo adds a value head unless
@@ -283,6 +310,8 @@ class TrainConfig(Section):
     """How many of `harnesses` each drawn task runs under (drawn per step); 0 = all of them."""
     harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Adapter switches per harness name, e.g. `{"claude-code" = {bare = true}}`."""
+    failures: FailurePolicyConfig = Field(default_factory=FailurePolicyConfig)
+    """Failure policy: which failed rollouts train with reward 0, the smallest GRPO group kept."""
     harness_space: HarnessSpaceConfig | None = None
     """Harness scaling instead of `harnesses`: each drawn task runs under one white-box configuration
     per occasion (K-pairing over a design); e.g. `[train.harness_space] design = "oa-18", k = 2`."""

@@ -323,6 +323,10 @@ class Rollout(BaseModel):
     status: RolloutStatus = RolloutStatus.OK
     status_reason: str = ""
     """Human-readable reason; for FILTERED, the filter name (e.g. over_branching)."""
+    fault: Literal["", "policy", "infra"] = ""
+    """Who caused a failure: `policy` (a timeout, the harness failing after talking to the model, a
+    workspace over the caps: trainable with reward 0 under `train.failures`), `infra` (sandbox,
+    engine, verifier, harness set-up, our own bugs: never trained); "" while ok."""
     exit_code: int | None = None
     final_message: str = ""
     started_at: float = 0.0

@@ -225,11 +225,23 @@ def start(call: Call) -> asyncio.Task[Outcome]:
     call.request_digest = capture.digest(call.raw)
     earlier = call.session.by_digest.get(call.request_digest)
     retries = capture.retry_count(call.headers)
+    call.session.in_flight[call.call_id] = lambda: in_flight_record(call)
     if earlier is not None and (retries is None or retries > 0):
         return asyncio.ensure_future(_replay(call, earlier))
     task = asyncio.ensure_future(_generate(call))
     call.session.by_digest.setdefault(call.request_digest, task)
     return task
+
+
+def in_flight_record(call: Call) -> ModelCall:
+    """What a call still generating when its session closes is recorded as: partial, its prompt ids,
+    no output (finish reason `abort`, tag `in_flight_at_close`). Not an engine error: the rollout
+    ended first (a timeout, or the runner stopped it)."""
+    call.partial = True
+    call.tags.append("in_flight_at_close")
+    record = _model_call(call, Outcome(None, None, call.call_id))
+    record.finish_reason = "abort"
+    return record
 
 
 async def _generate(call: Call) -> Outcome:
@@ -315,6 +327,7 @@ def record_stage(call: Call, outcome: Outcome) -> None:
     """Append the ModelCall (and, for fresh generations, the splice Turn). Never raises; a call that
     could not be recorded is counted on the session (`Session.dropped`)."""
     recorded = False
+    call.session.in_flight.pop(call.call_id, None)
     try:
         call.recorded = _model_call(call, outcome)
         call.session.record(call.recorded)

@@ -12,9 +12,14 @@ With a capture directory, each call is appended to `<capture_dir>/<rollout_id>/c
 as it is recorded (one JSON line, flushed: a killed process leaves every recorded call on disk; a call
 marked partial afterwards is appended again, and readers keep the last line per call_id).
 `close(rollout_id)` forgets the token (later requests get 401) and rewrites that file in order, one
-line per call. A call still in flight at close time is not in the file (it finishes into the closed
-session object and is logged as late). `close` also reports `dropped`: calls the proxy failed to
-record, so the rollout runner never trains an incomplete rollout as complete.
+line per call. A call still in flight at close time (a rollout timed out, or was ended by the runner)
+is recorded by `close` as a partial call (prompt ids, no output, finish reason `abort`, tag
+`in_flight_at_close`); its generation, when it finishes later, goes to the closed session object
+only and is logged as late. `close` also reports `dropped`: calls the proxy failed to record, so the
+rollout runner never trains an incomplete rollout as complete.
+
+`watch(rollout_id, fn)` calls `fn(call)` for every call recorded on an open session (the rollout
+runner ends a rollout at its first `context_overflow` call this way).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import asyncio
 import logging
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +70,10 @@ class Session:
     """Calls that could not be recorded (the record stage failed): the rollout is incomplete."""
     journal: Path | None = None
     """`<capture_dir>/<rollout_id>/calls.jsonl`: each call is appended (and flushed) as it is recorded."""
+    in_flight: dict[str, Callable[[], ModelCall]] = field(default_factory=dict)
+    """call_id -> how to record that call as partial, for calls generating right now (see `close`)."""
+    watchers: list[Callable[[ModelCall], None]] = field(default_factory=list)
+    """Called with every call recorded while the session is open (`SessionStore.watch`)."""
 
     def claim_index(self) -> int:
         """The next call index, in order of arrival."""
@@ -76,8 +86,15 @@ class Session:
             log.warning(
                 "call %s finished after session %s was closed; not flushed", call.call_id, self.rollout_id
             )
+        self.in_flight.pop(call.call_id, None)
         self.calls.append(call)
         self._journal(call)
+        if not self.closed:
+            for fn in self.watchers:
+                try:
+                    fn(call)
+                except Exception:  # a watcher must never break recording
+                    log.exception("session watcher failed on call %s", call.call_id)
 
     def updated(self, call: ModelCall) -> None:
         """A recorded call changed (marked partial): journal it again (readers keep the last line)."""
@@ -144,11 +161,24 @@ class SessionStore:
         """Calls of an open session that could not be recorded so far."""
         return self._by_rollout[rollout_id].dropped
 
+    def watch(self, rollout_id: str, fn: Callable[[ModelCall], None]) -> None:
+        """Call `fn(call)` for each call recorded on this open session from now on (KeyError if none)."""
+        self._by_rollout[rollout_id].watchers.append(fn)
+
     def close(self, rollout_id: str) -> RecordedCalls:
-        """Close the session, rewrite `<capture_dir>/<rollout_id>/calls.jsonl` with its calls in order
-        (one line per call, atomically), return them, with `.dropped` = calls it failed to record."""
+        """Close the session, record its calls still in flight as partial, rewrite
+        `<capture_dir>/<rollout_id>/calls.jsonl` with its calls in order (one line per call,
+        atomically), return them, with `.dropped` = calls it failed to record."""
         session = self._by_rollout.pop(rollout_id)
         self._by_token.pop(session.token, None)
+        session.watchers.clear()
+        for call_id, make in list(session.in_flight.items()):
+            try:
+                session.record(make())
+            except Exception:
+                session.dropped += 1
+                log.exception("recording in-flight call %s at close failed", call_id)
+        session.in_flight.clear()
         session.closed = True
         calls = RecordedCalls(sorted(session.calls, key=lambda c: c.index))
         calls.dropped = session.dropped

@@ -1,4 +1,11 @@
-"""`harnessrl rollout`: run tasks through a harness, one folder per rollout, and a summary table."""
+"""`harnessrl rollout`: run tasks through a harness, one folder per rollout, and a summary table.
+
+Adapter switches: `--option key=value` (repeatable) for the chosen harness, the same as
+`-o rollout.harness_options.<harness>.<key>=value` (values parsed as TOML literals, as `-o` does);
+e.g. `harnessrl rollout --harness claude-code --option bare=true`. On a terminal a progress bar
+shows; otherwise one line per finished rollout. The exit status is 1 when no rollout ended `ok`
+(2 for bad arguments, no tasks, or an engine that cannot be built).
+"""
 
 from __future__ import annotations
 
@@ -12,19 +19,48 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harnessrl.config import Config, ConfigError, flag_overrides, load_config
+from harnessrl.config import Config, ConfigError, flag_overrides, load_config, parse_override
 from harnessrl.rollout.runner import RolloutJob, dump_summary, summarize
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.tasks import load_tasks
 from harnessrl.types import EngineError, Rollout, RolloutStatus, TaskError
 
 
-def _config(config: Path | None, overrides: list[str], **flags: object) -> Config:
+def _config(config: Path | None, overrides: list[str], options: list[str], **flags: object) -> Config:
     extra = flag_overrides(flags)
     try:
-        return load_config(config, [*extra, *overrides])
+        cfg = load_config(config, [*extra, *overrides])
+        return with_options(cfg, options)
     except ConfigError as e:
         raise typer.BadParameter(str(e)) from None
+
+
+def with_options(cfg: Config, options: list[str]) -> Config:
+    """`--option key=value` -> `rollout.harness_options[<rollout.harness>][key] = value`."""
+    if not options:
+        return cfg
+    table = {k: dict(v) for k, v in cfg.rollout.harness_options.items()}
+    mine = table.setdefault(cfg.rollout.harness, {})
+    for text in options:
+        parts, value = parse_override(text)
+        if len(parts) != 1:
+            raise ConfigError(f"--option {text!r} must look like key=value (no dots)")
+        mine[parts[0]] = value
+    cfg.rollout.harness_options = table
+    return cfg
+
+
+def progress_line(r: Rollout, done: list[Rollout], total: int) -> str:
+    """One line per finished rollout, for logs (stdout not a terminal)."""
+    failed = sum(1 for x in done if x.status is not RolloutStatus.OK)
+    reward = "-" if r.reward is None else f"{r.reward:.3f}"
+    line = (
+        f"[{len(done)}/{total}] {r.rollout_id} {r.status_label} reward {reward} calls {len(r.calls)} "
+        f"{r.ended_at - r.started_at:.1f}s (failed so far {failed})"
+    )
+    if r.status is not RolloutStatus.OK and r.status_reason:
+        line += f": {r.status_reason[:300]}"
+    return line
 
 
 def _table(rollouts: list[Rollout]) -> Table:
@@ -52,18 +88,22 @@ async def _run(cfg: Config, console: Console) -> list[Rollout]:
     if not tasks:
         raise TaskError(f"no tasks to run in {cfg.tasks.path!r} (split={cfg.tasks.split!r})")
     h = cfg.rollout.harness
+    options = cfg.rollout.harness_options.get(h, {})
     jobs = [
-        RolloutJob(t, h, rollout_id=f"{t.id}-{h.replace(':', '_')}-{i}")
+        RolloutJob(t, h, rollout_id=f"{t.id}-{h.replace(':', '_')}-{i}", options=dict(options))
         for t in tasks
         for i in range(cfg.rollout.n)
     ]
+    tty = sys.stdout.isatty()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=not sys.stdout.isatty()) as progress:
+    with Progress(*columns, console=console, transient=not tty, disable=not tty) as progress:
         bar = progress.add_task("rollouts", total=len(jobs))
         done: list[Rollout] = []
 
         def on_done(r: Rollout) -> None:
             done.append(r)
+            if not tty:
+                console.print(progress_line(r, done, len(jobs)), markup=False, highlight=False)
             failed = sum(1 for x in done if x.status is not RolloutStatus.OK)
             calls = sum(len(x.calls) for x in done)
             tokens = sum(len(c.output_ids) for x in done for c in x.calls)
@@ -95,11 +135,22 @@ def rollout(
     override: Annotated[
         list[str] | None, typer.Option("-o", help="Dotted override, e.g. engine.dtype=bfloat16.")
     ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            help="Adapter switch of the chosen harness, key=value (claude-code: bare=true; openclaw: "
+            "api=...; shell: command=...); = -o rollout.harness_options.<harness>.<key>=value.",
+        ),
+    ] = None,
 ) -> None:
-    """Run every task through one harness N times; write one folder per rollout; print a summary."""
+    """Run every task through one harness N times; write one folder per rollout; print a summary.
+
+    Exits 1 when no rollout ended ok."""
     cfg = _config(
         config,
         override or [],
+        option or [],
         **{
             "tasks.path": tasks,
             "tasks.split": split,
@@ -123,3 +174,6 @@ def rollout(
     summary = summarize(rollouts)
     dump_summary(rollouts, Path(cfg.rollout.out_dir) / "summary.json")
     console.print(f"summary: {summary}", markup=False, highlight=False)
+    if not any(r.status is RolloutStatus.OK for r in rollouts):
+        console.print(f"error: none of the {len(rollouts)} rollouts ended ok", markup=False)
+        raise typer.Exit(1)

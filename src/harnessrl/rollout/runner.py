@@ -14,8 +14,11 @@ For each rollout, in this order (every step's failure becomes a status, never an
        copy the workspace in                                         -> sandbox_error
     3. open a proxy session; the harness gets `<endpoint inside>/r/<token>` and the token as API key
     4. launch the harness headless; wait up to `timeout_s`          -> timeout / harness_error
-    5. close the session: the captured calls (partial ones too)     -> engine_error if a call failed
-       in the engine (the trajectory is not the policy's doing)
+       (a call whose prompt does not fit the context ends the rollout at once: `_until_overflow`)
+    5. close the session: the captured calls (partial ones too: a call still generating is kept as
+       a partial record)                                             -> engine_error if a call failed
+       in the engine or overflowed the context (the trajectory is not the policy's doing); this
+       wins over the harness's own account (`_status_from_calls`)
     6. destroy the agent sandbox, then score the final workspace with the task's checker in its own
        sandbox (reward files copied in only now)                     -> verifier_error
     7. write the artifacts: rollout.json, calls.jsonl, harness.stdout/.stderr, workspace.diff,
@@ -35,7 +38,7 @@ import os
 import shutil
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -48,6 +51,7 @@ from harnessrl.harnesses.run import harness_binds, run_harness
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.sandbox import Sandbox, SandboxSpec
+from harnessrl.sandbox.agent_env import resolve_agent_env
 from harnessrl.sandbox.fscopy import TreeReport, sanitize_tree
 from harnessrl.sandbox.pool import SandboxPool
 from harnessrl.sandbox.spec import ExecResult
@@ -66,6 +70,8 @@ from harnessrl.verify import RubricJudge, score_task
 from harnessrl.verify.runner import CommandRunner
 
 log = logging.getLogger(__name__)
+OVERFLOW_TAG = "context_overflow"
+"""Tag of a call the proxy refused because its prompt does not fit (`proxy.limits.ContextOverflow`)."""
 
 
 @dataclass(frozen=True)
@@ -130,13 +136,18 @@ class RolloutRunner:
         self._checker_runner = checker_runner or self._default_checker_runner
         self._slots = asyncio.Semaphore(max(1, settings.concurrency))
         self._pools: dict[str, SandboxPool] = {}
+        try:
+            self.agent_env = resolve_agent_env(settings.sandbox.agent_env)
+        except FileNotFoundError as e:
+            raise SandboxError(str(e)) from None
+        """The sandbox agent environment bound into every sandbox (None: the system python3 only)."""
 
     def _default_checker_runner(self) -> CommandRunner | None:
         if self.settings.sandbox.backend != "bwrap":
             return None  # LocalRunner: a separate process, no isolation (the local backend warned already)
         from harnessrl.sandbox.runner import SandboxCommandRunner
 
-        return SandboxCommandRunner()
+        return SandboxCommandRunner(agent_env=self.agent_env)
 
     async def run_many(
         self, jobs: Sequence[RolloutJob], on_done: Callable[[Rollout], None] | None = None
@@ -217,15 +228,18 @@ class RolloutRunner:
             _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
             return None
         info = self.sessions.open(job.rollout_id)
+        overflow = asyncio.Event()
+        self.sessions.watch(job.rollout_id, lambda c: overflow.set() if OVERFLOW_TAG in c.tags else None)
         raw: ExecResult | None = None
         result: HarnessResult | None = None
+        stopped = False
         dropped = 0
         try:
             inside = sandbox.endpoint_url or self.sessions.server_url
             endpoint = Endpoint(
                 base_url=f"{inside}/r/{info.token}", api_key=info.token, model=self.settings.model_name
             )
-            result, raw = await run_harness(
+            launched = run_harness(
                 harness,
                 sandbox,
                 endpoint,
@@ -235,6 +249,11 @@ class RolloutRunner:
                 options=job.options,
                 cache_root=self.settings.harness_cache,
             )
+            outcome = await _until_overflow(launched, overflow)
+            if outcome is None:
+                stopped = True
+            else:
+                result, raw = outcome
         except SandboxError as e:
             _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
         except HarnessError as e:
@@ -243,16 +262,20 @@ class RolloutRunner:
             closed = self.sessions.close(job.rollout_id)
             rollout.calls, dropped = list(closed), closed.dropped
             await self._close_sandbox(sandbox, workspace, rollout)
-        if result is not None:
-            _status_from_harness(rollout, result, dropped)
+        if stopped:
+            _status_from_calls(rollout, dropped, stopped=True)
+        elif result is not None:
+            _status_from_harness(rollout, result, dropped, job.task.timeout_s or self.settings.timeout_s)
         return raw
 
     def _spec(self, task: Task, workspace: Path | None) -> SandboxSpec:
+        env = () if self.agent_env is None else (self.agent_env,)
         return SandboxSpec(
             backend=self.settings.sandbox.backend,
             workspace=workspace,
             mount_dir=task.input_mount_dir,
-            ro_binds=harness_binds(self.settings.harness_cache),
+            ro_binds=(*harness_binds(self.settings.harness_cache), *env),
+            path_prefix=tuple(str(p / "bin") for p in env),
             endpoint=self.endpoint,
             memory_mb=self.settings.sandbox.memory_mb,
         )
@@ -302,9 +325,8 @@ class RolloutRunner:
         if report.skipped_count or report.truncated:
             rollout.reward_detail["workspace"] = report.summary()
         if report.truncated:
-            _set_status(
-                rollout, RolloutStatus.HARNESS_ERROR, f"final workspace over the limit: {report.truncated}"
-            )
+            why = f"final workspace over the limit: {report.truncated}"
+            _set_status(rollout, RolloutStatus.HARNESS_ERROR, why, policy=True)
 
     async def close(self) -> None:
         """Destroy the prewarmed sandboxes of every pool (rollouts in flight keep theirs)."""
@@ -342,26 +364,90 @@ class RolloutRunner:
             _set_status(rollout, RolloutStatus.VERIFIER_ERROR, f"checker: {code['error']}")
 
 
-def _set_status(rollout: Rollout, status: RolloutStatus, reason: str) -> None:
-    """The first failure wins: a rollout keeps the status of what went wrong first."""
-    if rollout.status is RolloutStatus.OK:
-        rollout.status = status
-        rollout.status_reason = reason[-2000:]
+REASON_HEAD = 1000
+"""Most characters of a status reason's cause (what went wrong, said first)."""
+REASON_TAIL = 1000
+"""Most characters of the tail that follows the cause (the end of the harness's own output)."""
 
 
-def _status_from_harness(rollout: Rollout, result: HarnessResult, dropped: int = 0) -> None:
-    rollout.exit_code = result.exit_code
-    rollout.final_message = result.final_message
-    failed = [c for c in rollout.calls if c.error]
+def _set_status(
+    rollout: Rollout, status: RolloutStatus, cause: str, tail: str = "", *, policy: bool = False
+) -> None:
+    """The first failure wins: a rollout keeps the status of what went wrong first. The reason is the
+    cause first (at most REASON_HEAD characters), then the last REASON_TAIL characters of `tail`.
+    `policy`: the policy caused it (`Rollout.fault`), else the infrastructure did."""
+    if rollout.status is not RolloutStatus.OK:
+        return
+    rollout.status = status
+    rollout.fault = "policy" if policy else "infra"
+    if len(cause) > REASON_HEAD:
+        cause = f"{cause[: REASON_HEAD - 40]} [... {len(cause) - REASON_HEAD + 40} characters cut ...]"
+    tail = tail.strip()
+    if len(tail) > REASON_TAIL:
+        tail = f"[... {len(tail) - REASON_TAIL} characters cut ...] {tail[-REASON_TAIL:]}"
+    rollout.status_reason = f"{cause} | {tail}" if tail else cause
+
+
+async def _until_overflow(
+    launched: Coroutine[Any, Any, tuple[HarnessResult, ExecResult]], overflow: asyncio.Event
+) -> tuple[HarnessResult, ExecResult] | None:
+    """Run the harness until it ends, or until a call of its session overflowed the context: then
+    the harness is cancelled (its sandbox is destroyed by the caller) and None comes back. A harness
+    would otherwise retry the 400 (or give up only after many calls): a prompt that does not fit will
+    not fit on the next try either."""
+    task = asyncio.ensure_future(launched)
+    watcher = asyncio.ensure_future(overflow.wait())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if task.cancelled():
+        return None
+    return task.result()
+
+
+def _status_from_calls(rollout: Rollout, dropped: int, stopped: bool = False) -> bool:
+    """Statuses the recorded calls decide, in order: a lost record, a prompt over the context, an
+    engine failure (these win over whatever the harness said: an OpenClaw whose every call failed
+    reports "request timed out"). Calls still in flight at close are partial, not failures. True
+    when one was set."""
     if dropped:  # a rollout with a lost call must not be trained as if complete
         _set_status(rollout, RolloutStatus.ENGINE_ERROR, f"{dropped} calls could not be recorded")
-    elif result.timed_out:
-        _set_status(rollout, RolloutStatus.TIMEOUT, f"harness ran past its timeout ({result.error})")
-    elif failed:
+        return True
+    failed = [c for c in rollout.calls if c.error]
+    over = [c for c in failed if OVERFLOW_TAG in c.tags]
+    if over:
+        first = over[0]
+        error = (first.error or "").removeprefix(f"{OVERFLOW_TAG}: ")
+        what = "stopped at that call" if stopped else f"{len(rollout.calls)} calls in all"
+        cause = f"context_overflow: the prompt of call {first.index} does not fit the model: {error} ({what})"
+        _set_status(rollout, RolloutStatus.ENGINE_ERROR, cause)
+        return True
+    if failed:
         first = failed[0]
         _set_status(rollout, RolloutStatus.ENGINE_ERROR, f"call {first.index}: {first.error}")
-    elif not result.ok:
-        _set_status(rollout, RolloutStatus.HARNESS_ERROR, result.error or f"exit code {result.exit_code}")
+        return True
+    return False
+
+
+def _status_from_harness(
+    rollout: Rollout, result: HarnessResult, dropped: int = 0, timeout_s: float | None = None
+) -> None:
+    rollout.exit_code = result.exit_code
+    rollout.final_message = result.final_message
+    if _status_from_calls(rollout, dropped):
+        return
+    if result.timed_out:
+        limit = f" of {timeout_s:g} s" if timeout_s else ""
+        cause = f"harness ran past its timeout{limit}"
+        _set_status(rollout, RolloutStatus.TIMEOUT, cause, result.error, policy=True)
+    elif not result.ok:  # the policy's doing once the harness has talked to the model
+        cause = f"harness failed (exit code {result.exit_code})"
+        _set_status(rollout, RolloutStatus.HARNESS_ERROR, cause, result.error, policy=bool(rollout.calls))
 
 
 def _transcript(calls: list[ModelCall]) -> list[dict[str, Any]]:

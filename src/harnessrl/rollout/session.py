@@ -6,7 +6,8 @@
 The stack owns the engine, the chat format, the proxy server (in this event loop) and the runner.
 With `engine.type = "scripted"` and no `engine.script`, every task is answered by its reference
 solution as a single shell tool call of the chosen harness, then a final "done": the known-good
-action sequence used to check a harness end to end.
+action sequence used to check a harness end to end. The `shell` harness runs its own `command`
+option; a call it makes is answered "done".
 """
 
 from __future__ import annotations
@@ -64,10 +65,13 @@ def reference_engine(cfg: Config, tasks: list[Task], harness: str) -> Engine:
         from harnessrl.harnesses.whitebox.reference import ReferenceEngine
 
         return ReferenceEngine(fmt, [(t.prompt, [reference_command(t)]) for t in tasks])
+    context = cfg.engine.context_length  # the proxy's length check, as for a real model
+    if harness == "shell":  # runs its own `command`; a model call it makes gets "done"
+        return ScriptedEngine(fmt, ["done"], max_context=context)
     scripts = [
         Script(turns=[shell_turn(harness, reference_command(t)), "done"], match=t.prompt) for t in tasks
     ]
-    return ScriptedEngine(fmt, scripts)
+    return ScriptedEngine(fmt, scripts, max_context=context)
 
 
 def build_engine_for(cfg: Config, tasks: list[Task]) -> Engine:

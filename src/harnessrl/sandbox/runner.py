@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import os
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
@@ -60,11 +61,23 @@ def named_dirs(argv: Sequence[str], cwd: Path) -> tuple[Path, ...]:
 
 
 class SandboxCommandRunner:
-    """CommandRunner: one fresh bubblewrap sandbox per command. SandboxError becomes returncode 125."""
+    """CommandRunner: one fresh bubblewrap sandbox per command. SandboxError becomes returncode 125.
 
-    def __init__(self, memory_mb: int | None = 4096, backend: str = "bwrap") -> None:
+    With `agent_env` (the sandbox agent environment, `sandbox.agent_env`), that tree is bound
+    read-only, its `bin/` is first on PATH and checkers run with its python (the agent's python:
+    what the agent could run is what is scored)."""
+
+    def __init__(
+        self, memory_mb: int | None = 4096, backend: str = "bwrap", agent_env: Path | None = None
+    ) -> None:
         self.memory_mb = memory_mb
         self.backend = backend
+        self.agent_env = agent_env
+
+    def _env_binds(self) -> tuple[tuple[Path, ...], tuple[str, ...]]:
+        if self.agent_env is None:
+            return (), ()
+        return (self.agent_env,), (str(self.agent_env / "bin"),)
 
     def run(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> RunOutput:
         spec = SandboxSpec(
@@ -72,6 +85,8 @@ class SandboxCommandRunner:
             workspace=Path(cwd).resolve(),
             mount_dir=str(Path(cwd).resolve()),
             rw_binds=named_dirs(argv, Path(cwd).resolve()),
+            ro_binds=self._env_binds()[0],
+            path_prefix=self._env_binds()[1],
             bind_python=True,
             memory_mb=self.memory_mb,
         )
@@ -79,15 +94,20 @@ class SandboxCommandRunner:
         return out
 
     def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes]:
+        if self.agent_env is not None:
+            job = dataclasses.replace(job, python=str(self.agent_env / "bin" / "python"))
         if self.backend == "local":
             from harnessrl.verify.runner import LocalRunner
 
             return LocalRunner().run_checker(job)
+        binds, prefix = self._env_binds()
         spec = SandboxSpec(
             workspace=job.workspace,
             mount_dir=job.mount_dir,
             home_dir="/root",
             ro_mounts=((job.folder, CHECKER_DIR),),
+            ro_binds=binds,
+            path_prefix=prefix,
             bind_python=True,
             memory_mb=self.memory_mb,
         )

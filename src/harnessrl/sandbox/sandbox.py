@@ -326,6 +326,8 @@ class Sandbox:
             assert self._fd_sock is not None
             req_id = next(_ids)
             full_env = {**self.base_env(), **self.spec.extra_env, **(env or {})}
+            if self.spec.path_prefix:
+                full_env["PATH"] = os.pathsep.join([*self.spec.path_prefix, full_env.get("PATH", "")])
             fds = [os.memfd_create(f"hrl-{req_id}-{name}", os.MFD_CLOEXEC) for name in ("out", "err")]
             req: dict[str, Any] = {
                 "op": "exec",

@@ -58,6 +58,9 @@ class SandboxSpec(BaseModel):
     RAM-backed base_dir this bounds what one runaway write can take; it does not bound the total."""
     start_timeout_s: float = 15.0
     """How long creation may take before it is a SandboxError."""
+    path_prefix: tuple[str, ...] = ()
+    """Folders (as seen inside) put first on PATH of every command, after its own env is merged
+    (the sandbox agent environment's `bin`: `python`, `pytest`)."""
     extra_env: dict[str, str] = Field(default_factory=dict)
     """Environment given to every command (after the defaults, before the command's own)."""
 

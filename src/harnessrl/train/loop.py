@@ -9,9 +9,13 @@ One step (`TrainLoop.run_step`), as in DESIGN's "One training step, as data":
                 (`train.schedule`: a pure function of (seed, step), so a resumed run redoes the same step)
     rollouts    the runner runs every job through its harness in a sandbox against the proxy; the proxy
                 samples from the engine, which holds the CURRENT policy weights
-    trees       each `ok` rollout -> prefix tree -> TreeSample. Non-ok rollouts, trees the trace filters
-                dropped whole, and trees without a single trained token are counted by status label
-                and never trained (DESIGN invariant 3: nothing is lost silently)
+    trees       each `ok` rollout -> prefix tree -> TreeSample; so is each failure the policy caused
+                whose status `train.failures.train_statuses` lists (timeout, harness_error by default:
+                reward 0 on the calls it made, as ClawGym keeps GRPO groups full). Other rollouts
+                (sandbox / engine / verifier errors always), trees the trace filters dropped whole,
+                trees without a single trained token, and (GRPO) groups under
+                `train.failures.min_group_size` are counted by label and never trained (DESIGN
+                invariant 3: nothing is lost silently)
     advantages  `train.algorithm` from `harnessrl.rl.algo`: GRPO inside each (task, harness) group over
                 the kept rollouts; PPO with the trainer's value head: per-branch GAE on each tree
     optimize    `Trainer.step`: one optimizer step over the tree-packed batch
@@ -53,6 +57,7 @@ from typing import Any
 from harnessrl.config import Config, ConfigError, HarnessSpaceConfig, TrainerConfig
 from harnessrl.progress import Progress
 from harnessrl.protocols import Engine
+from harnessrl.rl.algo import ALGORITHMS
 from harnessrl.rollout.runner import RolloutRunner
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
@@ -147,31 +152,77 @@ class TreeBatch:
         self.samples: list[TreeSample] = []
         self.harness: list[str] = []
         """Harness of each kept sample."""
+        self.sample_labels: list[str] = []
+        """Status label of each kept sample's rollout (`ok`, or a failure trained with reward 0)."""
         self.labels: Counter[str] = Counter()
-        """Status label of every rollout: ok (trained) or why not."""
+        """Status label of every rollout: ok (trained) or why not; a failure trained with reward 0
+        keeps its own label and is also counted in `failures_trained`."""
+        self.failures_trained: Counter[str] = Counter()
+        self.small_groups = 0
+        """Groups dropped whole for being under `train.failures.min_group_size`."""
         self.tree_stats: list[dict[str, Any]] = []
 
 
+def trainable_as_failure(r: Rollout, cfg: Config) -> bool:
+    """A failure the policy caused, of a status `train.failures.train_statuses` trains (reward 0)."""
+    return r.fault == "policy" and r.status.value in cfg.train.failures.train_statuses
+
+
 def collect_trees(rollouts: Sequence[Rollout], cfg: Config) -> TreeBatch:
-    """Stage `trees`: ok rollouts -> TreeSamples; everything else counted by its label, not trained."""
+    """Stage `trees`: ok rollouts, and failures the policy caused that the failure policy trains
+    (with reward 0, on the calls they made) -> TreeSamples; everything else counted by its label,
+    not trained."""
     batch = TreeBatch()
     for r in rollouts:
-        if r.status is not RolloutStatus.OK:
+        failure = r.status is not RolloutStatus.OK
+        if failure and not trainable_as_failure(r, cfg):
             batch.labels[r.status_label] += 1
             continue
+        if failure:
+            r = r.model_copy(update={"reward": 0.0})
         tree = trace_rollout(r, cfg.trace)
         labelled = with_filter_status(r, tree)
-        if labelled.status is not RolloutStatus.OK:
+        if labelled.status is not RolloutStatus.OK and not failure:
             batch.labels[labelled.status_label] += 1
             continue
-        if int(tree.stats.get("model_tokens_kept", 0)) == 0:
+        nothing = tree.filter_reason is not None or int(tree.stats.get("model_tokens_kept", 0)) == 0
+        if nothing and failure:  # a failure keeps the status that explains it
+            batch.labels[r.status_label] += 1
+            continue
+        if nothing:
             batch.labels["filtered:no_model_tokens"] += 1
             continue
-        batch.labels["ok"] += 1
+        batch.labels[r.status_label] += 1
+        if failure:
+            batch.failures_trained[r.status_label] += 1
         batch.samples.append(tree.to_sample())
         batch.harness.append(r.harness)
+        batch.sample_labels.append(r.status_label)
         batch.tree_stats.append(tree.stats)
     return batch
+
+
+def drop_small_groups(batch: TreeBatch, min_size: int) -> None:
+    """GRPO: drop every group with fewer than `min_size` samples, relabelled `filtered:small_group`."""
+    sizes = Counter(s.group_id for s in batch.samples)
+    small = {g for g, n in sizes.items() if n < min_size}
+    if not small:
+        return
+    keep = [i for i, s in enumerate(batch.samples) if s.group_id not in small]
+    for i, s in enumerate(batch.samples):
+        if s.group_id in small:
+            label = batch.sample_labels[i]
+            batch.labels[label] -= 1
+            batch.labels["filtered:small_group"] += 1
+            if label != "ok":
+                batch.failures_trained[label] -= 1
+    batch.labels = +batch.labels
+    batch.failures_trained = +batch.failures_trained
+    batch.small_groups = len(small)
+    batch.samples = [batch.samples[i] for i in keep]
+    batch.harness = [batch.harness[i] for i in keep]
+    batch.sample_labels = [batch.sample_labels[i] for i in keep]
+    batch.tree_stats = [batch.tree_stats[i] for i in keep]
 
 
 def group_summary(samples: Sequence[TreeSample]) -> dict[str, int]:
@@ -258,6 +309,8 @@ class TrainLoop:
         rollouts = await runner.run_many(jobs, on_done=self.progress.on_rollout_done)
         clock.lap("rollouts")
         batch = collect_trees(rollouts, self.cfg)
+        if ALGORITHMS[self.cfg.train.algorithm].grouped:
+            drop_small_groups(batch, min(self.cfg.train.failures.min_group_size, self.cfg.train.group_size))
         clock.lap("trees")
         trainer_metrics, skip = self.optimize(batch, clock)
         if skip is None:
@@ -301,6 +354,7 @@ class TrainLoop:
         tree = aggregate_stats(batch.tree_stats)
         groups = group_summary(batch.samples)
         groups["scheduled"] = len({r.group_id for r in rollouts})
+        groups["dropped_small"] = batch.small_groups
         return {
             "step": step,
             "optimizer_step": self.trainer.state.step,
@@ -309,6 +363,7 @@ class TrainLoop:
             "rollouts": len(rollouts),
             "status": dict(sorted(batch.labels.items())),
             "trained_rollouts": len(batch.samples),
+            "failures_trained": dict(sorted(batch.failures_trained.items())),
             "trained_by_harness": dict(sorted(Counter(batch.harness).items())),
             "reward": reward_summary(rollouts),
             "groups": groups,

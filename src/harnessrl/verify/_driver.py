@@ -8,6 +8,10 @@
   is called with argv[1] = WORKSPACE; what it prints is reported as {"mode": "main", "stdout": ...}.
 - Otherwise ENTRY is run as `__main__` with argv[1] = WORKSPACE, exactly as `reward.sh` would, and
   what it prints is reported the same way ("script").
+- ENTRY ending in `.sh` (a task's own `reward.sh`, `Checker.shell_entry`) is run with `bash ENTRY`
+  in this process's cwd, stdin closed, its stdout captured through a pipe; reported as
+  {"mode": "shell", "stdout": ...} (and `exit_status` when bash exits non-zero: upstream's
+  `set -euo pipefail` scripts fail that way).
 
 The report goes, once, to RESULT_FD: a descriptor the host opened before this process started. The
 driver first makes it non-inheritable and itself non-dumpable, so programs a checker starts (the
@@ -64,8 +68,23 @@ class _Capture(io.StringIO):
         return len(s)
 
 
+def _shell(entry: str) -> dict[str, Any]:
+    import subprocess
+
+    proc = subprocess.run(["bash", entry], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, check=False)
+    out = proc.stdout[:MAX_STDOUT].decode("utf-8", errors="replace")
+    if proc.returncode != 0:
+        return {"mode": "shell", "exit_status": proc.returncode if proc.returncode > 0 else 1, "stdout": out}
+    return {"mode": "shell", "stdout": out}
+
+
 def _run(entry: str, workspace: str, transcript: Any, captured: _Capture) -> dict[str, Any]:
     mode = "script"
+    if entry.endswith(".sh"):
+        try:
+            return _shell(entry)
+        except BaseException:
+            return {"mode": "shell", "error": traceback.format_exc()[-4000:]}
     try:
         with open(entry, encoding="utf-8") as fh:
             has_grade, has_main, guarded = _shape(fh.read())

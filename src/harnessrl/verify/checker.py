@@ -8,10 +8,21 @@ driver reports through a channel the runner opened before any checker code ran (
 a report counts only with exit status 0. The workspace path is passed to the checker as argv[1]:
 `reward.sh` hard-codes `/root/.openclaw/workspace`, so the hook command itself is never run.
 
-Score = equal-weight mean of the metric values (not clipped: a checker decides its own range). A
-checker that raises, exits non-zero, hangs past its timeout, prints no JSON, or returns a non-dict,
-an empty dict or a non-number (or non-finite) value scores 0.0 with the reason in `error`. A bare
-number printed by a `main()` checker counts as one metric `score` (as `reward.sh` accepts it).
+Score = equal-weight mean of the metric values (not clipped: a checker decides its own range). Each
+metric value goes through `float(v)`, as the canonical `reward.sh` wrapper does
+(`tasks.reward_sh.wrapper_score`): numeric strings (`"1.0"`, `" 0 "`, `"1e0"`) and booleans count as
+their float value, so a checker scores here what it scored upstream. A checker that raises, exits
+non-zero, hangs past its timeout, prints no JSON, or returns a non-dict, an empty dict or a value
+`float()` refuses (or a non-finite one) scores 0.0 with the reason in `error`. A bare number printed
+by a `main()` checker counts as one metric `score` (as `reward.sh` accepts it).
+
+A task whose `reward.sh` is not the canonical wrapper (`Checker.shell_entry`) is scored by running
+that script with bash, as upstream runs it: its reward folder is first copied into the final
+workspace (upstream copies `reward/` next to the workspace files after the agent finished; an entry
+of the agent's own with that name is removed first) and removed again afterwards, and the script's
+output is read like a `main()` checker's: all of stdout as JSON, else its last non-empty line (a
+number or a JSON dict). Its hard-coded paths (`/root/.openclaw/workspace/...`) hold only in the
+checker sandbox, which mounts the workspace at the task's mount dir; `LocalRunner` cannot run it.
 """
 
 from __future__ import annotations
@@ -62,9 +73,13 @@ def metrics_from_value(value: Any) -> tuple[dict[str, float], str | None]:
         return {}, "checker returned an empty dict"
     metrics: dict[str, float] = {}
     for key, v in value.items():
-        if not isinstance(v, (int, float)) or not math.isfinite(float(v)):
+        try:
+            number = float(v)  # the canonical wrapper's arithmetic: "1.0" and True count
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number):
             return {}, f"metric {key!r} is not a finite number: {v!r}"
-        metrics[str(key)] = float(v)
+        metrics[str(key)] = number
     return metrics, None
 
 
@@ -108,6 +123,30 @@ def _interpret(out: RunOutput, raw: bytes, timeout_s: float) -> tuple[Any, str, 
     return value, mode, err
 
 
+def _top_names(task: Task) -> list[str]:
+    assert task.checker is not None
+    return sorted({Path(f.path).parts[0] for f in task.checker.files})
+
+
+def _remove_entries(ws: Path, names: list[str]) -> None:
+    """Remove `ws/<name>` without following links (the agent may have planted one there)."""
+    for name in names:
+        path = ws / name
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+
+
+def _place_reward(task: Task, ws: Path) -> list[str]:
+    """Copy the checker files into the final workspace, as upstream does before running `reward.sh`
+    (the agent is gone by now). Returns the top-level names to remove afterwards."""
+    names = _top_names(task)
+    _remove_entries(ws, names)
+    materialize_checker(task, ws)
+    return names
+
+
 def run_checker(
     task: Task,
     workspace: Path,
@@ -128,6 +167,7 @@ def run_checker(
     if not ws.is_dir():
         raise VerifierError(f"workspace {workspace} is not a directory")
     limit = timeout_s if timeout_s is not None else task.checker.timeout_s
+    placed: list[str] = []
     tmp = Path(tempfile.mkdtemp(prefix="harnessrl-check-")).resolve()
     started = time.monotonic()
     try:
@@ -138,11 +178,16 @@ def run_checker(
         (tmp / "transcript.json").write_text(json.dumps(transcript or [], default=repr), encoding="utf-8")
         for path in (tmp, *tmp.rglob("*")):  # readable by the checker's uid, writable by none
             path.chmod(0o755 if path.is_dir() else 0o644)
-        job = CheckerJob(tmp, task.checker.entry, ws, task.input_mount_dir, python or sys.executable, limit)
+        entry = task.checker.shell_entry or task.checker.entry
+        if task.checker.shell_entry:
+            placed = _place_reward(task, ws)
+        job = CheckerJob(tmp, entry, ws, task.input_mount_dir, python or sys.executable, limit)
         out, raw = (runner or LocalRunner()).run_checker(job)
         value, mode, error = _interpret(out, raw, limit)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if task.checker.shell_entry:
+            _remove_entries(ws, placed)
     metrics: dict[str, float] = {}
     if error is None:
         metrics, error = metrics_from_value(value)

@@ -37,12 +37,14 @@ LOCAL_WARNING = (
 
 
 def make_runner(local: bool) -> CommandRunner:
-    """`LocalRunner` for `--local`, else a fresh bubblewrap sandbox per command."""
+    """`LocalRunner` for `--local`, else a fresh bubblewrap sandbox per command, with the sandbox
+    agent environment when it is built (as rollouts score)."""
     if local:
         return LocalRunner()
+    from harnessrl.sandbox.agent_env import resolve_agent_env
     from harnessrl.sandbox.runner import SandboxCommandRunner
 
-    return SandboxCommandRunner()
+    return SandboxCommandRunner(agent_env=resolve_agent_env("auto"))
 
 
 def _fmt(result: CheckResult | None) -> str:

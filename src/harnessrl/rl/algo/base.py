@@ -43,6 +43,8 @@ class Algorithm:
 
     name = "base"
     needs_values = False
+    grouped = False
+    """Advantages are relative to the group (GRPO): the loop drops groups under the minimum size."""
 
     def __init__(self, cfg: AdvantageConfig | None = None) -> None:
         self.cfg = cfg or AdvantageConfig()

@@ -16,6 +16,7 @@ from harnessrl.types import TreeSample
 
 class Grpo(Algorithm):
     name = "grpo"
+    grouped = True
 
     def group(self, rewards_G: list[float]) -> list[float]:
         one = ["g"] * len(rewards_G)
