@@ -293,6 +293,13 @@ class TrainConfig(Section):
     A full checkpoint holds weights and optimizer state: ~1.6 GB for SmolLM2-135M in float32."""
     resume: bool = False
     """Continue from the latest checkpoint under `out_dir` (same schedule, next step)."""
+    max_off_policy_steps: int = Field(default=0, ge=0)
+    """Asynchronous rollouts: the rollouts of step s start once step s - k - 1 is trained, so they run
+    while the trainer updates and are at most k policy versions old when trained (0 = synchronous:
+    each step samples from the weights of the step before)."""
+    stale_rollouts: Literal["drop", "keep"] = "drop"
+    """An ok rollout found more than `max_off_policy_steps` versions old when trained: dropped as
+    `filtered:stale`, or kept (its tokens corrected by the truncated IS weight like any other)."""
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     """Optimizer and loss settings; its `lr` and `seed` are replaced by `train.lr` and `train.seed`,
     its `temperature` by `engine.sampling.temperature` (log-probs must match what was sampled)."""

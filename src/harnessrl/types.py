@@ -278,6 +278,10 @@ class ModelCall(BaseModel):
     also sets a tag (`max_tokens_lowered`, `images_replaced`, `tool_calls_dropped`, `unknown_tool`)."""
     replaced_images: int = 0
     """Image parts of the request replaced by a text placeholder (the policy reads text only)."""
+    weights_version: int | None = None
+    """The engine's policy version this call was sampled with (`GenerationResult.meta`; None when the
+    engine does not report one, or the call never reached it). Asynchronous training measures each
+    rollout's staleness against it (`train.staleness`)."""
 
 
 class RolloutStatus(enum.StrEnum):

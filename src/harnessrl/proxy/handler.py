@@ -372,6 +372,7 @@ def _model_call(call: Call, outcome: Outcome) -> ModelCall:
         error=outcome.error,
         notes=list(call.notes),
         replaced_images=call.replaced_images,
+        weights_version=result.meta.get("weights_version") if result is not None else None,
     )
 
 

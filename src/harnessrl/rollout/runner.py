@@ -155,9 +155,8 @@ class RolloutRunner:
     async def run(self, job: RolloutJob) -> Rollout:
         """Run one rollout to exactly one status; never raises for the rollout's own failures."""
         rdir = self.settings.out_dir / job.rollout_id
-        if rdir.exists():
-            shutil.rmtree(rdir)
-        rdir.mkdir(parents=True)
+        workspace, initial = rdir / "workspace", rdir / ".initial"
+        await asyncio.to_thread(_prepare_folder, job.task, rdir)  # file I/O off the proxy's loop
         rollout = Rollout(
             rollout_id=job.rollout_id,
             task_id=job.task.id,
@@ -166,10 +165,6 @@ class RolloutRunner:
             started_at=time.time(),
             workdir=str(rdir),
         )
-        workspace = rdir / "workspace"
-        materialize_workspace(job.task, workspace)
-        initial = rdir / ".initial"
-        shutil.copytree(workspace, initial, symlinks=True)
         raw: ExecResult | None = None
         try:
             raw = await self._agent_phase(job, rollout, workspace)
@@ -264,7 +259,7 @@ class RolloutRunner:
         if size is None:
             size = max(1, self.settings.concurrency)
         limit = int(self.settings.sandbox.pool_max_workspace_mb * 2**20)
-        if size <= 0 or tree_larger_than(workspace, limit):
+        if size <= 0 or await asyncio.to_thread(tree_larger_than, workspace, limit):
             return await Sandbox.create(self._spec(task, workspace))
         pool = self._pools.get(task.input_mount_dir)
         if pool is None:
@@ -336,6 +331,15 @@ class RolloutRunner:
         code = score.detail.get("code") or {}
         if code.get("error") and rollout.status is RolloutStatus.OK:
             _set_status(rollout, RolloutStatus.VERIFIER_ERROR, f"checker: {code['error']}")
+
+
+def _prepare_folder(task: Task, rdir: Path) -> None:
+    """A fresh `rdir` with the task's `workspace/` and a pristine copy of it (`.initial/`, for the diff)."""
+    if rdir.exists():
+        shutil.rmtree(rdir)
+    rdir.mkdir(parents=True)
+    materialize_workspace(task, rdir / "workspace")
+    shutil.copytree(rdir / "workspace", rdir / ".initial", symlinks=True)
 
 
 def _set_status(rollout: Rollout, status: RolloutStatus, reason: str) -> None:
