@@ -9,15 +9,17 @@ pool of prewarmed sandboxes.
 For each rollout, in this order (every step's failure becomes a status, never an exception):
 
     1. materialise the task workspace into <out_dir>/<rollout_id>/workspace    (task files only)
-    2. create the sandbox (workspace bound rw at the task's mount dir, only the model endpoint
+    2. open a proxy session; the harness will get `<endpoint inside>/r/<token>` and the token as key
+    3. create the sandbox (workspace bound rw at the task's mount dir, only the model endpoint
        reachable), or, by default, take a prewarmed one from the pool (`sandbox.pool_size`) and
        copy the workspace in                                         -> sandbox_error
-    3. open a proxy session; the harness gets `<endpoint inside>/r/<token>` and the token as API key
-    4. launch the harness headless; wait up to `timeout_s`          -> timeout / harness_error
-    5. close the session: the captured calls (partial ones too)     -> engine_error if a call failed
+    4. launch the harness headless; wait up to `timeout_s`; destroy the agent sandbox
+                                                                     -> timeout / harness_error
+    5. close the session (nothing inside can call any more): the captured calls (partial ones
+       too)                                                          -> engine_error if a call failed
        in the engine (the trajectory is not the policy's doing)
-    6. destroy the agent sandbox, then score the final workspace with the task's checker in its own
-       sandbox (reward files copied in only now)                     -> verifier_error
+    6. score the final workspace with the task's checker in its own sandbox (reward files copied
+       in only now)                                                  -> verifier_error
     7. write the artifacts: rollout.json, calls.jsonl, harness.stdout/.stderr, workspace.diff,
        reward.json
 
@@ -83,6 +85,15 @@ class RolloutJob:
     mcp_servers: tuple[McpServer, ...] = ()
 
 
+@dataclass
+class AgentOutcome:
+    """What the agent phase hands back: the harness's parsed result and its raw output (None when it
+    never ran)."""
+
+    result: HarnessResult | None = None
+    raw: ExecResult | None = None
+
+
 @dataclass(frozen=True)
 class RunnerSettings:
     """How every rollout of a runner is run (built from RolloutConfig/SandboxConfig/VerifyConfig)."""
@@ -116,7 +127,7 @@ class RolloutRunner:
 
     def __init__(
         self,
-        sessions: SessionStore,
+        sessions: SessionStore | None,
         endpoint: tuple[str, int],
         settings: RunnerSettings,
         *,
@@ -153,11 +164,30 @@ class RolloutRunner:
         return list(await asyncio.gather(*(one(j) for j in jobs)))
 
     async def run(self, job: RolloutJob) -> Rollout:
-        """Run one rollout to exactly one status; never raises for the rollout's own failures."""
+        """Run one rollout to exactly one status; never raises for the rollout's own failures.
+
+        The phases (`prepare`, `agent`, `settle`, `complete`) are public so that a remote worker can
+        run all but the session: the Ray backend opens and closes sessions next to the proxy."""
+        if self.sessions is None:
+            raise RuntimeError("this runner has no session store: it only runs phases for a remote driver")
+        rollout = await self.prepare(job)
+        outcome = AgentOutcome()
+        try:
+            info = self.sessions.open(job.rollout_id)
+            try:
+                outcome = await self.agent(job, rollout, info.token, self.sessions.server_url)
+            finally:
+                closed = self.sessions.close(job.rollout_id)
+                settle(rollout, closed, closed.dropped, outcome.result)
+        except Exception as e:  # a bug of ours must still end as data, with the traceback kept
+            internal_error(rollout, e)
+        return await self.complete(job, rollout, outcome.raw)
+
+    async def prepare(self, job: RolloutJob) -> Rollout:
+        """Step 1: a fresh rollout folder with the task's workspace (in a thread) and its record."""
         rdir = self.settings.out_dir / job.rollout_id
-        workspace, initial = rdir / "workspace", rdir / ".initial"
         await asyncio.to_thread(_prepare_folder, job.task, rdir)  # file I/O off the proxy's loop
-        rollout = Rollout(
+        return Rollout(
             rollout_id=job.rollout_id,
             task_id=job.task.id,
             harness=job.harness,
@@ -165,15 +195,18 @@ class RolloutRunner:
             started_at=time.time(),
             workdir=str(rdir),
         )
-        raw: ExecResult | None = None
+
+    async def complete(self, job: RolloutJob, rollout: Rollout, raw: ExecResult | None) -> Rollout:
+        """Steps 6-7 on a settled rollout: score it (unless it failed before the harness finished), then
+        write its artifacts. Never raises for the rollout's own failures."""
+        rdir = Path(rollout.workdir)
+        workspace, initial = rdir / "workspace", rdir / ".initial"
         try:
-            raw = await self._agent_phase(job, rollout, workspace)
-            if rollout.status is RolloutStatus.OK or rollout.status is RolloutStatus.HARNESS_ERROR:
+            scorable = rollout.status in (RolloutStatus.OK, RolloutStatus.HARNESS_ERROR)
+            if scorable and "traceback" not in rollout.reward_detail:
                 await self._score(job.task, workspace, rollout)
-        except Exception as e:  # a bug of ours must still end as data, with the traceback kept
-            log.exception("rollout %s failed unexpectedly", job.rollout_id)
-            _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"internal error: {e!r}")
-            rollout.reward_detail["traceback"] = traceback.format_exc()
+        except Exception as e:
+            internal_error(rollout, e)
         finally:
             rollout.ended_at = time.time()
             await self._write_artifacts(rdir, rollout, raw, initial, workspace)
@@ -195,28 +228,25 @@ class RolloutRunner:
         finally:
             await asyncio.to_thread(shutil.rmtree, initial, True)
 
-    async def _agent_phase(self, job: RolloutJob, rollout: Rollout, workspace: Path) -> ExecResult | None:
-        """Steps 2-5: sandbox, session, harness, calls. Sets the status; returns the harness output."""
+    async def agent(self, job: RolloutJob, rollout: Rollout, token: str, server_url: str) -> AgentOutcome:
+        """Steps 2-4 against an open session (`token`): sandbox, harness, sandbox teardown. Sets the
+        status of sandbox and harness failures; the caller closes the session and `settle`s."""
         try:
             harness = get_harness(job.harness)
         except (KeyError, HarnessError) as e:
             _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"unknown harness {job.harness!r}: {e}")
-            return None
+            return AgentOutcome()
+        workspace = Path(rollout.workdir) / "workspace"
         try:
             sandbox = await self._open_sandbox(job.task, workspace)
         except SandboxError as e:
             _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
-            return None
-        info = self.sessions.open(job.rollout_id)
-        raw: ExecResult | None = None
-        result: HarnessResult | None = None
-        dropped = 0
+            return AgentOutcome()
+        outcome = AgentOutcome()
         try:
-            inside = sandbox.endpoint_url or self.sessions.server_url
-            endpoint = Endpoint(
-                base_url=f"{inside}/r/{info.token}", api_key=info.token, model=self.settings.model_name
-            )
-            result, raw = await run_harness(
+            inside = sandbox.endpoint_url or server_url
+            endpoint = Endpoint(base_url=f"{inside}/r/{token}", api_key=token, model=self.settings.model_name)
+            outcome.result, outcome.raw = await run_harness(
                 harness,
                 sandbox,
                 endpoint,
@@ -231,12 +261,8 @@ class RolloutRunner:
         except HarnessError as e:
             _set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
         finally:
-            closed = self.sessions.close(job.rollout_id)
-            rollout.calls, dropped = list(closed), closed.dropped
             await self._close_sandbox(sandbox, workspace, rollout)
-        if result is not None:
-            _status_from_harness(rollout, result, dropped)
-        return raw
+        return outcome
 
     def _spec(self, task: Task, workspace: Path | None) -> SandboxSpec:
         return SandboxSpec(
@@ -347,6 +373,21 @@ def _set_status(rollout: Rollout, status: RolloutStatus, reason: str) -> None:
     if rollout.status is RolloutStatus.OK:
         rollout.status = status
         rollout.status_reason = reason[-2000:]
+
+
+def internal_error(rollout: Rollout, e: BaseException) -> None:
+    """A bug of ours in a rollout: `harness_error` with the traceback kept (never scored)."""
+    log.exception("rollout %s failed unexpectedly", rollout.rollout_id)
+    _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"internal error: {e!r}")
+    rollout.reward_detail["traceback"] = traceback.format_exc()
+
+
+def settle(rollout: Rollout, calls: Sequence[ModelCall], dropped: int, result: HarnessResult | None) -> None:
+    """Step 5, once the session is closed: the rollout's calls, and its status from the harness's result
+    (an incomplete or engine-failed trajectory is not the policy's doing: `engine_error`)."""
+    rollout.calls = list(calls)
+    if result is not None:
+        _status_from_harness(rollout, result, dropped)
 
 
 def _status_from_harness(rollout: Rollout, result: HarnessResult, dropped: int = 0) -> None:

@@ -11,18 +11,19 @@ action sequence used to check a harness end to end.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from harnessrl.config import Config
 from harnessrl.protocols import Engine
 from harnessrl.proxy.deps import default_deps
 from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.sessions import SessionStore
-from harnessrl.rollout.runner import RolloutRunner, RunnerSettings
-from harnessrl.types import ChatMessage, EngineError, Task, ToolCall
+from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings
+from harnessrl.types import ChatMessage, EngineError, Rollout, Task, ToolCall
 
 SHELL_TOOLS: dict[str, tuple[str, str]] = {
     "claude-code": ("Bash", "command"),
@@ -78,6 +79,16 @@ def build_engine_for(cfg: Config, tasks: list[Task]) -> Engine:
     return build_engine(cfg.engine)
 
 
+class Runner(Protocol):
+    """What a rollout backend offers: `RolloutRunner` (asyncio) or `RayRolloutRunner`."""
+
+    async def run_many(
+        self, jobs: Sequence[RolloutJob], on_done: Callable[[Rollout], None] | None = None
+    ) -> list[Rollout]: ...
+
+    async def close(self) -> None: ...
+
+
 @dataclass
 class RolloutStack:
     """Engine + proxy + runner, started and stopped together."""
@@ -85,7 +96,8 @@ class RolloutStack:
     cfg: Config
     engine: Engine
     server: ProxyServer
-    runner: RolloutRunner | None = None
+    runner: Runner | None = None
+    """The rollout backend (`rollout.backend`), set on entering."""
 
     @classmethod
     def from_config(cls, cfg: Config, tasks: list[Task], engine: Engine | None = None) -> RolloutStack:
@@ -108,7 +120,20 @@ class RolloutStack:
             verify=self.cfg.verify,
         )
         host = "127.0.0.1" if self.server.host in ("0.0.0.0", "") else self.server.host
-        self.runner = RolloutRunner(self.server.deps.sessions, (host, self.server.port), settings)
+        endpoint, sessions = (host, self.server.port), self.server.deps.sessions
+        if self.cfg.rollout.backend == "ray":
+            from harnessrl.rollout.ray_backend import RayRolloutRunner
+
+            ray_runner = RayRolloutRunner(sessions, endpoint, settings, self.cfg.rollout.ray)
+            try:
+                await ray_runner.start()
+            except BaseException:
+                await ray_runner.close()
+                await self.server.stop()
+                raise
+            self.runner = ray_runner
+        else:
+            self.runner = RolloutRunner(sessions, endpoint, settings)
         return self
 
     async def __aexit__(

@@ -64,8 +64,7 @@ from typing import Any
 
 from harnessrl.config import Config, ConfigError, HarnessSpaceConfig, TrainerConfig
 from harnessrl.protocols import Engine
-from harnessrl.rollout.runner import RolloutRunner
-from harnessrl.rollout.session import RolloutStack
+from harnessrl.rollout.session import RolloutStack, Runner
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
 from harnessrl.train.schedule import ScheduleSpec, SpaceSpec, schedule_step
 from harnessrl.train.staleness import apply_bound
@@ -272,7 +271,7 @@ class TrainLoop:
                     await made.trained(step)
         return records
 
-    async def run_step(self, runner: RolloutRunner, step: int) -> dict[str, Any]:
+    async def run_step(self, runner: Runner, step: int) -> dict[str, Any]:
         """One full synchronous step (module docstring); returns the metrics record it logged."""
         clock = _Clock()
         rollouts = await runner.run_many(schedule_step(self.tasks, self.spec, step))
