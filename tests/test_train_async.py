@@ -24,7 +24,7 @@ from harnessrl.engines.models import load_model, load_tokenizer
 from harnessrl.engines.scripted import ScriptedEngine
 from harnessrl.rollout.producer import StepProducer
 from harnessrl.trace.load import read_calls
-from harnessrl.train.loop import TrainLoop, build_trainer
+from harnessrl.train.loop import TrainLoop, build_trainer, train
 from harnessrl.train.staleness import apply_bound, staleness
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import Checker, ModelCall, Rollout, RolloutStatus, Task, TaskFile
@@ -254,3 +254,22 @@ async def test_the_trainer_steps_off_the_event_loop(tmp_path: Path) -> None:
     (record,) = await loop.run()
     await opener
     assert record["trained"] is True and record["status"] == {"ok": 2}
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_async_on_smollm2_samples_from_the_policy_and_respects_the_bound(tmp_path: Path) -> None:
+    """The embedded hf engine on SmolLM2-135M sampling while its trainer copy updates (bound 1)."""
+    cfg = make_cfg(tmp_path / "run", max_off_policy_steps=1, steps=3, lr=1e-5)
+    cfg = cfg.model_copy(
+        update={"engine": cfg.engine.model_copy(update={"type": "hf", "model": "default", "max_batch": 4})}
+    )
+    records = asyncio.run(train(cfg, TASKS, echo=lambda _: None))
+    assert [r["status"] for r in records] == [{"ok": 2}] * 3
+    assert [r["trained_rollouts"] for r in records] == [2, 2, 2]
+    assert [r["weights_version"] for r in records] == [1, 2, 3]
+    assert all(r["staleness"]["max"] <= 1 and r["staleness"]["unknown"] == 0 for r in records)
+    assert records[0]["staleness"]["counts"] == {"0": 2}
+    for r in records:  # sampled log-probs agree with the trainer's exactly when nothing was stale
+        if r["staleness"]["max"] == 0:
+            assert r["trainer"]["mismatch/abs_max"] < 1e-3

@@ -258,8 +258,8 @@ class TrainerConfig(Section):
     lora: LoraSettings | None = None
     """Train LoRA adapters instead of all weights."""
     fsdp: bool = False
-    """Shard parameters, gradients and optimizer state over torchrun ranks with FSDP2 (full-weight
-    training only: not with LoRA or a value model; no checkpoints yet)."""
+    """Shard parameters, gradients and optimizer state over torchrun ranks with FSDP2 (full weights or
+    LoRA; not with a value model); checkpoints are then sharded, one set of shards per rank."""
     seed: int = 0
     """Seed of torch / random at construction (the value head's init, dropout)."""
     loss: LossConfig = Field(default_factory=LossConfig)
