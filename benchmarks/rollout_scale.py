@@ -85,7 +85,14 @@ async def measure(cfg: Config, jobs: list[RolloutJob]) -> tuple[float, int]:
         t0 = time.perf_counter()
         rollouts = await stack.runner.run_many(jobs)
         wall = time.perf_counter() - t0
-    return wall, sum(r.status_label == "ok" for r in rollouts)
+    bad = [
+        f"{r.rollout_id}: {r.status_label} {r.status_reason[-300:]}"
+        for r in rollouts
+        if r.status_label != "ok"
+    ]
+    for line in bad:
+        print("  not ok:", line)
+    return wall, len(rollouts) - len(bad)
 
 
 def main() -> None:

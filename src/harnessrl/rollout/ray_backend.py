@@ -53,6 +53,13 @@ from harnessrl.types import ModelCall, Rollout, RolloutStatus, group_id
 log = logging.getLogger(__name__)
 
 
+WORKER_LOOP = """Ray runs an async actor's methods on a uvloop loop by default. uvloop refuses to
+spawn a process while another spawn is under way in the process ("Racing with another loop to spawn
+a process"), and a worker spawns from several threads (sandbox start-up on the actor's loop, the
+checker's sandbox on a loop of its own in a helper thread): 3 of 160 trivial rollouts failed that
+way. The workers run on the standard asyncio loop instead (RAY_USE_UVLOOP=0): 0 of 192."""
+
+
 class RolloutWorker:
     """The body of one Ray actor: a session-less RolloutRunner running a rollout's machine phases."""
 
@@ -117,7 +124,10 @@ class RayRolloutRunner:
         if self.cfg.address is not None and host in ("127.0.0.1", "0.0.0.0", "localhost"):
             host = ray.util.get_node_ip_address()
         actor = ray.remote(RolloutWorker).options(
-            num_cpus=self.cfg.worker_cpus, max_restarts=self.cfg.max_restarts, max_task_retries=0
+            num_cpus=self.cfg.worker_cpus,
+            max_restarts=self.cfg.max_restarts,
+            max_task_retries=0,
+            runtime_env={"env_vars": {"RAY_USE_UVLOOP": "0"}},  # see WORKER_LOOP
         )
         endpoint = (host, self.endpoint[1])
         self.workers = [actor.remote(self.settings, endpoint) for _ in range(self.cfg.workers)]
