@@ -158,8 +158,9 @@ class RayConfig(Section):
     max_restarts: int = Field(default=3, ge=-1)
     """Times Ray restarts a dead worker actor (-1 = without limit)."""
     advertise_host: str | None = None
-    """Address workers' sandboxes use to reach the proxy; None = the proxy's host on a local cluster,
-    this node's IP on an existing one (then set `proxy.host = "0.0.0.0"`)."""
+    """Address workers' sandboxes use to reach the proxy; None = the proxy's host, or this node's IP
+    when joining an existing cluster with `proxy.host = "0.0.0.0"` (needed for workers on other
+    machines)."""
 
 
 class RolloutConfig(Section):

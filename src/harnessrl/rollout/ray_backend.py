@@ -90,12 +90,20 @@ class RayRolloutRunner:
     """Runs rollouts on Ray worker actors against this process's proxy (see the module docstring)."""
 
     def __init__(
-        self, sessions: SessionStore, endpoint: tuple[str, int], settings: RunnerSettings, cfg: RayConfig
+        self,
+        sessions: SessionStore,
+        endpoint: tuple[str, int],
+        settings: RunnerSettings,
+        cfg: RayConfig,
+        *,
+        listens_everywhere: bool = False,
     ) -> None:
         self.sessions = sessions
         self.endpoint = endpoint
         self.settings = settings
         self.cfg = cfg
+        self.listens_everywhere = listens_everywhere
+        """The proxy listens on 0.0.0.0: workers of an existing cluster reach it at this node's IP."""
         self.workers: list[Any] = []
         self._load: list[int] = []
         self._where: dict[str, int] = {}
@@ -121,8 +129,8 @@ class RayRolloutRunner:
                 self._owns_cluster = True
             ray.init(address=self.cfg.address, **kwargs)
         host = self.cfg.advertise_host or self.endpoint[0]
-        if self.cfg.address is not None and host in ("127.0.0.1", "0.0.0.0", "localhost"):
-            host = ray.util.get_node_ip_address()
+        if self.cfg.advertise_host is None and self.cfg.address is not None and self.listens_everywhere:
+            host = ray.util.get_node_ip_address()  # other nodes cannot reach 127.0.0.1
         actor = ray.remote(RolloutWorker).options(
             num_cpus=self.cfg.worker_cpus,
             max_restarts=self.cfg.max_restarts,

@@ -124,7 +124,10 @@ class RolloutStack:
         if self.cfg.rollout.backend == "ray":
             from harnessrl.rollout.ray_backend import RayRolloutRunner
 
-            ray_runner = RayRolloutRunner(sessions, endpoint, settings, self.cfg.rollout.ray)
+            everywhere = self.server.host in ("0.0.0.0", "")
+            ray_runner = RayRolloutRunner(
+                sessions, endpoint, settings, self.cfg.rollout.ray, listens_everywhere=everywhere
+            )
             try:
                 await ray_runner.start()
             except BaseException:
