@@ -171,7 +171,16 @@ async def test_one_full_step(tmp_path: Path) -> None:
     t = rec["trainer"]
     assert t["trained_tokens"] == tree["model_tokens_kept"]
     assert t["mismatch/abs_max"] < 1e-4  # the engine sampled with the trainer's weights
-    assert set(rec["time"]) == {"rollouts", "trees", "advantages", "train", "weights", "checkpoint", "step"}
+    assert set(rec["time"]) == {
+        "rollouts",
+        "trees",
+        "advantages",
+        "train",
+        "weights",
+        "checkpoint",
+        "step",
+        "rollouts_ran",
+    }
 
     logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert logged == [json.loads(json.dumps(rec))]

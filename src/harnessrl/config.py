@@ -145,6 +145,29 @@ class SandboxConfig(Section):
     by default)."""
 
 
+class RayConfig(Section):
+    """Rollout workers as Ray actors (`rollout.backend = "ray"`; `pip install harnessrl[ray]`)."""
+
+    address: str | None = None
+    """None = start a local Ray cluster for this command (stopped at its end); `auto` = the cluster
+    this machine belongs to; `host:6379` or `ray://host:10001` = an existing cluster by address."""
+    workers: int = Field(default=2, ge=1)
+    """Worker actors; each runs `rollout.concurrency` rollouts at once with its own sandboxes."""
+    worker_cpus: float = Field(default=1.0, ge=0)
+    """CPUs each worker actor reserves (Ray places actors by it)."""
+    num_cpus: int | None = None
+    """CPUs of a local cluster started by the command (None = Ray's default: every core)."""
+    retries: int = Field(default=0, ge=0)
+    """A rollout whose worker died is run again this many times (on a restarted or another worker)
+    before it ends as `sandbox_error`."""
+    max_restarts: int = Field(default=3, ge=-1)
+    """Times Ray restarts a dead worker actor (-1 = without limit)."""
+    advertise_host: str | None = None
+    """Address workers' sandboxes use to reach the proxy; None = the proxy's host, or this node's IP
+    when joining an existing cluster with `proxy.host = "0.0.0.0"` (needed for workers on other
+    machines)."""
+
+
 class RolloutConfig(Section):
     harness: str = "claude-code"
     """Harness name: claude-code | codex | openclaw | whitebox:<config>."""
@@ -155,7 +178,12 @@ class RolloutConfig(Section):
     timeout_s: float = 600.0
     """Agent wall-clock limit per rollout."""
     out_dir: str = "runs/rollouts"
-    """One sub-directory per rollout is written here."""
+    """One sub-directory per rollout is written here (by the worker that ran it, for Ray)."""
+    backend: Literal["asyncio", "ray"] = "asyncio"
+    """asyncio = every rollout in this process; ray = on Ray worker actors (`rollout.ray`), each with
+    its own sandboxes, against this process's proxy and engine."""
+    ray: RayConfig = Field(default_factory=RayConfig)
+    """Ray cluster and workers (only with `backend = "ray"`)."""
     harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Adapter switches per harness name, the same shape as `train.harness_options`, e.g.
     `{"claude-code" = {bare = true}}` or `-o rollout.harness_options.shell.command="make"`
@@ -240,8 +268,8 @@ class TrainerConfig(Section):
     lora: LoraSettings | None = None
     """Train LoRA adapters instead of all weights."""
     fsdp: bool = False
-    """Shard parameters, gradients and optimizer state over torchrun ranks with FSDP2 (full-weight
-    training only: not with LoRA or a value model; no checkpoints yet)."""
+    """Shard parameters, gradients and optimizer state over torchrun ranks with FSDP2 (full weights or
+    LoRA; not with a value model); checkpoints are then sharded, one set of shards per rank."""
     seed: int = 0
     """Seed of torch / random at construction (the value head's init, dropout)."""
     loss: LossConfig = Field(default_factory=LossConfig)
@@ -322,6 +350,13 @@ class TrainConfig(Section):
     A full checkpoint holds weights and optimizer state: ~1.6 GB for SmolLM2-135M in float32."""
     resume: bool = False
     """Continue from the latest checkpoint under `out_dir` (same schedule, next step)."""
+    max_off_policy_steps: int = Field(default=0, ge=0)
+    """Asynchronous rollouts: the rollouts of step s start once step s - k - 1 is trained, so they run
+    while the trainer updates and are at most k policy versions old when trained (0 = synchronous:
+    each step samples from the weights of the step before)."""
+    stale_rollouts: Literal["drop", "keep"] = "drop"
+    """An ok rollout found more than `max_off_policy_steps` versions old when trained: dropped as
+    `filtered:stale`, or kept (its tokens corrected by the truncated IS weight like any other)."""
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     """Optimizer and loss settings; its `lr` and `seed` are replaced by `train.lr` and `train.seed`,
     its `temperature` by `engine.sampling.temperature` (log-probs must match what was sampled)."""

@@ -287,8 +287,10 @@ class ModelCall(BaseModel):
     tokenizer_digest: str = ""
     """`chat.tokenizers.vocab_digest` of that tokenizer: decoding with one of another digest is refused."""
     weights_version: int | None = None
-    """The engine's weights version the output was sampled with (bumped by each `update_weights`);
-    None when the engine does not say (or the call sampled nothing)."""
+    """The engine's weights version the output was sampled with (bumped by each `update_weights`;
+    `GenerationResult.meta`, else the engine's current one); None when the engine keeps no version
+    or nothing was sampled. Asynchronous training measures each rollout's staleness against it
+    (`train.staleness`)."""
 
 
 class RolloutStatus(enum.StrEnum):

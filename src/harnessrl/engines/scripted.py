@@ -10,6 +10,8 @@ sessions, retries and re-sent histories all replay correctly. With several scrip
 Log-probs are real when a scorer `(prompt_ids, output_ids) -> log-probs` or a model is given (teacher
 forcing with `harnessrl.engines.models.teacher_force_logprobs` at the call's temperature), else zeros.
 `fault_calls` makes chosen calls (0-based, in arrival order across the engine) raise EngineError.
+`weights_version` counts `update_weights` calls (with or without a scoring model) and every result
+records it in `meta`, like the embedded engine's.
 
 Left out: sampling. Temperature, top-p and seed do not change the replayed ids; max_tokens and stop ids
 are honoured by cutting the scripted ids (finish_reason "length" / "stop").
@@ -86,8 +88,6 @@ class ScriptedEngine:
         self.fmt = fmt
         self.model_id = model_id
         """Recorded on every ModelCall."""
-        self.weights_version = 0
-        """Bumped by each `update_weights` that loads weights into the scoring model."""
         self.max_context = max_context
         """The context the proxy checks prompts against (None = none: a replay has no real limit)."""
         if scripts and all(isinstance(s, Script) for s in scripts):
@@ -102,6 +102,8 @@ class ScriptedEngine:
         self.exhausted = exhausted
         self.calls = 0
         """Number of generate calls so far (faulted ones included)."""
+        self.weights_version = 0
+        """Policy version: how many times `update_weights` has loaded weights."""
         self._inflight = 0
 
     @property
@@ -137,11 +139,12 @@ class ScriptedEngine:
         script, turn = self.select(prompt_ids)
         output_ids, finish = cut_output(self.turn_ids[script][turn], sampling)
         self._inflight += 1
+        version = self.weights_version
         try:
             logprobs = await self._logprobs(prompt_ids, output_ids, sampling.temperature)
         finally:
             self._inflight -= 1
-        meta = {"script": script, "turn": turn, "call": call, "weights_version": self.weights_version}
+        meta = {"script": script, "turn": turn, "call": call, "weights_version": version}
         return GenerationResult(output_ids, logprobs, finish, meta)
 
     async def _logprobs(self, prompt_ids: list[int], output_ids: list[int], temp: float) -> list[float]:
@@ -158,10 +161,11 @@ class ScriptedEngine:
         return [float(x) for x in scored]
 
     async def update_weights(self, state_dict: dict[str, Any]) -> None:
-        """Load weights into the scoring model (missing keys keep their values); a no-op without one.
+        """Load weights into the scoring model (missing keys keep their values), if there is one, and
+        bump `weights_version`.
 
         Waits for calls being scored to finish; the load itself runs on the event loop thread, so no
-        call of this loop starts scoring until it is done.
+        call of this loop starts scoring until it is done (one call never spans two versions).
         """
         if self.model is None:
             return

@@ -9,18 +9,19 @@ pool of prewarmed sandboxes.
 For each rollout, in this order (every step's failure becomes a status, never an exception):
 
     1. materialise the task workspace into <out_dir>/<rollout_id>/workspace    (task files only)
-    2. create the sandbox (workspace bound rw at the task's mount dir, only the model endpoint
+    2. open a proxy session; the harness will get `<endpoint inside>/r/<token>` and the token as key
+    3. create the sandbox (workspace bound rw at the task's mount dir, only the model endpoint
        reachable), or, by default, take a prewarmed one from the pool (`sandbox.pool_size`) and
        copy the workspace in                                         -> sandbox_error
-    3. open a proxy session; the harness gets `<endpoint inside>/r/<token>` and the token as API key
-    4. launch the harness headless; wait up to `timeout_s`          -> timeout / harness_error
+    4. launch the harness headless; wait up to `timeout_s`; destroy the agent sandbox
+                                                                     -> timeout / harness_error
        (a call whose prompt does not fit the context ends the rollout at once: `_until_overflow`)
-    5. close the session: the captured calls (partial ones too: a call still generating is kept as
-       a partial record)                                             -> engine_error if a call failed
+    5. close the session (nothing inside can call any more): the captured calls (partial ones
+       too: a call still generating is kept as a partial record)    -> engine_error if a call failed
        in the engine or overflowed the context (the trajectory is not the policy's doing); this
        wins over the harness's own account (`_status_from_calls`)
-    6. destroy the agent sandbox, then score the final workspace with the task's checker in its own
-       sandbox (reward files copied in only now)                     -> verifier_error
+    6. score the final workspace with the task's checker in its own sandbox (reward files copied
+       in only now)                                                  -> verifier_error
     7. write the artifacts: rollout.json, calls.jsonl, harness.stdout/.stderr, workspace.diff,
        reward.json
 
@@ -42,7 +43,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from harnessrl.config import SandboxConfig, VerifyConfig
 from harnessrl.harnesses.base import Endpoint, HarnessResult, McpServer
@@ -70,6 +71,7 @@ from harnessrl.verify import RubricJudge, score_task
 from harnessrl.verify.runner import CommandRunner
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 OVERFLOW_TAG = "context_overflow"
 """Tag of a call the proxy refused because its prompt does not fit (`proxy.limits.ContextOverflow`)."""
 
@@ -87,6 +89,15 @@ class RolloutJob:
     options: dict[str, Any] = field(default_factory=dict)
     """Adapter switches (claude-code: `bare`; openclaw: `api`; shell: `command`)."""
     mcp_servers: tuple[McpServer, ...] = ()
+
+
+@dataclass
+class AgentOutcome:
+    """What the agent phase hands back: the harness's parsed result and its raw output (None when it
+    never ran)."""
+
+    result: HarnessResult | None = None
+    raw: ExecResult | None = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +133,7 @@ class RolloutRunner:
 
     def __init__(
         self,
-        sessions: SessionStore,
+        sessions: SessionStore | None,
         endpoint: tuple[str, int],
         settings: RunnerSettings,
         *,
@@ -164,12 +175,38 @@ class RolloutRunner:
         return list(await asyncio.gather(*(one(j) for j in jobs)))
 
     async def run(self, job: RolloutJob) -> Rollout:
-        """Run one rollout to exactly one status; never raises for the rollout's own failures."""
+        """Run one rollout to exactly one status; never raises for the rollout's own failures.
+
+        The phases (`prepare`, `agent`, `settle`, `complete`) are public so that a remote worker can
+        run all but the session: the Ray backend opens and closes sessions next to the proxy."""
+        if self.sessions is None:
+            raise RuntimeError("this runner has no session store: it only runs phases for a remote driver")
+        rollout = await self.prepare(job)
+        outcome: AgentOutcome | None = AgentOutcome()
+        try:
+            info = self.sessions.open(job.rollout_id)
+            overflow = asyncio.Event()
+            self.sessions.watch(job.rollout_id, lambda c: overflow.set() if OVERFLOW_TAG in c.tags else None)
+            t0 = time.perf_counter()
+            try:
+                outcome = await _until_overflow(
+                    self.agent(job, rollout, info.token, self.sessions.server_url), overflow
+                )
+            finally:
+                rollout.timings["agent"] = round(time.perf_counter() - t0, 3)
+                closed = self.sessions.close(job.rollout_id)
+                timeout_s = job.task.timeout_s or self.settings.timeout_s
+                result = None if outcome is None else outcome.result
+                settle(rollout, closed, closed.dropped, result, stopped=outcome is None, timeout_s=timeout_s)
+        except Exception as e:  # a bug of ours must still end as data, with the traceback kept
+            internal_error(rollout, e)
+        return await self.complete(job, rollout, None if outcome is None else outcome.raw)
+
+    async def prepare(self, job: RolloutJob) -> Rollout:
+        """Step 1: a fresh rollout folder with the task's workspace (in a thread) and its record."""
         rdir = self.settings.out_dir / job.rollout_id
-        if rdir.exists():
-            shutil.rmtree(rdir)
-        rdir.mkdir(parents=True)
-        rollout = Rollout(
+        await asyncio.to_thread(_prepare_folder, job.task, rdir)  # file I/O off the proxy's loop
+        return Rollout(
             rollout_id=job.rollout_id,
             task_id=job.task.id,
             harness=job.harness,
@@ -177,23 +214,20 @@ class RolloutRunner:
             started_at=time.time(),
             workdir=str(rdir),
         )
-        workspace = rdir / "workspace"
-        materialize_workspace(job.task, workspace)
-        initial = rdir / ".initial"
-        shutil.copytree(workspace, initial, symlinks=True)
-        raw: ExecResult | None = None
+
+    async def complete(self, job: RolloutJob, rollout: Rollout, raw: ExecResult | None) -> Rollout:
+        """Steps 6-7 on a settled rollout: score it (unless it failed before the harness finished), then
+        write its artifacts. Never raises for the rollout's own failures."""
+        rdir = Path(rollout.workdir)
+        workspace, initial = rdir / "workspace", rdir / ".initial"
         try:
-            t0 = time.perf_counter()
-            raw = await self._agent_phase(job, rollout, workspace)
-            rollout.timings["agent"] = round(time.perf_counter() - t0, 3)
-            if rollout.status is RolloutStatus.OK or rollout.status is RolloutStatus.HARNESS_ERROR:
+            scorable = rollout.status in (RolloutStatus.OK, RolloutStatus.HARNESS_ERROR)
+            if scorable and "traceback" not in rollout.reward_detail:
                 t0 = time.perf_counter()
                 await self._score(job.task, workspace, rollout)
                 rollout.timings["verify"] = round(time.perf_counter() - t0, 3)
-        except Exception as e:  # a bug of ours must still end as data, with the traceback kept
-            log.exception("rollout %s failed unexpectedly", job.rollout_id)
-            _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"internal error: {e!r}")
-            rollout.reward_detail["traceback"] = traceback.format_exc()
+        except Exception as e:
+            internal_error(rollout, e)
         finally:
             rollout.ended_at = time.time()
             await self._write_artifacts(rdir, rollout, raw, initial, workspace)
@@ -215,31 +249,25 @@ class RolloutRunner:
         finally:
             await asyncio.to_thread(shutil.rmtree, initial, True)
 
-    async def _agent_phase(self, job: RolloutJob, rollout: Rollout, workspace: Path) -> ExecResult | None:
-        """Steps 2-5: sandbox, session, harness, calls. Sets the status; returns the harness output."""
+    async def agent(self, job: RolloutJob, rollout: Rollout, token: str, server_url: str) -> AgentOutcome:
+        """Steps 2-4 against an open session (`token`): sandbox, harness, sandbox teardown. Sets the
+        status of sandbox and harness failures; the caller closes the session and `settle`s."""
         try:
             harness = get_harness(job.harness)
         except (KeyError, HarnessError) as e:
             _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"unknown harness {job.harness!r}: {e}")
-            return None
+            return AgentOutcome()
+        workspace = Path(rollout.workdir) / "workspace"
         try:
             sandbox = await self._open_sandbox(job.task, workspace)
         except SandboxError as e:
             _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
-            return None
-        info = self.sessions.open(job.rollout_id)
-        overflow = asyncio.Event()
-        self.sessions.watch(job.rollout_id, lambda c: overflow.set() if OVERFLOW_TAG in c.tags else None)
-        raw: ExecResult | None = None
-        result: HarnessResult | None = None
-        stopped = False
-        dropped = 0
+            return AgentOutcome()
+        outcome = AgentOutcome()
         try:
-            inside = sandbox.endpoint_url or self.sessions.server_url
-            endpoint = Endpoint(
-                base_url=f"{inside}/r/{info.token}", api_key=info.token, model=self.settings.model_name
-            )
-            launched = run_harness(
+            inside = sandbox.endpoint_url or server_url
+            endpoint = Endpoint(base_url=f"{inside}/r/{token}", api_key=token, model=self.settings.model_name)
+            outcome.result, outcome.raw = await run_harness(
                 harness,
                 sandbox,
                 endpoint,
@@ -249,24 +277,13 @@ class RolloutRunner:
                 options=job.options,
                 cache_root=self.settings.harness_cache,
             )
-            outcome = await _until_overflow(launched, overflow)
-            if outcome is None:
-                stopped = True
-            else:
-                result, raw = outcome
         except SandboxError as e:
             _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
         except HarnessError as e:
             _set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
         finally:
-            closed = self.sessions.close(job.rollout_id)
-            rollout.calls, dropped = list(closed), closed.dropped
             await self._close_sandbox(sandbox, workspace, rollout)
-        if stopped:
-            _status_from_calls(rollout, dropped, stopped=True)
-        elif result is not None:
-            _status_from_harness(rollout, result, dropped, job.task.timeout_s or self.settings.timeout_s)
-        return raw
+        return outcome
 
     def _spec(self, task: Task, workspace: Path | None) -> SandboxSpec:
         env = () if self.agent_env is None else (self.agent_env,)
@@ -291,7 +308,7 @@ class RolloutRunner:
         if size is None:
             size = max(1, self.settings.concurrency)
         limit = int(self.settings.sandbox.pool_max_workspace_mb * 2**20)
-        if size <= 0 or tree_larger_than(workspace, limit):
+        if size <= 0 or await asyncio.to_thread(tree_larger_than, workspace, limit):
             return await Sandbox.create(self._spec(task, workspace))
         pool = self._pools.get(task.input_mount_dir)
         if pool is None:
@@ -364,6 +381,15 @@ class RolloutRunner:
             _set_status(rollout, RolloutStatus.VERIFIER_ERROR, f"checker: {code['error']}")
 
 
+def _prepare_folder(task: Task, rdir: Path) -> None:
+    """A fresh `rdir` with the task's `workspace/` and a pristine copy of it (`.initial/`, for the diff)."""
+    if rdir.exists():
+        shutil.rmtree(rdir)
+    rdir.mkdir(parents=True)
+    materialize_workspace(task, rdir / "workspace")
+    shutil.copytree(rdir / "workspace", rdir / ".initial", symlinks=True)
+
+
 REASON_HEAD = 1000
 """Most characters of a status reason's cause (what went wrong, said first)."""
 REASON_TAIL = 1000
@@ -388,9 +414,7 @@ def _set_status(
     rollout.status_reason = f"{cause} | {tail}" if tail else cause
 
 
-async def _until_overflow(
-    launched: Coroutine[Any, Any, tuple[HarnessResult, ExecResult]], overflow: asyncio.Event
-) -> tuple[HarnessResult, ExecResult] | None:
+async def _until_overflow(launched: Coroutine[Any, Any, T], overflow: asyncio.Event) -> T | None:
     """Run the harness until it ends, or until a call of its session overflowed the context: then
     the harness is cancelled (its sandbox is destroyed by the caller) and None comes back. A harness
     would otherwise retry the 400 (or give up only after many calls): a prompt that does not fit will
@@ -408,6 +432,32 @@ async def _until_overflow(
     if task.cancelled():
         return None
     return task.result()
+
+
+def internal_error(rollout: Rollout, e: BaseException) -> None:
+    """A bug of ours in a rollout: `harness_error` with the traceback kept (never scored)."""
+    log.exception("rollout %s failed unexpectedly", rollout.rollout_id)
+    _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"internal error: {e!r}")
+    rollout.reward_detail["traceback"] = traceback.format_exc()
+
+
+def settle(
+    rollout: Rollout,
+    calls: Sequence[ModelCall],
+    dropped: int,
+    result: HarnessResult | None,
+    *,
+    stopped: bool = False,
+    timeout_s: float | None = None,
+) -> None:
+    """Step 5, once the session is closed: the rollout's calls, and its status from the calls and the
+    harness's result (an incomplete or engine-failed trajectory is not the policy's doing:
+    `engine_error`). `stopped`: the runner ended the harness at a context overflow."""
+    rollout.calls = list(calls)
+    if stopped:
+        _status_from_calls(rollout, dropped, stopped=True)
+    elif result is not None:
+        _status_from_harness(rollout, result, dropped, timeout_s)
 
 
 def _status_from_calls(rollout: Rollout, dropped: int, stopped: bool = False) -> bool:

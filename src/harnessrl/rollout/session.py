@@ -12,18 +12,19 @@ option; a call it makes is answered "done".
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from harnessrl.config import Config
 from harnessrl.protocols import Engine
 from harnessrl.proxy.deps import default_deps
 from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.sessions import SessionStore
-from harnessrl.rollout.runner import RolloutRunner, RunnerSettings
-from harnessrl.types import ChatMessage, EngineError, Task, ToolCall
+from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings
+from harnessrl.types import ChatMessage, EngineError, Rollout, Task, ToolCall
 
 SHELL_TOOLS: dict[str, tuple[str, str]] = {
     "claude-code": ("Bash", "command"),
@@ -82,6 +83,16 @@ def build_engine_for(cfg: Config, tasks: list[Task]) -> Engine:
     return build_engine(cfg.engine)
 
 
+class Runner(Protocol):
+    """What a rollout backend offers: `RolloutRunner` (asyncio) or `RayRolloutRunner`."""
+
+    async def run_many(
+        self, jobs: Sequence[RolloutJob], on_done: Callable[[Rollout], None] | None = None
+    ) -> list[Rollout]: ...
+
+    async def close(self) -> None: ...
+
+
 @dataclass
 class RolloutStack:
     """Engine + proxy + runner, started and stopped together."""
@@ -89,7 +100,8 @@ class RolloutStack:
     cfg: Config
     engine: Engine
     server: ProxyServer
-    runner: RolloutRunner | None = None
+    runner: Runner | None = None
+    """The rollout backend (`rollout.backend`), set on entering."""
 
     @classmethod
     def from_config(cls, cfg: Config, tasks: list[Task], engine: Engine | None = None) -> RolloutStack:
@@ -112,7 +124,23 @@ class RolloutStack:
             verify=self.cfg.verify,
         )
         host = "127.0.0.1" if self.server.host in ("0.0.0.0", "") else self.server.host
-        self.runner = RolloutRunner(self.server.deps.sessions, (host, self.server.port), settings)
+        endpoint, sessions = (host, self.server.port), self.server.deps.sessions
+        if self.cfg.rollout.backend == "ray":
+            from harnessrl.rollout.ray_backend import RayRolloutRunner
+
+            everywhere = self.server.host in ("0.0.0.0", "")
+            ray_runner = RayRolloutRunner(
+                sessions, endpoint, settings, self.cfg.rollout.ray, listens_everywhere=everywhere
+            )
+            try:
+                await ray_runner.start()
+            except BaseException:
+                await ray_runner.close()
+                await self.server.stop()
+                raise
+            self.runner = ray_runner
+        else:
+            self.runner = RolloutRunner(sessions, endpoint, settings)
         return self
 
     async def __aexit__(

@@ -6,8 +6,14 @@ folder and renamed into place, so a kill during saving leaves the previous check
 a half-written one. Resuming restores the torch, Python `random` and numpy global generators, so a
 loop that draws its data from them continues bit-identically on CPU.
 
-Left out: sharded (FSDP) checkpoints and safetensors export; `Trainer.weights()` is the hand-off
-for engines.
+Sharded (FSDP) checkpoints (`save_sharded` / `load_sharded`) have the same folder and the same
+atomic rename, but the model and optimizer go through `torch.distributed.checkpoint`: every rank
+writes its own shards into `shards/` (no rank ever holds the full state), `state.pt` (written by rank
+0) holds the scheduler, the train state and rank 0's RNG streams, and `rng-<rank>.pt` each rank's
+own. Resuming needs the same number of ranks (the RNG streams are per rank; the shards themselves
+could be resharded by DCP).
+
+Left out: safetensors export; `Trainer.weights()` is the hand-off for engines.
 """
 
 from __future__ import annotations
@@ -103,3 +109,58 @@ def load_checkpoint(path: str | Path) -> tuple[TrainState, dict[str, Any]]:
     set_rng_state(blob.pop("rng"))
     ts = blob.pop("train_state")
     return TrainState(step=ts["step"], data_position=ts["data_position"]), blob
+
+
+def save_sharded(
+    root: str | Path, state: TrainState, model: Any, optimizer: Any, payload: dict[str, Any]
+) -> Path:
+    """Collective: every rank writes its FSDP shards of model + optimizer under `root/step-<n>/shards`;
+    rank 0 writes `payload` (scheduler, ...), the train state and the meta, then renames into place."""
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    root = Path(root)
+    rank = dist.get_rank()
+    final, tmp = root / f"step-{state.step:08d}", root / f".tmp-step-{state.step:08d}-sharded"
+    if rank == 0:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+    dist.barrier()
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    dcp.save({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(tmp / "shards"))
+    torch.save(rng_state(), tmp / f"rng-{rank}.pt")
+    dist.barrier()
+    if rank == 0:
+        ts = {"step": state.step, "data_position": state.data_position}
+        torch.save(dict(payload, train_state=ts, rng=rng_state()), tmp / "state.pt")
+        meta = dict(ts, sharded_ranks=dist.get_world_size())
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        if final.exists():
+            shutil.rmtree(final)
+        tmp.rename(final)
+    dist.barrier()
+    return final
+
+
+def load_sharded(path: str | Path, model: Any, optimizer: Any) -> tuple[TrainState, dict[str, Any]]:
+    """Collective: load this rank's shards of a `save_sharded` checkpoint into the (already sharded)
+    model and optimizer, restore this rank's RNG streams; returns (state, the rest of the payload)."""
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    path = Path(path)
+    meta = json.loads((path / "meta.json").read_text())
+    ranks = meta.get("sharded_ranks")
+    if ranks != dist.get_world_size():
+        raise ValueError(f"{path} was written by {ranks} sharded ranks; this run has {dist.get_world_size()}")
+    model_sd, optim_sd = get_state_dict(model, optimizer)  # allocates the optimizer state to load into
+    dcp.load({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(path / "shards"))  # in place
+    set_state_dict(model, optimizer, model_state_dict=model_sd, optim_state_dict=optim_sd)
+    payload: dict[str, Any] = torch.load(path / "state.pt", weights_only=False)
+    payload.pop("rng")
+    set_rng_state(torch.load(path / f"rng-{dist.get_rank()}.pt", weights_only=False))
+    ts = payload.pop("train_state")
+    return TrainState(step=ts["step"], data_position=ts["data_position"]), payload

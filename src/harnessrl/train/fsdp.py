@@ -10,8 +10,13 @@ micro-batch loss by the world size before backward. Every forward and backward o
 a collective, so all ranks must run the same number of micro-batches: ranks with fewer pad with
 `dummy_batch()` (one token, nothing trained, zero loss).
 
-Left out: FSDP together with LoRA or a value model, and sharded checkpoints (`Trainer.save` refuses
-under FSDP); `weights()` gathers the full state dict on rank 0 only (the engine lives there).
+LoRA: the adapters are injected before sharding, so each unit holds frozen base weights and trainable
+adapters side by side (FSDP2 shards both; only the adapters get gradients and AdamW state).
+`Trainer.weights()` gathers the full state dict on rank 0 only (the engine lives there; every rank
+must call it) and folds the adapters in there (`lora.merge_lora`). Checkpoints are sharded
+(`checkpoint.save_sharded`: torch.distributed.checkpoint, one set of shards per rank).
+
+Left out: FSDP with a value model (head or critic).
 """
 
 from __future__ import annotations

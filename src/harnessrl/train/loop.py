@@ -8,7 +8,10 @@ One step (`TrainLoop.run_step`), as in DESIGN's "One training step, as data":
     schedule    jobs = which tasks x which harnesses, `group_size` rollouts per (task, harness) group
                 (`train.schedule`: a pure function of (seed, step), so a resumed run redoes the same step)
     rollouts    the runner runs every job through its harness in a sandbox against the proxy; the proxy
-                samples from the engine, which holds the CURRENT policy weights
+                samples from the engine, which holds the current policy weights (or, with
+                `train.max_off_policy_steps = k > 0`, the weights of up to k steps ago: see Async)
+    staleness   each rollout's policy lag (`train.staleness`); ok rollouts over the bound are dropped
+                as `filtered:stale` or kept (`train.stale_rollouts`)
     trees       each `ok` rollout -> prefix tree -> TreeSample; so is each failure the policy caused
                 whose status `train.failures.train_statuses` lists (timeout, harness_error by default:
                 reward 0 on the calls it made, as ClawGym keeps GRPO groups full). Other rollouts
@@ -38,14 +41,25 @@ optimizer, scheduler, RNG streams, optimizer step; the loop step is stored as th
 the next step with the schedule that step had. Rollouts themselves are not replayed bit-identically:
 harnesses, sandboxes and concurrent sampling are not deterministic.
 
+Async. `run` takes each step's rollouts from a `rollout.producer.StepProducer`, which starts step s
+once step s - k - 1 is trained (k = `train.max_off_policy_steps`): with k = 0 that is the synchronous
+loop above; with k >= 1 the rollouts of the next steps run while the trainer updates. The stages
+after `rollouts` (`train_on`) run in worker threads (trees, optimizer step, checkpoint and metrics
+writes), so the proxy's event loop keeps serving those rollouts. Every call records the engine's
+`weights_version`; each step logs the staleness of every rollout (`staleness` in its metrics line) and
+`time.rollouts` (waiting for them) next to `time.rollouts_ran` (how long they ran). The truncated IS
+weight uses the sampling log-probs of each call, so stale tokens are corrected exactly.
+
 A step with nothing to learn from skips the optimizer (and the weight hand-off) and says why in its
 log line: no trainable rollout, or GRPO with every group at zero variance and no KL term (a
-zero-advantage step would only spend a forward and backward pass). Left out: asynchronous (off-policy)
-rollouts overlapping training, several PPO epochs per batch, and keeping rollouts of a step for reuse.
+zero-advantage step would only spend a forward and backward pass). Left out: several PPO epochs per
+batch, keeping rollouts of a step for reuse, and carrying a step's stragglers into the next one (a
+step waits for all of its rollouts).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections import Counter, defaultdict
@@ -58,11 +72,11 @@ from harnessrl.config import Config, ConfigError, HarnessSpaceConfig, TrainerCon
 from harnessrl.progress import Progress
 from harnessrl.protocols import Engine
 from harnessrl.rl.algo import ALGORITHMS
-from harnessrl.rollout.runner import RolloutRunner
-from harnessrl.rollout.session import RolloutStack
+from harnessrl.rollout.session import RolloutStack, Runner
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
 from harnessrl.train.metrics import MetricsSink, outcomes
 from harnessrl.train.schedule import ScheduleSpec, SpaceSpec, schedule_step
+from harnessrl.train.staleness import apply_bound
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import Rollout, RolloutStatus, Task, TreeSample
 
@@ -287,20 +301,39 @@ class TrainLoop:
         )
 
     async def run(self) -> list[dict[str, Any]]:
-        """Resume if asked, then run steps up to `train.steps`; returns this run's metrics records."""
+        """Resume if asked, then run steps up to `train.steps`; returns this run's metrics records.
+
+        The rollouts come from a `StepProducer` running at most `train.max_off_policy_steps` steps
+        ahead of the trainer (0: each step's rollouts start after the previous step's update)."""
+        from harnessrl.rollout.producer import StepProducer
+
         self.out_dir.mkdir(parents=True, exist_ok=True)
         start = await self.resume() if self.cfg.train.resume else 0
         if not self.cfg.train.resume:
             self.metrics_path.write_text("")
         records: list[dict[str, Any]] = []
         async with RolloutStack.from_config(self.rollout_config(), self.tasks, engine=self.engine) as stack:
-            assert stack.runner is not None
-            for step in range(start, self.cfg.train.steps):
-                records.append(await self.run_step(stack.runner, step))
+            runner = stack.runner
+            assert runner is not None
+
+            async def rollouts_of(step: int) -> list[Rollout]:
+                jobs = schedule_step(self.tasks, self.spec, step)
+                steps = self.cfg.train.steps
+                self.progress.start("train", len(jobs), self.cfg.rollout.concurrency, step=step, steps=steps)
+                return await runner.run_many(jobs, on_done=self.progress.on_rollout_done)
+
+            lag = self.cfg.train.max_off_policy_steps
+            async with StepProducer(rollouts_of, start=start, stop=self.cfg.train.steps, lag=lag) as made:
+                for step in range(start, self.cfg.train.steps):
+                    clock = _Clock()
+                    done = await made.rollouts(step)
+                    clock.lap("rollouts")
+                    records.append(await self.train_on(step, done.rollouts, clock, done.seconds))
+                    await made.trained(step)
         return records
 
-    async def run_step(self, runner: RolloutRunner, step: int) -> dict[str, Any]:
-        """One full step (module docstring); returns the metrics record it logged."""
+    async def run_step(self, runner: Runner, step: int) -> dict[str, Any]:
+        """One full synchronous step (module docstring); returns the metrics record it logged."""
         clock = _Clock()
         jobs = schedule_step(self.tasks, self.spec, step)
         self.progress.start(
@@ -308,19 +341,33 @@ class TrainLoop:
         )
         rollouts = await runner.run_many(jobs, on_done=self.progress.on_rollout_done)
         clock.lap("rollouts")
-        batch = collect_trees(rollouts, self.cfg)
-        if ALGORITHMS[self.cfg.train.algorithm].grouped:
-            drop_small_groups(batch, min(self.cfg.train.failures.min_group_size, self.cfg.train.group_size))
+        return await self.train_on(step, rollouts, clock, clock.laps["rollouts"])
+
+    async def train_on(
+        self, step: int, rollouts: Sequence[Rollout], clock: _Clock, rollouts_ran: float
+    ) -> dict[str, Any]:
+        """Stages `staleness` .. `checkpoint` of one step on its finished rollouts. Everything heavy
+        (trees, the optimizer step, checkpoint and metrics writes) runs in a worker thread, so the
+        proxy's event loop keeps serving the rollouts of later steps meanwhile."""
+        t = self.cfg.train
+        version = getattr(self.engine, "weights_version", None)
+        rollouts, stale = apply_bound(rollouts, version, t.max_off_policy_steps, t.stale_rollouts)
+        batch = await asyncio.to_thread(collect_trees, rollouts, self.cfg)
+        if ALGORITHMS[t.algorithm].grouped:
+            drop_small_groups(batch, min(t.failures.min_group_size, t.group_size))
         clock.lap("trees")
-        trainer_metrics, skip = self.optimize(batch, clock)
+        trainer_metrics, skip = await asyncio.to_thread(self.optimize, batch, clock)
         if skip is None:
-            await self.engine.update_weights(self.trainer.weights())
+            await self.engine.update_weights(await asyncio.to_thread(self.trainer.weights))
             clock.lap("weights")
         record = self.record(step, rollouts, batch, trainer_metrics, skip)
-        self.checkpoint(step)
+        record["staleness"] = stale.summary(s.rollout_id for s in batch.samples)
+        await asyncio.to_thread(self.checkpoint, step)
         clock.lap("checkpoint")
-        record["time"] = clock.laps
-        self.log(record)
+        record["time"] = dict(clock.laps, rollouts_ran=round(rollouts_ran, 3))
+        await asyncio.to_thread(self.write_metrics, record)
+        self.progress.finish()
+        self.echo(console_line(record, t.steps))
         return record
 
     def optimize(self, batch: TreeBatch, clock: _Clock) -> tuple[dict[str, float], str | None]:
@@ -373,10 +420,8 @@ class TrainLoop:
             "outcomes": outcomes(rollouts),
         }
 
-    def log(self, record: dict[str, Any]) -> None:
+    def write_metrics(self, record: dict[str, Any]) -> None:
         self.sink.write(record)  # metrics.jsonl + TensorBoard events (train/metrics.py)
-        self.progress.finish()
-        self.echo(console_line(record, self.cfg.train.steps))
 
     def checkpoint(self, step: int) -> None:
         """Stage `checkpoint`: every `save_every` steps and after the last step."""

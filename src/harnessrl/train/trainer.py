@@ -17,7 +17,8 @@ own unique trained-token count, `rl.advantages.rollout_token_weights`). One `ste
    over data-parallel ranks, clip the gradient norm, AdamW, scheduler.
 
 `prepare` and `update` are public so that PPO can run several updates on one prepared batch.
-Left out: FSDP (see `train.distributed`) and micro-batches of several rows (one packed row each).
+Under FSDP (`cfg.fsdp`, `train.fsdp`) the same step runs on sharded parameters, with LoRA or full
+weights; checkpoints are sharded. Left out: micro-batches of several rows (one packed row each).
 """
 
 from __future__ import annotations
@@ -38,8 +39,14 @@ from harnessrl.rl.losses import Metrics, mismatch_metrics, policy_loss, value_lo
 from harnessrl.rl.packing import PackedBatch, TreeLayout, pack_by_budget
 from harnessrl.train import distributed as dp
 from harnessrl.train import fsdp
-from harnessrl.train.checkpoint import TrainState, load_checkpoint, save_checkpoint
-from harnessrl.train.lora import apply_lora, is_lora, merged_state_dict
+from harnessrl.train.checkpoint import (
+    TrainState,
+    load_checkpoint,
+    load_sharded,
+    save_checkpoint,
+    save_sharded,
+)
+from harnessrl.train.lora import apply_lora, is_lora, lora_scalings, merge_lora, merged_state_dict
 from harnessrl.train.value import ValueModel
 
 
@@ -103,8 +110,8 @@ class Trainer:
         for module in self._modules():
             dp.broadcast_params(module)
         if cfg.fsdp:
-            if not dp.active() or cfg.lora is not None or self.value is not None:
-                raise ValueError("fsdp needs torchrun with 2+ ranks, and no LoRA or value model")
+            if not dp.active() or self.value is not None:
+                raise ValueError("fsdp needs torchrun with 2+ ranks, and no value model")
             fsdp.shard_model(model)
         self.params = [p for m in self._modules() for p in m.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
@@ -306,16 +313,21 @@ class Trainer:
     def weights(self) -> dict[str, torch.Tensor]:
         """Policy weights for `Engine.update_weights`: plain names, LoRA merged (detached; the tensors of
         a full fine-tune are the live parameters, so an engine must copy them before the next step)."""
+        if self.cfg.fsdp:  # gathered on rank 0 only (collective)
+            full = fsdp.full_state_dict(self.model)
+            if not is_lora(self.model) or not full:
+                return full
+            return merge_lora(full, lora_scalings(self.model))
         if is_lora(self.model):
             return merged_state_dict(self.model)
-        if self.cfg.fsdp:
-            return fsdp.full_state_dict(self.model)  # rank 0 only
         return {k: v.detach() for k, v in self.model.state_dict().items()}
 
     def save(self, root: str | Path) -> Path:
-        """Checkpoint everything needed for an exact resume under `root/step-<n>/`."""
+        """Checkpoint everything needed for an exact resume under `root/step-<n>/` (under FSDP a
+        collective: each rank writes its shards, `checkpoint.save_sharded`)."""
         if self.cfg.fsdp:
-            raise NotImplementedError("checkpoints of FSDP-sharded trainers are not implemented yet")
+            extra = {"scheduler": self.scheduler.state_dict()}
+            return save_sharded(root, self.state, self.model, self.optimizer, extra)
         payload: dict[str, Any] = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -327,6 +339,10 @@ class Trainer:
 
     def load(self, path: str | Path) -> None:
         """Restore a checkpoint written by `save` (also restores the global RNG streams)."""
+        if self.cfg.fsdp:
+            self.state, payload = load_sharded(path, self.model, self.optimizer)
+            self.scheduler.load_state_dict(payload["scheduler"])
+            return
         state, payload = load_checkpoint(path)
         self.model.load_state_dict(payload["model"])
         if self.value is not None:

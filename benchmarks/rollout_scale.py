@@ -1,0 +1,137 @@
+"""Benchmark: rollouts/minute of the asyncio backend vs Ray rollout workers (1 and 2), side by side.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/rollout_scale.py            # ~2 minutes on 2 busy cores
+    PYTHONPATH=src .venv/bin/python benchmarks/rollout_scale.py --rollouts 64 --concurrency 4 --sleep 1
+
+Needs the optional extra `harnessrl[ray]`. The same trivial workload for every backend: the `shell`
+harness in a real bubblewrap sandbox makes one model call with curl through the sandbox's only way
+out (the scripted engine answers "hi there", no model), sleeps `--sleep` seconds (a tool running),
+then the task's checker scores the workspace in its own sandbox; artifacts are written as always. The
+proxy and engine run in this process for every backend; the Ray workers are actors of a local cluster
+started once (its start-up is printed, not counted). `--concurrency` rollouts run at once per worker
+(the asyncio backend is one worker), so Ray with 2 workers runs twice as many at once: the asyncio
+backend is also run at that total concurrency, the fair baseline for it.
+
+Prints, per backend: rollouts, workers x concurrency, wall seconds, rollouts/minute, and the rate as a
+ratio to the asyncio backend at the same total concurrency. On one machine Ray adds processes and
+serialisation and buys no cores; its point is spreading sandboxes over machines. Left out: real
+harnesses (seconds of start-up each) and multi-node clusters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+from harnessrl.chat.format import ChatFormat
+from harnessrl.config import Config
+from harnessrl.engines.models import load_tokenizer
+from harnessrl.engines.scripted import ScriptedEngine
+from harnessrl.rollout.runner import RolloutJob
+from harnessrl.rollout.session import RolloutStack
+from harnessrl.types import Checker, Task, TaskFile
+
+CHECK = """
+import json, sys
+from pathlib import Path
+def grade(transcript, workspace_path):
+    return {"score": 1.0 if (Path(workspace_path) / "reply.json").is_file() else 0.0}
+if __name__ == "__main__":
+    print(json.dumps(grade([], sys.argv[1])))
+"""
+CURL = (
+    'curl -sf -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
+    '-H "authorization: Bearer $HARNESSRL_API_KEY" '
+    '-d \'{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"say hi"}]}\' > reply.json'
+)
+
+
+def make_jobs(n: int, sleep: float) -> list[RolloutJob]:
+    task = Task(
+        id="trivial",
+        prompt="say hi",
+        workspace=[TaskFile(path="README.md", content="task\n")],
+        checker=Checker(files=[TaskFile(path="reward/check.py", content=CHECK)]),
+    )
+    command = f"{CURL} && sleep {sleep}"
+    return [RolloutJob(task, "shell", rollout_id=f"r{i:04d}", options={"command": command}) for i in range(n)]
+
+
+def make_cfg(out: Path, backend: str, workers: int, concurrency: int) -> Config:
+    return Config.model_validate(
+        {
+            "engine": {"type": "scripted", "model": "tiny-qwen3"},
+            "rollout": {
+                "concurrency": concurrency,
+                "timeout_s": 300.0,
+                "out_dir": str(out),
+                "backend": backend,
+                "ray": {"workers": workers, "worker_cpus": 0.0},
+            },
+        }
+    )
+
+
+async def measure(cfg: Config, jobs: list[RolloutJob]) -> tuple[float, int]:
+    """(wall seconds of run_many, ok rollouts); start-up (pools, actors) is not timed."""
+    engine = ScriptedEngine(ChatFormat(load_tokenizer("tiny-qwen3")), ["hi there"])
+    async with RolloutStack.from_config(cfg, [], engine=engine) as stack:
+        assert stack.runner is not None
+        await stack.runner.run_many(make_jobs(2, 0.0))  # warm: harness checks, pools, imports
+        t0 = time.perf_counter()
+        rollouts = await stack.runner.run_many(jobs)
+        wall = time.perf_counter() - t0
+    bad = [
+        f"{r.rollout_id}: {r.status_label} {r.status_reason[-300:]}"
+        for r in rollouts
+        if r.status_label != "ok"
+    ]
+    for line in bad:
+        print("  not ok:", line)
+    return wall, len(rollouts) - len(bad)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rollouts", type=int, default=32, help="rollouts per backend")
+    ap.add_argument("--concurrency", type=int, default=4, help="rollouts at once per worker")
+    ap.add_argument("--sleep", type=float, default=0.5, help="seconds each rollout's 'tool' runs")
+    ap.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray cluster")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    import ray
+
+    t0 = time.perf_counter()
+    ray.init(num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
+    print(f"local Ray cluster started in {time.perf_counter() - t0:.1f} s (not counted)")
+    c = args.concurrency
+    arms = [("asyncio", 1, c), ("asyncio", 1, 2 * c), ("ray", 1, c), ("ray", 2, c)]
+    results: dict[tuple[str, int, int], tuple[float, int]] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="rollout-scale-") as tmp:
+            for backend, workers, conc in arms:
+                out = Path(tmp) / f"{backend}-{workers}-{conc}"
+                jobs = make_jobs(args.rollouts, args.sleep)
+                results[(backend, workers, conc)] = asyncio.run(
+                    measure(make_cfg(out, backend, workers, conc), jobs)
+                )
+    finally:
+        ray.shutdown()
+    print(f"\n{args.rollouts} trivial rollouts each (curl + sleep {args.sleep} s + checker), real sandboxes")
+    print(
+        f"{'backend':<10}{'workers x conc':>16}{'wall s':>10}{'ok':>6}{'rollouts/min':>15}{'vs asyncio':>12}"
+    )
+    for (backend, workers, conc), (wall, ok) in results.items():
+        rate = 60.0 * args.rollouts / wall
+        base_wall, _ = results[("asyncio", 1, workers * conc)]
+        ratio = base_wall / wall
+        print(f"{backend:<10}{f'{workers} x {conc}':>16}{wall:>10.2f}{ok:>6}{rate:>15.1f}{ratio:>11.2f}x")
+    print("(vs asyncio = rate / rate of the asyncio backend at the same total concurrency)")
+
+
+if __name__ == "__main__":
+    main()
