@@ -28,6 +28,9 @@ _GROUPS: list[tuple[str, str, str]] = [
     ("harnessrl.trace.cli", "app", "tree"),
     ("harnessrl.rollout.cli", "rollout", "rollout"),
     ("harnessrl.train.cli", "train", "train"),
+    ("harnessrl.train.sft_cli", "sft", "sft"),
+    ("harnessrl.evaluate.cli", "eval_cmd", "eval"),
+    ("harnessrl.train.quickstart", "quickstart", "quickstart"),
     ("harnessrl.proxy.cli", "serve", "serve"),
     ("harnessrl.proxy.cli", "calls_app", "calls"),
 ]

@@ -81,6 +81,8 @@ class RolloutJob:
     options: dict[str, Any] = field(default_factory=dict)
     """Adapter switches (claude-code: `bare`; openclaw: `api`; shell: `command`)."""
     mcp_servers: tuple[McpServer, ...] = ()
+    seed: int | None = None
+    """Sampling seed of the rollout's calls (`proxy.sessions.Session.seed`); None = the engine's."""
 
 
 @dataclass(frozen=True)
@@ -212,7 +214,7 @@ class RolloutRunner:
         except SandboxError as e:
             _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
             return None
-        info = self.sessions.open(job.rollout_id)
+        info = self.sessions.open(job.rollout_id, seed=job.seed)
         raw: ExecResult | None = None
         result: HarnessResult | None = None
         dropped = 0
