@@ -340,11 +340,32 @@ class SftConfig(Section):
     """AdamW learning rate (`train.trainer` supplies the other optimizer settings)."""
     heldout_every: int = Field(default=5, ge=0)
     """Every n-th tree (in task order) is held out: its NLL is reported before and after (0 = none)."""
+    eval_every: int = Field(default=1, ge=0)
+    """Measure the held-out NLL after every n-th step (0 = only before the first and after the last;
+    each measurement is a forward pass over the held-out trees)."""
     seed: int = 0
     """Seed of the draw order and of the trainer."""
     out_dir: str = "runs/sft"
     """`model/` (a model folder: `engine.model` for `train` and `eval`), `checkpoints/step-<n>/`
     (the trainer format of RL), `sft.json` (NLL per step), `demos/` (the demonstration rollouts)."""
+
+
+class QuickstartConfig(Section):
+    """`harnessrl quickstart`: demonstrations -> SFT -> eval -> GRPO -> eval on generated tasks."""
+
+    out_dir: str = "runs/quickstart"
+    """Everything goes here, one folder per stage (`tasks/`, `sft/`, `rl/`, `eval/<policy>/`); a stage
+    whose inputs are unchanged (`stage.json`) is reused by the next run."""
+    families: list[str] = Field(default_factory=list)
+    """Generated task families trained and evaluated on (empty = every train family)."""
+    train_per_family: int = Field(default=8, ge=1)
+    """Generated train instances per family (demonstrations and RL draw from these)."""
+    heldout_per_family: int = Field(default=3, ge=1)
+    """Held-out instances per family (never trained on): the evaluation set."""
+    task_seed: int = 0
+    """Seed of the task generator."""
+    harness: str = "whitebox:00000"
+    """The harness of every stage (demonstrations, RL, evaluation)."""
 
 
 class TraceConfig(Section):
@@ -371,6 +392,7 @@ class Config(Section):
     trace: TraceConfig = Field(default_factory=TraceConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     sft: SftConfig = Field(default_factory=SftConfig)
+    quickstart: QuickstartConfig = Field(default_factory=QuickstartConfig)
 
 
 class ConfigError(ValueError):

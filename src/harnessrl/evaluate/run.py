@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harnessrl.config import Config
 from harnessrl.evaluate.stats import Outcome, breakdown, space_group, summarize
@@ -165,20 +165,28 @@ async def run_policy(
     harnesses: Sequence[str],
     policy: Policy,
     on_done: Callable[[Rollout], None] | None = None,
+    engine: Engine | None = None,
 ) -> list[Outcome]:
-    """All rollouts of one policy; outcomes in job order."""
+    """All rollouts of one policy; outcomes in job order. A given `engine` serves every harness
+    (with the policy's weights loaded into it, if it has any)."""
     from harnessrl.rollout.session import RolloutStack
 
     by_id = {t.id: t for t in tasks}
     out_dir = Path(cfg.eval.out_dir) / "rollouts" / policy.label
     run_cfg = cfg.model_copy(update={"rollout": cfg.rollout.model_copy(update={"out_dir": str(out_dir)})})
     reference = cfg.engine.type == "scripted" and cfg.engine.script is None
-    stacks = [[h] for h in harnesses] if reference else [list(harnesses)]
+    stacks = [[h] for h in harnesses] if reference and engine is None else [list(harnesses)]
     outcomes: list[Outcome] = []
     for group in stacks:
         jobs = eval_jobs(cfg, tasks, group, policy.label)
-        engine = await _engine(cfg, tasks, policy, group[0])
-        async with RolloutStack.from_config(run_cfg, list(tasks), engine=engine) as stack:
+        if engine is not None and policy.weights is not None:
+            await engine.update_weights(load_weights(policy.weights))
+        served = (
+            cast(Engine, Borrowed(engine))
+            if engine is not None
+            else await _engine(cfg, tasks, policy, group[0])
+        )
+        async with RolloutStack.from_config(run_cfg, list(tasks), engine=served) as stack:
             assert stack.runner is not None
             judge = _judge(cfg, tasks)
             stack.runner.judge = judge
@@ -192,6 +200,20 @@ async def run_policy(
             assert job.seed is not None
             outcomes.append(outcome(r, by_id[job.task.id], run, job.seed, cfg.eval.pass_threshold))
     return outcomes
+
+
+class Borrowed:
+    """An engine lent to a RolloutStack, which closes what it is given: this one stays open (the
+    caller owns it and may serve the next stack with it)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    async def close(self) -> None:
+        return None
 
 
 def _judge(cfg: Config, tasks: Sequence[Task]) -> Any:
@@ -209,11 +231,14 @@ async def evaluate(
     harnesses: Sequence[str] | None = None,
     policies: Sequence[Policy] | None = None,
     on_done: Callable[[Rollout], None] | None = None,
+    engine: Engine | None = None,
     echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Evaluate every policy on every (task, harness) pair `eval.runs` times; returns the report dict
     (`evaluate.report` writes and prints it). Defaults: `eval.harnesses` (else `rollout.harness`),
-    `eval.checkpoints` (else `engine.model`)."""
+    `eval.checkpoints` (else `engine.model`). With `engine`, every policy is served by it (a
+    policy's trainer weights are loaded into it first; model folders are not reloaded): a script that
+    already holds an engine, or a test's scripted engine."""
     if not tasks:
         raise ValueError("no tasks to evaluate")
     names = list(harnesses or cfg.eval.harnesses or [cfg.rollout.harness])
@@ -223,7 +248,7 @@ async def evaluate(
         raise ValueError(f"policy labels must differ: {[p.label for p in chosen]}")
     report: dict[str, Any] = {"config": _header(cfg, tasks, names), "policies": {}, "outcomes": []}
     for policy in chosen:
-        outcomes = await run_policy(cfg, tasks, names, policy, on_done)
+        outcomes = await run_policy(cfg, tasks, names, policy, on_done, engine)
         entry = policy_report(cfg, outcomes)
         entry["checkpoint"] = {"model": policy.model, "weights": str(policy.weights or "")}
         report["policies"][policy.label] = entry

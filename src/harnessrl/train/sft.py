@@ -209,13 +209,8 @@ def train_sft(
     train = [layout_tree(s) for s in data.train]
     held = [layout_tree(s) for s in data.heldout]
     rng, order = random.Random(cfg.sft.seed), list[int]()
-    log: list[dict[str, Any]] = [
-        {"step": 0, "heldout_nll": mean_nll(trainer, held), "train_nll": mean_nll(trainer, train)}
-    ]
-    echo(
-        f"sft step 0/{cfg.sft.steps} | heldout nll {_f(log[0]['heldout_nll'])} | "
-        f"train nll {_f(log[0]['train_nll'])}"
-    )
+    log: list[dict[str, Any]] = [{"step": 0, "heldout_nll": mean_nll(trainer, held)}]
+    echo(f"sft step 0/{cfg.sft.steps} | heldout nll {_f(log[0]['heldout_nll'])}")
     for step in range(1, cfg.sft.steps + 1):
         batch: list[int] = []
         while len(batch) < min(cfg.sft.batch_size, len(train)):
@@ -224,7 +219,9 @@ def train_sft(
                 rng.shuffle(order)
             batch.append(order.pop())
         metrics = sft_step(trainer, [train[i] for i in batch])
-        rec = {"step": step, **metrics, "heldout_nll": mean_nll(trainer, held)}
+        every = cfg.sft.eval_every
+        measure = step == cfg.sft.steps or (every > 0 and step % every == 0)
+        rec = {"step": step, **metrics, "heldout_nll": mean_nll(trainer, held) if measure else None}
         log.append(rec)
         echo(f"sft step {step}/{cfg.sft.steps} | batch nll {rec['nll']:.4f} | heldout nll "
              f"{_f(rec['heldout_nll'])} | grad {rec['grad_norm']:.3f}")  # fmt: skip
