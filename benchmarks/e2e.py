@@ -69,6 +69,7 @@ def main() -> None:
     ap.add_argument("--config", default=str(REPO / "configs" / "quickstart.toml"))
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--model", default=None, help="engine.model for the embedded run (default: the config's)")
+    ap.add_argument("-o", dest="overrides", action="append", default=[], help="dotted config override")
     args = ap.parse_args()
     os.environ.setdefault("TQDM_DISABLE", "1")
     from harnessrl.config import load_config
@@ -78,7 +79,9 @@ def main() -> None:
     from harnessrl.train.sft import demo_engine
 
     tmp = Path(tempfile.mkdtemp(prefix="e2e-"))
-    base = load_config(args.config, [f"train.steps={args.steps}", "train.keep_checkpoints=1"])
+    base = load_config(
+        args.config, [f"train.steps={args.steps}", "train.keep_checkpoints=1", *args.overrides]
+    )
     generate(
         list(base.quickstart.families or TRAIN_FAMILIES), base.quickstart.train_per_family, 0, tmp / "tasks"
     )
