@@ -10,7 +10,15 @@ import torch
 from harnessrl.config import Config
 from harnessrl.rl.packing import layout_tree
 from harnessrl.train.models import tiny_causal_lm
-from harnessrl.train.sft import SftData, mean_nll, sft_step, sft_trainer_config, token_weights
+from harnessrl.train.sft import (
+    SftData,
+    mean_nll,
+    merge_samples,
+    merged_layout,
+    sft_step,
+    sft_trainer_config,
+    token_weights,
+)
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import TreeNode, TreeSample
 
@@ -45,3 +53,20 @@ def test_sft_step_lowers_heldout_nll_on_model_tokens_only() -> None:
     assert after is not None and after < 0.5 * before, (before, after)
     assert nll[-1] < nll[0] and trainer.state.step == 5
     assert not torch.equal(embed_before, trainer.model.get_input_embeddings().weight[40])  # Adam moved it
+
+
+def test_merged_forest_gives_the_same_nll_with_fewer_tokens() -> None:
+    """Trees sharing a prompt prefix merged into one forest: same token-mean NLL, shared tokens once."""
+    cfg = Config()
+    trainer = Trainer(tiny_causal_lm(seed=1), sft_trainer_config(cfg))
+    samples = [tree(i) for i in range(3)] + [tree(0)]  # tree 0 twice: its tokens weigh double
+    separate = [layout_tree(s) for s in samples]
+    merged, counts = merge_samples(samples)
+    layout, w = merged_layout(samples)
+    # roots: [1, 2] shared by all, then each distinct prompt tail + answer; tree 0's path twice
+    assert counts[0] == 4 and layout.num_tokens == 2 + 3 * 16 < sum(L.num_tokens for L in separate) == 72
+    assert len(merged.paths) == 4 and merged.paths[0] == merged.paths[3]
+    assert abs(float(w.sum()) - 1.0) < 1e-6 and int((w > 0).sum()) == 18
+    a = mean_nll(trainer, separate)
+    b = mean_nll(trainer, [layout], [w])
+    assert a is not None and b is not None and abs(a - b) < 1e-5, (a, b)

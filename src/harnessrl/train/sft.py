@@ -41,7 +41,7 @@ from harnessrl.protocols import Engine
 from harnessrl.rl.forward import packed_forward
 from harnessrl.rl.packing import TreeLayout, layout_tree, pack_by_budget
 from harnessrl.train.trainer import Trainer
-from harnessrl.types import Rollout, RolloutStatus, Task, TreeSample
+from harnessrl.types import Rollout, RolloutStatus, Task, TreeNode, TreeSample
 
 WHITEBOX_SHELL = {"0": ("bash", "command"), "1": ("run", "cmd")}
 """Whitebox tool level -> (shell tool, argument); level 2 is a fenced ```bash block."""
@@ -140,22 +140,91 @@ def token_weights(layouts: Sequence[TreeLayout]) -> list[torch.Tensor]:
     return [L.loss_mask.float() / total for L in layouts]
 
 
-def mean_nll(trainer: Trainer, layouts: Sequence[TreeLayout]) -> float | None:
-    """Token-mean NLL of the trained tokens under the trainer's current weights (no gradients)."""
+def merge_samples(samples: Sequence[TreeSample]) -> tuple[TreeSample, list[int]]:
+    """All trees as ONE forest in which a token prefix shared by several trees is stored once.
+
+    Demonstrations of different tasks share the system prompt and tool block (most of a short
+    prompt), so the merged forest has far fewer tokens to forward than the trees side by side; the
+    attention mask and position ids (depth) keep every token's context exactly as in its own tree.
+    Returns the forest and, per node, how many of the input trees contain it: the NLL weight of
+    its tokens (a token's loss counts once per tree that holds it, as in `token_weights`)."""
+    tok: list[int] = []
+    model: list[bool] = []
+    parent: list[int] = []
+    owners: list[set[int]] = []
+    kids: list[dict[tuple[int, bool], int]] = []
+    roots: dict[tuple[int, bool], int] = {}
+    seqs: list[list[int]] = []
+    for i, sample in enumerate(samples):
+        for path in sample.paths:
+            here, seq = roots, []
+            for n in path:
+                node = sample.nodes[n]
+                for t, m in zip(node.tokens, node.model_mask, strict=True):
+                    idx = here.get((t, bool(m)))
+                    if idx is None:
+                        idx = here[(t, bool(m))] = len(tok)
+                        tok.append(t), model.append(bool(m)), parent.append(seq[-1] if seq else -1)
+                        owners.append(set()), kids.append({})
+                    owners[idx].add(i)
+                    seq.append(idx)
+                    here = kids[idx]
+            seqs.append(seq)
+    ends = {seq[-1] for seq in seqs if seq}
+    node_of: list[int] = []
+    nodes: list[dict[str, Any]] = []
+    for i in range(len(tok)):  # a token's parent always has a smaller index
+        p = parent[i]
+        if p == -1 or len(kids[p]) > 1 or p in ends or len(owners[p]) != len(owners[i]):
+            nodes.append({"parent": -1 if p == -1 else node_of[p], "tokens": [], "mask": []})
+            node_of.append(len(nodes) - 1)
+        else:
+            node_of.append(node_of[p])
+        nodes[node_of[i]]["tokens"].append(tok[i])
+        nodes[node_of[i]]["mask"].append(model[i])
+    tree_nodes = [
+        TreeNode(node_id=k, parent=n["parent"], tokens=n["tokens"], model_mask=n["mask"],
+                 logprobs=[0.0] * len(n["tokens"]))
+        for k, n in enumerate(nodes)
+    ]  # fmt: skip
+    paths = [list(dict.fromkeys(node_of[i] for i in seq)) for seq in seqs]
+    counts = [0] * len(nodes)
+    for i in range(len(tok)):
+        counts[node_of[i]] = len(owners[i])
+    merged = TreeSample(rollout_id="merged", group_id="sft", reward=0.0, nodes=tree_nodes, paths=paths)
+    return merged, counts
+
+
+def merged_layout(samples: Sequence[TreeSample]) -> tuple[TreeLayout, torch.Tensor]:
+    """The merged forest's layout and its [T] token weights (token-mean NLL over the input trees)."""
+    merged, counts = merge_samples(samples)
+    layout = layout_tree(merged)
+    w = torch.tensor(counts, dtype=torch.float32)[layout.node_index] * layout.loss_mask.float()
+    return layout, w / max(1.0, float(w.sum()))
+
+
+def mean_nll(
+    trainer: Trainer, layouts: Sequence[TreeLayout], weights: Sequence[torch.Tensor] | None = None
+) -> float | None:
+    """Token-mean NLL of the trained tokens under the trainer's current weights (no gradients);
+    `weights` as from `token_weights` (the default) or `merged_layout`."""
     if not layouts:
         return None
+    weights = weights if weights is not None else token_weights(layouts)
     logps = trainer.logprobs(layouts)
-    total = sum(float(-lp[L.loss_mask].sum()) for lp, L in zip(logps, layouts, strict=True))
-    return total / max(1, sum(L.num_model_tokens for L in layouts))
+    return sum(float(-(lp * w).sum()) for lp, w in zip(logps, weights, strict=True))
 
 
-def sft_step(trainer: Trainer, layouts: Sequence[TreeLayout]) -> dict[str, float]:
-    """One optimizer step of token-mean NLL over the tree-packed batch (trainer's optimizer, clip, lr)."""
+def sft_step(
+    trainer: Trainer, layouts: Sequence[TreeLayout], weights: Sequence[torch.Tensor] | None = None
+) -> dict[str, float]:
+    """One optimizer step of weighted NLL over the tree-packed batch (trainer's optimizer, clip, lr);
+    `weights` per tree as in `mean_nll` (they sum to 1 over the batch)."""
     trainer.model.train()
     trainer.optimizer.zero_grad(set_to_none=True)
-    weights = token_weights(layouts)
+    weights = weights if weights is not None else token_weights(layouts)
     total = 0.0
-    for batch in pack_by_budget(layouts, trainer.cfg.token_budget, {"w": weights}):
+    for batch in pack_by_budget(layouts, trainer.cfg.token_budget, {"w": list(weights)}):
         with trainer._autocast():
             out = packed_forward(trainer.model, batch, attention=trainer.cfg.attention)
             loss = -(out.logprobs * batch.extras["w"][batch.loss_mask].to(out.logprobs.device)).sum()
@@ -167,7 +236,8 @@ def sft_step(trainer: Trainer, layouts: Sequence[TreeLayout]) -> dict[str, float
     trainer.optimizer.step()
     trainer.scheduler.step()
     trainer.state.step += 1
-    return {"nll": total, "grad_norm": grad_norm, "lr": lr, "trees": float(len(layouts))}
+    tokens = float(sum(L.num_tokens for L in layouts))
+    return {"nll": total, "grad_norm": grad_norm, "lr": lr, "trees": float(len(layouts)), "tokens": tokens}
 
 
 def sft_trainer_config(cfg: Config) -> TrainerConfig:
@@ -206,10 +276,14 @@ def train_sft(
     trainer = trainer or Trainer(
         load_model(cfg.engine.model, "float32", cfg.engine.device), sft_trainer_config(cfg)
     )
-    train = [layout_tree(s) for s in data.train]
-    held = [layout_tree(s) for s in data.heldout]
+    train = list(data.train)
+    held_layout, held_w = merged_layout(data.heldout) if data.heldout else (None, None)
+
+    def held_nll() -> float | None:
+        return None if held_layout is None else mean_nll(trainer, [held_layout], [held_w])
+
     rng, order = random.Random(cfg.sft.seed), list[int]()
-    log: list[dict[str, Any]] = [{"step": 0, "heldout_nll": mean_nll(trainer, held)}]
+    log: list[dict[str, Any]] = [{"step": 0, "heldout_nll": held_nll()}]
     echo(f"sft step 0/{cfg.sft.steps} | heldout nll {_f(log[0]['heldout_nll'])}")
     for step in range(1, cfg.sft.steps + 1):
         batch: list[int] = []
@@ -218,10 +292,11 @@ def train_sft(
                 order = list(range(len(train)))
                 rng.shuffle(order)
             batch.append(order.pop())
-        metrics = sft_step(trainer, [train[i] for i in batch])
+        layout, w = merged_layout([train[i] for i in batch])
+        metrics = sft_step(trainer, [layout], [w])
         every = cfg.sft.eval_every
         measure = step == cfg.sft.steps or (every > 0 and step % every == 0)
-        rec = {"step": step, **metrics, "heldout_nll": mean_nll(trainer, held) if measure else None}
+        rec = {"step": step, **metrics, "heldout_nll": held_nll() if measure else None}
         log.append(rec)
         echo(f"sft step {step}/{cfg.sft.steps} | batch nll {rec['nll']:.4f} | heldout nll "
              f"{_f(rec['heldout_nll'])} | grad {rec['grad_norm']:.3f}")  # fmt: skip
@@ -232,7 +307,7 @@ def train_sft(
     result = {
         "log": log,
         "train_trees": len(train),
-        "heldout_trees": len(held),
+        "heldout_trees": len(data.heldout),
         "dropped": data.dropped,
         "checkpoint": str(ckpt),
         "model": str(model_dir),
