@@ -157,15 +157,18 @@ def merge_samples(samples: Sequence[TreeSample]) -> tuple[TreeSample, list[int]]
     seqs: list[list[int]] = []
     for i, sample in enumerate(samples):
         for path in sample.paths:
-            here, seq = roots, []
+            here, seq = roots, list[int]()
             for n in path:
                 node = sample.nodes[n]
                 for t, m in zip(node.tokens, node.model_mask, strict=True):
                     idx = here.get((t, bool(m)))
                     if idx is None:
                         idx = here[(t, bool(m))] = len(tok)
-                        tok.append(t), model.append(bool(m)), parent.append(seq[-1] if seq else -1)
-                        owners.append(set()), kids.append({})
+                        tok.append(t)
+                        model.append(bool(m))
+                        parent.append(seq[-1] if seq else -1)
+                        owners.append(set())
+                        kids.append({})
                     owners[idx].add(i)
                     seq.append(idx)
                     here = kids[idx]
@@ -277,10 +280,10 @@ def train_sft(
         load_model(cfg.engine.model, "float32", cfg.engine.device), sft_trainer_config(cfg)
     )
     train = list(data.train)
-    held_layout, held_w = merged_layout(data.heldout) if data.heldout else (None, None)
+    held = merged_layout(data.heldout) if data.heldout else None
 
     def held_nll() -> float | None:
-        return None if held_layout is None else mean_nll(trainer, [held_layout], [held_w])
+        return None if held is None else mean_nll(trainer, [held[0]], [held[1]])
 
     rng, order = random.Random(cfg.sft.seed), list[int]()
     log: list[dict[str, Any]] = [{"step": 0, "heldout_nll": held_nll()}]
