@@ -362,6 +362,76 @@ class TrainConfig(Section):
     its `temperature` by `engine.sampling.temperature` (log-probs must match what was sampled)."""
 
 
+class EvalConfig(Section):
+    """`harnessrl eval`: Pass@1 over repeated runs of every (task, harness) pair (`harnessrl.evaluate`)."""
+
+    harnesses: list[str] = Field(default_factory=list)
+    """Harnesses evaluated (empty = `[rollout.harness]`); `whitebox:<code>` names work like any other."""
+    runs: int = Field(default=3, ge=1)
+    """Runs R of every (task, harness) pair; pass@k and pass^k are estimated for k = 1..R."""
+    pass_threshold: float = 1.0
+    """A rollout passes when it ended `ok` with a score at or above this."""
+    seed: int = 0
+    """Base seed: run r of (task, harness) samples with seed sha256(seed/task/harness/r) (recorded)."""
+    out_dir: str = "runs/eval"
+    """The report (`eval.json`, `eval.md`) and one rollout folder per rollout are written here."""
+    checkpoints: list[str] = Field(default_factory=list)
+    """Policies evaluated in turn: `default`, a model folder, a trainer checkpoint `step-<n>/` or a
+    train run folder (its latest checkpoint), each optionally `label=PATH`; empty = `engine.model`."""
+    harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Adapter switches per harness name; the key `whitebox` applies to every `whitebox:<code>`.
+    A harness without an entry gets `train.harness_options[name]` (whitebox: the harness space's)."""
+
+
+class SftConfig(Section):
+    """`harnessrl sft`: cold-start supervised fine-tuning on kept tree paths (`harnessrl.train.sft`)."""
+
+    demonstrations: bool = True
+    """Make demonstrations: run `sft.harness` on every task with the scripted engine replaying the
+    task's reference solution; the successful ones (reward >= `min_score`) are trained on."""
+    harness: str | None = None
+    """Harness of the demonstrations (None = `rollout.harness`)."""
+    rollouts: list[str] = Field(default_factory=list)
+    """Rollout folders (or folders of rollout folders) to learn from as well; only `ok` rollouts with
+    reward >= `min_score` are kept, their model tokens trained with exactly the recorded ids."""
+    min_score: float = 1.0
+    """Rollouts (and demonstrations) scoring below this are not trained on."""
+    steps: int = Field(default=5, ge=0)
+    """Optimizer steps (few on purpose: an early-stopped SFT leaves RL groups with variance)."""
+    batch_size: int = Field(default=16, ge=1)
+    """Trees per optimizer step (drawn epoch-wise, shuffled by `seed`)."""
+    lr: float = 1e-5
+    """AdamW learning rate (`train.trainer` supplies the other optimizer settings)."""
+    heldout_every: int = Field(default=5, ge=0)
+    """Every n-th tree (in task order) is held out: its NLL is reported before and after (0 = none)."""
+    eval_every: int = Field(default=1, ge=0)
+    """Measure the held-out NLL after every n-th step (0 = only before the first and after the last;
+    each measurement is a forward pass over the held-out trees)."""
+    seed: int = 0
+    """Seed of the draw order and of the trainer."""
+    out_dir: str = "runs/sft"
+    """`model/` (a model folder: `engine.model` for `train` and `eval`), `checkpoints/step-<n>/`
+    (the trainer format of RL), `sft.json` (NLL per step), `demos/` (the demonstration rollouts)."""
+
+
+class QuickstartConfig(Section):
+    """`harnessrl quickstart`: demonstrations -> SFT -> eval -> GRPO -> eval on generated tasks."""
+
+    out_dir: str = "runs/quickstart"
+    """Everything goes here, one folder per stage (`tasks/`, `sft/`, `rl/`, `eval/<policy>/`); a stage
+    whose inputs are unchanged (`stage.json`) is reused by the next run."""
+    families: list[str] = Field(default_factory=list)
+    """Generated task families trained and evaluated on (empty = every train family)."""
+    train_per_family: int = Field(default=8, ge=1)
+    """Generated train instances per family (demonstrations and RL draw from these)."""
+    heldout_per_family: int = Field(default=3, ge=1)
+    """Held-out instances per family (never trained on): the evaluation set."""
+    task_seed: int = 0
+    """Seed of the task generator."""
+    harness: str = "whitebox:00000"
+    """The harness of every stage (demonstrations, RL, evaluation)."""
+
+
 class TraceConfig(Section):
     """How a rollout's model calls become trained trajectories (see `harnessrl.trace`)."""
 
@@ -384,6 +454,9 @@ class Config(Section):
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     trace: TraceConfig = Field(default_factory=TraceConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    sft: SftConfig = Field(default_factory=SftConfig)
+    quickstart: QuickstartConfig = Field(default_factory=QuickstartConfig)
 
 
 class ConfigError(ValueError):

@@ -212,6 +212,7 @@ def sampling_for(call: Call) -> SamplingParams:
         top_p=cfg.top_p,
         max_tokens=call.max_tokens,
         stop_token_ids=tuple(call.deps.fmt.stop_token_ids),
+        seed=None if call.session.seed is None else (call.session.seed + call.index) % 2**63,
     )
 
 

@@ -68,6 +68,8 @@ class Session:
     closed: bool = False
     dropped: int = 0
     """Calls that could not be recorded (the record stage failed): the rollout is incomplete."""
+    seed: int | None = None
+    """Sampling seed of this rollout: call i samples with `seed + i` (None = the engine's own draw)."""
     journal: Path | None = None
     """`<capture_dir>/<rollout_id>/calls.jsonl`: each call is appended (and flushed) as it is recorded."""
     in_flight: dict[str, Callable[[], ModelCall]] = field(default_factory=dict)
@@ -138,9 +140,11 @@ class SessionStore:
         self._by_rollout[rollout_id] = session
         return session
 
-    def open(self, rollout_id: str) -> SessionInfo:
-        """Open a session for a rollout. Raises ValueError if it is already open or the id is unsafe."""
+    def open(self, rollout_id: str, seed: int | None = None) -> SessionInfo:
+        """Open a session for a rollout (`seed`: see `Session.seed`). Raises ValueError if it is already
+        open or the id is unsafe."""
         session = self._new(rollout_id)
+        session.seed = seed
         return SessionInfo(rollout_id, session.token, f"{self.server_url}/r/{session.token}")
 
     def by_path_token(self, token: str) -> Session | None:

@@ -89,6 +89,8 @@ class RolloutJob:
     options: dict[str, Any] = field(default_factory=dict)
     """Adapter switches (claude-code: `bare`; openclaw: `api`; shell: `command`)."""
     mcp_servers: tuple[McpServer, ...] = ()
+    seed: int | None = None
+    """Sampling seed of the rollout's calls (`proxy.sessions.Session.seed`); None = the engine's."""
 
 
 @dataclass
@@ -184,7 +186,7 @@ class RolloutRunner:
         rollout = await self.prepare(job)
         outcome: AgentOutcome | None = AgentOutcome()
         try:
-            info = self.sessions.open(job.rollout_id)
+            info = self.sessions.open(job.rollout_id, seed=job.seed)
             overflow = asyncio.Event()
             self.sessions.watch(job.rollout_id, lambda c: overflow.set() if OVERFLOW_TAG in c.tags else None)
             t0 = time.perf_counter()

@@ -1,0 +1,101 @@
+"""`harnessrl eval`: Pass@1 of one or more policies over (task, harness) pairs, R runs each."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from harnessrl.config import Config, ConfigError, flag_overrides, load_config
+from harnessrl.types import EngineError, TaskError
+
+
+def quiet_loading() -> None:
+    """No model-loading progress bars when stdout is not a terminal (they would fill logs)."""
+    if sys.stdout.isatty():
+        return
+    import os
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # transformers is only needed by the embedded engine
+        pass
+
+
+def console() -> Console:
+    return Console() if sys.stdout.isatty() else Console(width=200, soft_wrap=True)
+
+
+def eval_cmd(
+    tasks: Annotated[str | None, typer.Option(help="Task set (default: the bundled set).")] = None,
+    split: Annotated[str | None, typer.Option(help="Only tasks of this split.")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many tasks.")] = None,
+    harness: Annotated[
+        list[str] | None, typer.Option(help="Harness to evaluate through (repeatable; eval.harnesses).")
+    ] = None,
+    checkpoint: Annotated[
+        list[str] | None,
+        typer.Option(help="[label=]default | model folder | checkpoint | train run (repeatable)."),
+    ] = None,
+    runs: Annotated[int | None, typer.Option(help="Runs per (task, harness) pair (eval.runs).")] = None,
+    engine: Annotated[str | None, typer.Option(help="hf | scripted (scripted replays references).")] = None,
+    model: Annotated[str | None, typer.Option(help="`default` or a local HF checkpoint.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Rollouts at once.")] = None,
+    out: Annotated[str | None, typer.Option(help="Run folder: report + rollouts (eval.out_dir).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.")] = None,
+    override: Annotated[
+        list[str] | None, typer.Option("-o", help="Dotted override, e.g. eval.pass_threshold=0.5.")
+    ] = None,
+) -> None:
+    """Evaluate policies through harnesses: Pass@1, mean score, pass@k / pass^k, spread; JSON + markdown."""
+    flags: dict[str, object] = {
+        "tasks.path": tasks,
+        "tasks.split": split,
+        "tasks.limit": limit,
+        "engine.type": engine,
+        "engine.model": model,
+        "eval.runs": runs,
+        "rollout.concurrency": concurrency,
+        "eval.out_dir": out,
+    }
+    if harness:
+        flags["eval.harnesses"] = list(harness)
+    if checkpoint:
+        flags["eval.checkpoints"] = list(checkpoint)
+    try:
+        cfg = load_config(config, [*flag_overrides(flags), *(override or [])])
+    except ConfigError as e:
+        raise typer.BadParameter(str(e)) from None
+    out_console = console()
+    try:
+        report = asyncio.run(run_eval(cfg, out_console))
+    except (TaskError, EngineError, ConfigError, ValueError) as e:
+        out_console.print(f"error: {e}", markup=False)
+        raise typer.Exit(2) from None
+    from harnessrl.evaluate.report import rich_tables, write_report
+
+    for table in rich_tables(report):
+        out_console.print(table)
+    paths = write_report(report, cfg.eval.out_dir)
+    out_console.print(f"report: {paths['markdown']} and {paths['json']}", markup=False, highlight=False)
+
+
+async def run_eval(cfg: Config, out: Console) -> dict[str, object]:
+    from harnessrl.evaluate.run import evaluate
+    from harnessrl.tasks import load_configured
+
+    quiet_loading()
+    load = load_configured(cfg.tasks)
+    for err in load.rejected:
+        out.print(f"rejected: {err}", markup=False)
+    if not load.tasks:
+        raise TaskError(f"no tasks to evaluate in {cfg.tasks.path!r} (split={cfg.tasks.split!r})")
+    return await evaluate(cfg, load.tasks, echo=lambda line: out.print(line, markup=False, highlight=False))

@@ -1,0 +1,212 @@
+"""`harnessrl quickstart`: a small complete experiment that ends in a before/after table.
+
+    harnessrl quickstart                       # configs/quickstart.toml (packaged as quickstart.toml)
+
+Stages, each in its own folder under `quickstart.out_dir`, each skipped when its `stage.json` says it
+ran to the end with the same inputs (so a second run reuses what the first built; `--fresh` redoes):
+
+    tasks      generate `train_per_family` train and `heldout_per_family` held-out instances of the
+               families (`harnessrl.tasks.generate`: held-out prompts never occur in train)
+    sft        demonstrations (the harness with the scripted engine replaying each train task's
+               reference) -> SFT (`train.sft`) -> `sft/model`
+    eval-base  the untrained model on the held-out tasks, `eval.runs` runs each
+    eval-sft   the SFT model, same tasks, same seeds
+    rl         GRPO (`train.loop`) from `sft/model` on the train tasks -> `rl/checkpoints`
+    eval-rl    the SFT+RL policy, same tasks, same seeds
+
+Nothing is tuned on the held-out tasks: they are only evaluated, with the same seeds for each policy.
+The table compares Pass@1 (mean of the per-run pass rates) +- its standard error over runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import shutil
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from harnessrl.config import Config, ConfigError, load_config
+from harnessrl.types import Task
+
+QUICKSTART_CONFIG = Path(__file__).with_name("quickstart.toml")
+"""The configuration `harnessrl quickstart` runs when no --config is given."""
+
+
+class Stages:
+    """Run-or-reuse: a stage's result is kept in `<out>/<name>/stage.json` with a digest of its inputs."""
+
+    def __init__(self, out: Path, fresh: bool, echo: Callable[[str], None]) -> None:
+        self.out, self.fresh, self.echo = out, fresh, echo
+        self.seconds: dict[str, float] = {}
+
+    async def run(self, name: str, inputs: Any, fn: Callable[[Path], Awaitable[Any]]) -> Any:
+        folder = self.out / name
+        stamp = folder / "stage.json"
+        digest = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
+        if not self.fresh and stamp.is_file():
+            saved = json.loads(stamp.read_text(encoding="utf-8"))
+            if saved.get("inputs") == digest:
+                self.echo(f"[{name}] reused from {folder} (ran {saved['seconds']:.0f} s)")
+                self.seconds[name] = 0.0
+                return saved["result"]
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        self.echo(f"[{name}] running -> {folder}")
+        t0 = time.perf_counter()
+        result = await fn(folder)
+        self.seconds[name] = time.perf_counter() - t0
+        stamp.write_text(json.dumps({"inputs": digest, "seconds": self.seconds[name], "result": result}))
+        self.echo(f"[{name}] done in {self.seconds[name]:.0f} s")
+        return result
+
+
+def _families(cfg: Config) -> list[str]:
+    from harnessrl.tasks.generate import TRAIN_FAMILIES
+
+    return list(cfg.quickstart.families or TRAIN_FAMILIES)
+
+
+async def _tasks(cfg: Config, folder: Path) -> dict[str, str]:
+    from harnessrl.tasks.generate import generate
+
+    q = cfg.quickstart
+    generate(_families(cfg), q.train_per_family, q.task_seed, folder, split="train")
+    generate(_families(cfg), q.heldout_per_family, q.task_seed, folder, split="heldout")
+    return {"train": str(folder / "train"), "heldout": str(folder / "heldout_instances")}
+
+
+def _load(path: str) -> list[Task]:
+    from harnessrl.tasks import load_tasks
+
+    return load_tasks(path).tasks
+
+
+async def _eval(
+    cfg: Config, tasks: list[Task], label: str, model: str, weights: str | None, folder: Path
+) -> Any:
+    from harnessrl.evaluate import Policy, evaluate, write_report
+
+    run_cfg = cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"out_dir": str(folder)})})
+    policy = Policy(label, model, Path(weights) if weights else None)
+    report = await evaluate(run_cfg, tasks, harnesses=[cfg.quickstart.harness], policies=[policy])
+    write_report(report, folder)
+    return report["policies"][label]["summary"]
+
+
+async def _rl(cfg: Config, tasks: list[Task], sft_model: str, folder: Path) -> str:
+    from harnessrl.train.checkpoint import latest_checkpoint
+    from harnessrl.train.loop import train
+
+    engine = cfg.engine.model_copy(update={"model": sft_model})
+    t = cfg.train.model_copy(update={"out_dir": str(folder), "harnesses": [cfg.quickstart.harness]})
+    await train(
+        cfg.model_copy(update={"engine": engine, "train": t}), tasks, echo=lambda s: print(s, flush=True)
+    )
+    ckpt = latest_checkpoint(folder / "checkpoints")
+    assert ckpt is not None  # the loop always saves after its last step
+    return str(ckpt)
+
+
+def _inputs(cfg: Config, *sections: str) -> dict[str, Any]:
+    return {s: getattr(cfg, s).model_dump() for s in sections}
+
+
+async def run_quickstart(
+    cfg: Config, *, fresh: bool = False, echo: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """All stages (module docstring); returns {policy: eval summary} plus stage seconds."""
+    out = Path(cfg.quickstart.out_dir)
+    st = Stages(out, fresh, echo)
+    base = ("quickstart", "engine", "proxy", "sandbox", "rollout", "trace")
+    paths = await st.run("tasks", _inputs(cfg, "quickstart"), lambda f: _tasks(cfg, f))
+    train_tasks, held = _load(paths["train"]), _load(paths["heldout"])
+    echo(f"tasks: {len(train_tasks)} train, {len(held)} held-out ({', '.join(_families(cfg))})")
+    sft_cfg = cfg.model_copy(
+        update={
+            "sft": cfg.sft.model_copy(update={"harness": cfg.quickstart.harness, "out_dir": str(out / "sft")})
+        }
+    )
+    sft_inputs = _inputs(sft_cfg, *base, "sft") | {"trainer": cfg.train.trainer.model_dump()}
+    sft = await st.run("sft", sft_inputs, lambda f: _sft(sft_cfg, train_tasks))
+    ev = _inputs(cfg, *base, "eval")
+    results = {
+        "base": await st.run("eval/base", ev, lambda f: _eval(cfg, held, "base", cfg.engine.model, None, f)),
+        "sft": await st.run(
+            "eval/sft", ev | sft_inputs, lambda f: _eval(cfg, held, "sft", sft["model"], None, f)
+        ),
+    }
+    rl_inputs = sft_inputs | _inputs(cfg, "train")
+    ckpt = await st.run("rl", rl_inputs, lambda f: _rl(cfg, train_tasks, sft["model"], f))
+    results["sft+rl"] = await st.run(
+        "eval/sft+rl", ev | rl_inputs, lambda f: _eval(cfg, held, "sft+rl", sft["model"], ckpt, f)
+    )
+    summary = {"policies": results, "seconds": st.seconds, "heldout_tasks": len(held), "sft": sft}
+    (out / "quickstart.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (out / "quickstart.md").write_text(table_markdown(results, cfg), encoding="utf-8")
+    return summary
+
+
+async def _sft(cfg: Config, tasks: list[Task]) -> dict[str, Any]:
+    from harnessrl.train.sft import sft
+
+    result = await sft(cfg, tasks, echo=lambda s: print(s, flush=True))
+    return {"model": result["model"], "log": result["log"], "dropped": result["dropped"]}
+
+
+TABLE_HEADER = ["policy", "held-out Pass@1 +- se (range)", "mean score", "per-run pass rates", "statuses"]
+
+
+def table_rows(results: dict[str, Any]) -> list[list[str]]:
+    from harnessrl.evaluate.report import fmt, spread, statuses
+
+    return [
+        [name, spread(s), fmt(s["mean_score"]), " ".join(f"{x:.3f}" for x in s["per_run"]), statuses(s)]
+        for name, s in results.items()
+    ]
+
+
+def table_markdown(results: dict[str, Any], cfg: Config) -> str:
+    lines = [f"Held-out generated tasks through `{cfg.quickstart.harness}`, {cfg.eval.runs} runs each.", ""]
+    lines += ["| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
+    lines += ["| " + " | ".join(row) + " |" for row in table_rows(results)]
+    return "\n".join(lines) + "\n"
+
+
+def quickstart(
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML config (default: the packaged one).")
+    ] = None,
+    override: Annotated[list[str] | None, typer.Option("-o", help="Dotted override (repeatable).")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Redo every stage.")] = False,
+) -> None:
+    """Demonstrations -> SFT -> eval -> GRPO -> eval on generated tasks; prints the before/after table."""
+    from rich.table import Table
+
+    from harnessrl.evaluate.cli import console, quiet_loading
+
+    try:
+        cfg = load_config(config if config is not None else QUICKSTART_CONFIG, override or [])
+    except ConfigError as e:
+        raise typer.BadParameter(str(e)) from None
+    quiet_loading()
+    out = console()
+    t0 = time.perf_counter()
+    summary = asyncio.run(run_quickstart(cfg, fresh=fresh, echo=lambda s: print(s, flush=True)))
+    table = Table(*TABLE_HEADER, title=f"before / after ({summary['heldout_tasks']} held-out tasks)")
+    for row in table_rows(summary["policies"]):
+        table.add_row(*row)
+    out.print(table)
+    root = Path(cfg.quickstart.out_dir)
+    stages = {k: round(v) for k, v in summary["seconds"].items()}
+    print(f"total {time.perf_counter() - t0:.0f} s; stages {json.dumps(stages)}")
+    print(f"table: {root / 'quickstart.md'}; eval reports: {root / 'eval'}/*/eval.md; "
+          f"RL metrics: {root / 'rl' / 'metrics.jsonl'}", flush=True)  # fmt: skip
+    sys.stdout.flush()

@@ -1,0 +1,107 @@
+"""`harnessrl eval` end to end: real sandboxes, the real proxy, real harness processes, the scripted
+engine replaying each task's reference. Whitebox in the default run (its agent is a stdlib program,
+seconds per rollout); Claude Code, Codex and OpenClaw under the `harness` marker; the embedded
+SmolLM2 through the CLI in a `slow` test."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harnessrl.config import Config
+from harnessrl.evaluate import Policy, eval_seed, evaluate, write_report
+from harnessrl.tasks import load_tasks
+from harnessrl.train.sft import demo_engine
+from harnessrl.types import Task
+
+REPO = Path(__file__).resolve().parents[1]
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+
+
+def bundled_test_tasks(n: int = 2) -> list[Task]:
+    return load_tasks("bundled", split="test").tasks[:n]
+
+
+def config(out: Path, runs: int = 2) -> Config:
+    cfg = Config()
+    cfg.engine.type = "scripted"
+    cfg.engine.model = "tiny-qwen3"
+    cfg.eval.runs = runs
+    cfg.eval.out_dir = str(out)
+    cfg.rollout.timeout_s = 240
+    return cfg
+
+
+@needs_bwrap
+async def test_whitebox_two_policies_seeds_failures_and_report(tmp_path: Path) -> None:
+    tasks = bundled_test_tasks(1)
+    cfg = config(tmp_path)
+    harness = "whitebox:00000"
+    engine = demo_engine(cfg, tasks, harness)
+    engine.fault_calls = frozenset({0})  # type: ignore[attr-defined]  # the first call of all fails
+    policies = [Policy("a", "tiny-qwen3"), Policy("b", "tiny-qwen3")]
+    report = await evaluate(
+        cfg, tasks, harnesses=[harness], policies=policies, engine=engine, echo=lambda _: None
+    )
+    a, b = report["policies"]["a"]["summary"], report["policies"]["b"]["summary"]
+    # policy a: one of its 2 rollouts is an engine_error: scored 0, kept in the denominator
+    assert a["statuses"] == {"engine_error": 1, "ok": 1} and a["rollouts"] == 2
+    assert a["pass1"] == 0.5 and sorted(a["per_run"]) == [0.0, 1.0] and a["mean_score"] == 0.5
+    assert a["pass_at_k"] == {"1": 0.5, "2": 1.0} and a["pass_hat_k"] == {"1": 0.5, "2": 0.0}
+    assert b["statuses"] == {"ok": 2} and b["pass1"] == 1.0 and b["se"] == 0.0
+    assert report["transfer"] == {"a": {harness: 0.5}, "b": {harness: 1.0}}
+    assert list(report["policies"]["b"]["space"]) == ["in_space_train"]  # 00000 is in the OA
+    seeds = {(o["policy"], o["run"]): o["seed"] for o in report["outcomes"]}
+    assert seeds[("a", 1)] == seeds[("b", 1)] == eval_seed(0, tasks[0].id, harness, 1)
+    assert seeds[("a", 0)] != seeds[("a", 1)]
+    paths = write_report(report, tmp_path)
+    assert json.loads(paths["json"].read_text())["policies"]["b"]["summary"]["pass1"] == 1.0
+    md = paths["markdown"].read_text()
+    assert "## Transfer (Pass@1, policy x eval harness)" in md and f"| a | {harness} | 0.500" in md
+    assert (tmp_path / "rollouts" / "b" / f"b-{tasks[0].id}-whitebox_00000-r1" / "rollout.json").is_file()
+
+
+@pytest.mark.harness
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is needed to install the harnesses")
+async def test_real_harnesses_scripted(tmp_path: Path) -> None:
+    tasks = bundled_test_tasks(1)
+    cfg = config(tmp_path)
+    harnesses = ["claude-code", "codex", "openclaw"]
+    report = await evaluate(cfg, tasks, harnesses=harnesses, echo=lambda _: None)
+    entry = report["policies"]["tiny-qwen3"]
+    for h in harnesses:
+        s = entry["by_harness"][h]
+        assert (s["pass1"], s["mean_score"], s["statuses"], s["pairs"]) == (1.0, 1.0, {"ok": 2}, 1), h
+    assert entry["summary"]["pass1"] == 1.0 and entry["summary"]["rollouts"] == 6
+    assert "space" not in entry  # no white-box configuration evaluated
+    assert "transfer" not in report
+
+
+def _cli(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    argv = [sys.executable, "-c", "from harnessrl.cli import app; app()", *args]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=1200)
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_cli_embedded_model_through_whitebox(tmp_path: Path) -> None:
+    """`harnessrl eval` with the embedded SmolLM2 (untrained: it answers in prose, so nothing passes)."""
+    out = tmp_path / "ev"
+    args = ["eval", "--tasks", "bundled", "--split", "test", "--limit", "1", "--harness", "whitebox:00000"]
+    args += ["--engine", "hf", "--runs", "2", "--out", str(out), "-o", "engine.sampling.max_tokens=32"]
+    args += ["-o", "eval.harness_options={whitebox = {max_steps = 2}}"]
+    res = _cli(args, tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    report = json.loads((out / "eval.json").read_text())
+    s = report["policies"]["default"]["summary"]
+    assert s["rollouts"] == 2 and sum(s["statuses"].values()) == 2
+    assert "Loading weights" not in res.stdout + res.stderr  # no progress bars in a log
+    assert "Pass@1" in res.stdout and (out / "eval.md").is_file()

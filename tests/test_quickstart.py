@@ -1,0 +1,55 @@
+"""`harnessrl quickstart` end to end on a toy scale (tiny-qwen3 on the embedded engine, one family):
+every stage runs, the table has the three policies, and a second run reuses every stage."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harnessrl.config import load_config
+from harnessrl.train.quickstart import QUICKSTART_CONFIG, run_quickstart
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed"),
+]
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_packaged_config_is_the_repository_one() -> None:
+    assert QUICKSTART_CONFIG.resolve() == (REPO / "configs" / "quickstart.toml").resolve()
+
+
+async def test_quickstart_toy_scale_and_reuse(tmp_path: Path) -> None:
+    overrides = [
+        f"quickstart.out_dir={tmp_path / 'qs'}",
+        'quickstart.families=["create_file"]',
+        "quickstart.train_per_family=3",
+        "quickstart.heldout_per_family=2",
+        'engine.model="tiny-qwen3"',
+        "engine.sampling.max_tokens=64",  # the demonstrations must fit (the proxy cuts them too)
+        "sft.steps=2",
+        "sft.batch_size=2",
+        "sft.heldout_every=0",
+        "train.steps=1",
+        "train.tasks_per_step=2",
+        "train.group_size=2",
+        "train.algorithm=ppo",
+        "eval.harness_options.whitebox.max_steps=1",
+        'train.harness_options."whitebox:00000".max_steps=1',
+    ]
+    cfg = load_config(QUICKSTART_CONFIG, overrides)
+    lines: list[str] = []
+    first = await run_quickstart(cfg, echo=lines.append)
+    assert list(first["policies"]) == ["base", "sft", "sft+rl"]
+    for s in first["policies"].values():
+        assert s["pairs"] == 2 and s["rollouts"] == 6 and len(s["per_run"]) == 3
+    assert set(first["seconds"]) == {"tasks", "sft", "eval/base", "eval/sft", "rl", "eval/sft+rl"}
+    assert (tmp_path / "qs" / "quickstart.md").read_text().count("| sft") == 2
+    assert (tmp_path / "qs" / "eval" / "sft+rl" / "eval.md").is_file()
+    lines.clear()
+    second = await run_quickstart(cfg, echo=lines.append)
+    assert second["policies"] == first["policies"]
+    assert sum(1 for line in lines if "reused" in line) == 6 and set(second["seconds"].values()) == {0.0}
