@@ -10,12 +10,20 @@ stop tokens, prefix caching, server mode and in-place weight updates:
 from __future__ import annotations
 
 import asyncio
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from harnessrl.config import EngineConfig, VLLMConfig
 from harnessrl.engines import build_engine
@@ -114,6 +122,115 @@ def test_server_that_exits_at_start_reports_its_log(tmp_path: Path) -> None:
     fake.chmod(0o755)
     with pytest.raises(EngineError, match=r"(?s)exited with 3.*no module named vllm"):
         VLLMServer.start(ServerSpec(Path("/m"), python=fake), tmp_path / "server.log", timeout_s=60)
+
+
+class EndpointLog:
+    """The four vLLM endpoints the engine uses, served on 127.0.0.1, logging what reached them in order.
+    A completion with max_tokens == 7 is held open until `release` is set (a call in flight)."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.held = threading.Event()
+        self.release = threading.Event()
+
+    async def completions(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        if body["max_tokens"] == 7:
+            self.events.append("held call starts")
+            self.held.set()
+            while not self.release.is_set():
+                await asyncio.sleep(0.01)
+            self.events.append("held call ends")
+        else:
+            self.events.append(f"call max_tokens={body['max_tokens']}")
+        choice = {"token_ids": [5], "logprobs": {"token_logprobs": [-0.5]}, "finish_reason": "length"}
+        return JSONResponse({"choices": [choice], "usage": {"prompt_tokens_details": {"cached_tokens": 0}}})
+
+    async def rpc(self, request: Request) -> JSONResponse:
+        from safetensors.torch import load_file
+
+        body = await request.json()
+        folder = Path(body["kwargs"]["weights_path"])
+        names = sorted(load_file(str(folder / "model.safetensors")))
+        self.events.append(f"{body['method']} {folder.name} {names}")
+        return JSONResponse({"results": [None]})
+
+    async def reset(self, request: Request) -> Response:
+        self.events.append("reset_prefix_cache")
+        return Response(status_code=200)
+
+    async def models(self, request: Request) -> JSONResponse:
+        return JSONResponse({"data": [{"id": "served-name"}]})
+
+
+@pytest.fixture
+def endpoints() -> Iterator[tuple[EndpointLog, str]]:
+    log = EndpointLog()
+    app = Starlette(
+        routes=[
+            Route("/v1/completions", log.completions, methods=["POST"]),
+            Route("/collective_rpc", log.rpc, methods=["POST"]),
+            Route("/reset_prefix_cache", log.reset, methods=["POST"]),
+            Route("/v1/models", log.models, methods=["GET"]),
+        ]
+    )
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        assert server.started
+        yield log, f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        log.release.set()
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+async def test_weight_update_waits_for_calls_in_flight_and_holds_new_ones(
+    endpoints: tuple[EndpointLog, str],
+) -> None:
+    log, url = endpoints
+    engine = VLLMEngine(url, None, model_name="served-name")
+    try:
+        first = asyncio.create_task(engine.generate([1, 2], SamplingParams(max_tokens=7)))
+        assert await asyncio.to_thread(log.held.wait, 30)
+        update = asyncio.create_task(engine.update_weights({"w": torch.ones(2), "b": torch.zeros(1)}))
+        await asyncio.sleep(0.05)  # the update closes the gate and waits for the held call
+        later = asyncio.create_task(engine.generate([1, 2], SamplingParams(max_tokens=3)))
+        await asyncio.sleep(0.05)
+        assert log.events == ["held call starts"]
+        log.release.set()
+        a, _, b = await asyncio.gather(first, update, later)
+        assert log.events == [
+            "held call starts",
+            "held call ends",
+            "reload_weights v1 ['b', 'w']",
+            "reset_prefix_cache",
+            "call max_tokens=3",
+        ]
+        assert (a.meta["weights_version"], b.meta["weights_version"], engine.weights_version) == (0, 1, 1)
+        assert (a.output_ids, a.output_logprobs, a.finish_reason) == ([5], [-0.5], "length")
+        weights_dir = engine.weights_dir
+        assert sorted(p.name for p in weights_dir.iterdir()) == ["v1"]
+    finally:
+        await engine.close()
+    assert not weights_dir.exists()  # the engine made it, the engine removes it
+    with pytest.raises(EngineError, match="engine is closed"):
+        await engine.generate([1], SamplingParams())
+
+
+def test_server_mode_takes_the_served_model_name(endpoints: tuple[EndpointLog, str]) -> None:
+    _, url = endpoints
+    engine = build_engine(EngineConfig(type="vllm", model="tiny-qwen3", vllm=VLLMConfig(url=url)))
+    assert isinstance(engine, VLLMEngine)
+    assert (engine.model_name, engine.base_url, engine.weights_version) == ("served-name", url, 0)
+    asyncio.run(engine.close())
 
 
 # ------------------------------------------------------------------ a real vLLM server (marker vllm)

@@ -155,6 +155,8 @@ class VLLMEngine:
         self._inflight = 0
         self._drained = asyncio.Event()
         self._drained.set()
+        self._updating = asyncio.Lock()
+        """One weight or adapter change at a time."""
         self._closed = False
 
     @classmethod
@@ -255,6 +257,10 @@ class VLLMEngine:
             raise EngineError("engine is closed")
         if self.weight_sync == "none":
             return
+        async with self._updating:
+            await self._reload(state_dict)
+
+    async def _reload(self, state_dict: dict[str, Any]) -> None:
         self._open.clear()
         try:
             await self._drained.wait()
@@ -273,14 +279,15 @@ class VLLMEngine:
     async def load_lora_adapter(self, name: str, folder: str | Path) -> None:
         """Load (or reload in place) a PEFT adapter folder under `name`; later calls sample from it."""
         body = {"lora_name": name, "lora_path": str(folder), "load_inplace": True}
-        self._open.clear()
-        try:
-            await self._drained.wait()
-            await self._post("/v1/load_lora_adapter", body)
-            self.model_name = name
-            self.weights_version += 1
-        finally:
-            self._open.set()
+        async with self._updating:
+            self._open.clear()
+            try:
+                await self._drained.wait()
+                await self._post("/v1/load_lora_adapter", body)
+                self.model_name = name
+                self.weights_version += 1
+            finally:
+                self._open.set()
 
     async def close(self) -> None:
         """Close the client, stop a managed server, drop the weights folder we made. Idempotent."""
