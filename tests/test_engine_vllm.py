@@ -101,8 +101,8 @@ def test_server_command_line() -> None:
     got = (env["VLLM_SERVER_DEV_MODE"], env["VLLM_HOST_IP"], env["OMP_NUM_THREADS"])
     assert got == ("1", "127.0.0.1", "2")
     assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING" not in env
-    lora = ServerSpec(Path("/m"), enable_lora=True, max_lora_rank=8, extra_args=["--x"])
-    assert lora.argv(1)[-4:] == ["--enable-lora", "--max-lora-rank", "8", "--x"]
+    lora = ServerSpec(Path("/m"), enable_lora=True, max_lora_rank=8, enforce_eager=True, extra_args=["--x"])
+    assert lora.argv(1)[-5:] == ["--enable-lora", "--max-lora-rank", "8", "--enforce-eager", "--x"]
     assert lora.env()["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
 
 
@@ -249,7 +249,7 @@ def server(smol: tuple[Path, Any, Any], tmp_path_factory: pytest.TempPathFactory
     if not default_vllm_python().is_file():
         pytest.fail(f"no vLLM environment at {default_vllm_python()}: run scripts/setup_vllm")
     log = tmp_path_factory.mktemp("vllm") / "server.log"
-    srv = VLLMServer.start(ServerSpec(smol[0], max_model_len=2048), log, timeout_s=900)
+    srv = VLLMServer.start(ServerSpec(smol[0], max_model_len=2048, enforce_eager=True), log, timeout_s=900)
     try:
         yield srv
     finally:
@@ -347,3 +347,48 @@ async def test_update_weights_in_place(server: VLLMServer, smol: Any) -> None:
     finally:
         model.load_state_dict(original)
         await engine.close()
+
+
+def save_adapter(model: Any, folder: Path) -> Any:
+    """A PEFT LoRA adapter (rank 8 on q/v) with non-zero B matrices, saved to `folder`; returns a copy
+    of the model with it merged (the trainer's view of the adapted policy)."""
+    import copy
+
+    from peft import LoraConfig, get_peft_model
+
+    peft_model = get_peft_model(
+        copy.deepcopy(model), LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"])
+    )
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, p in peft_model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.05)
+    peft_model.save_pretrained(folder)
+    return peft_model.merge_and_unload()
+
+
+@pytest.mark.vllm
+async def test_lora_adapter_loaded_at_run_time(smol: Any, tmp_path: Path) -> None:
+    from harnessrl.engines.models import teacher_force_logprobs
+
+    folder, model, tok = smol
+    if not default_vllm_python().is_file():
+        pytest.fail(f"no vLLM environment at {default_vllm_python()}: run scripts/setup_vllm")
+    merged = save_adapter(model, tmp_path / "adapter")
+    spec = ServerSpec(folder, max_model_len=1024, enable_lora=True, max_lora_rank=8, enforce_eager=True)
+    srv = VLLMServer.start(spec, tmp_path / "server.log", timeout_s=900)
+    engine = VLLMEngine(srv.url, tok, server=srv)  # owns the server: close() stops it
+    prompt = chat(tok, "What is the capital of France?")
+    greedy = SamplingParams(temperature=0.0, max_tokens=12)
+    try:
+        base = await engine.generate(prompt, greedy)
+        await engine.load_lora_adapter("step-1", tmp_path / "adapter")
+        tuned = await engine.generate(prompt, greedy)
+        assert (engine.model_name, tuned.meta["weights_version"]) == ("step-1", 1)
+        assert tuned.output_ids != base.output_ids
+        ref = teacher_force_logprobs(merged, prompt, tuned.output_ids, 1.0)
+        assert max(abs(a - b) for a, b in zip(tuned.output_logprobs, ref, strict=True)) < 2e-3
+    finally:
+        await engine.close()
+    assert srv.proc is None

@@ -195,6 +195,7 @@ class VLLMEngine:
             gpu_memory_utilization=v.gpu_memory_utilization,
             enable_lora=v.enable_lora,
             max_lora_rank=v.max_lora_rank,
+            enforce_eager=v.enforce_eager,
             extra_args=[*v.extra_args, "--max-num-seqs", str(cfg.max_batch)],
             threads=v.threads,
             python=python,
