@@ -18,9 +18,11 @@ The model is a Qwen3 built from config with random weights (no download): the Qw
   request at temperature 1, 1 request alone vs 16 concurrent (continuous batching).
 
 tokens/s counts the tokens of the tree (unique tokens) for every trainer row, so the three rows are
-the same work; "processed" says how many tokens each actually ran through the model. MFU =
-6 x parameters x processed tokens / time / peak (`--peak-tflops`, default 989: H200 dense bf16), the
-attention FLOPs left out (they matter at long prefixes: MFU here is a lower bound). Times are wall
+the same work; "processed" says how many tokens each actually ran through the model. MFU = model
+FLOPs / time / peak (`--peak-tflops`, default 989: H200 dense bf16), model FLOPs = 6 x (parameters
+outside the embedding x processed tokens + vocabulary x hidden x trained tokens: the LM head runs only
+where a trained token is predicted), attention FLOPs left out (they matter at long prefixes: MFU here
+is a lower bound). Times are wall
 clock after `torch.cuda.synchronize()`, median of `--repeats`, after one warm-up each.
 """
 
@@ -32,6 +34,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -47,6 +50,18 @@ QWEN3_06B = {
     "head_dim": 128, "mlp": 3072,
 }  # fmt: skip
 TINY = {"vocab_size": 4096, "hidden": 64, "layers": 2, "heads": 4, "kv_heads": 2, "head_dim": 16, "mlp": 128}
+
+
+@dataclass
+class Row:
+    label: str
+    tokens: int
+    """Work done: unique tree tokens (trainer rows) or generated tokens (engine rows)."""
+    processed: int
+    """Tokens actually run through the model."""
+    seconds: float
+    flops: float | None
+    """Model FLOPs of a trainer row (None for engine rows)."""
 
 
 def build_model(shape: dict[str, int], device: str, dtype: torch.dtype) -> Any:
@@ -160,41 +175,48 @@ def main() -> None:
     path_tokens = sum(len(t) for t in layout.path_tokens)
     print(f"tree: {args.leaves} leaves, {unique} unique tokens, {path_tokens} path-by-path tokens")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-6, foreach=True)
-    rows: list[tuple[str, int, int, float, bool]] = []  # name, work tokens, processed, seconds, is_trainer
+    rows: list[Row] = []
+    n_head = shape["vocab_size"] * shape["hidden"]
+    n_body = n_params - n_head  # tied embeddings: the head is the embedding matrix
+    trained_tree = int(layout.loss_mask.sum())
+    trained_paths = sum(int(layout.loss_mask[t][1:].sum()) for t in layout.path_tokens)
 
-    def trainer_row(label: str, fn: Callable[[], None], processed: int) -> None:
+    def trainer_row(label: str, fn: Callable[[], None], processed: int, trained: int) -> None:
         secs = timed(fn, args.device, args.repeats)
-        rows.append((label, unique, processed, secs, True))
+        flops = 6.0 * (n_body * processed + n_head * trained)
+        rows.append(Row(label, unique, processed, secs, flops))
         print(f"  {label}: {secs:.3f} s", flush=True)
 
-    trainer_row("trainer tree sdpa", lambda: tree_step(model, opt, layout, "sdpa"), unique)
+    trainer_row("trainer tree sdpa", lambda: tree_step(model, opt, layout, "sdpa"), unique, trained_tree)
     if not args.skip_flex:
-        trainer_row("trainer tree flex", lambda: tree_step(model, opt, layout, "flex"), unique)
-    trainer_row("trainer paths sdpa", lambda: paths_step(model, opt, layout, args.device), path_tokens)
+        trainer_row("trainer tree flex", lambda: tree_step(model, opt, layout, "flex"), unique, trained_tree)
+    trainer_row(
+        "trainer paths sdpa", lambda: paths_step(model, opt, layout, args.device), path_tokens, trained_paths
+    )
     opt.zero_grad(set_to_none=True)
     opt.state.clear()  # free the moments before the engine rows
     set_attention(model, "sdpa")
     model.eval()
     for n in (1, 16):
         count, secs = asyncio.run(generation(model, args.device, n, args.gen_tokens, min(args.prefix, 1024)))
-        rows.append((f"engine c={n}", count, count, secs, False))
+        rows.append(Row(f"engine c={n}", count, count, secs, None))
         print(f"  engine c={n}: {count} tokens in {secs:.2f} s", flush=True)
-    print_table(rows, n_params, args.peak_tflops)
+    print_table(rows, args.peak_tflops)
     print(f"total {time.perf_counter() - t0:.0f} s")
 
 
-def print_table(rows: list[tuple[str, int, int, float, bool]], n_params: int, peak_tflops: float) -> None:
-    base = {True: rows[0][1] / rows[0][3]}
-    engine_first = next((r for r in rows if not r[4]), None)
-    if engine_first is not None:
-        base[False] = engine_first[1] / engine_first[3]
+def print_table(rows: list[Row], peak_tflops: float) -> None:
+    """One markdown table; each row's rate also as a ratio to the first row of its kind."""
+    base: dict[bool, float] = {}
     print("\n| row | tokens | processed | seconds | tokens/s | MFU | vs first of its kind |")
     print("|---|---|---|---|---|---|---|")
-    for label, work, processed, secs, trainer in rows:
-        rate = work / secs
-        mfu = f"{6 * n_params * processed / secs / (peak_tflops * 1e12):.1%}" if trainer else "-"
-        ratio = rate / base[trainer]
-        print(f"| {label} | {work} | {processed} | {secs:.3f} | {rate:,.0f} | {mfu} | {ratio:.2f}x |")
+    for r in rows:
+        rate = r.tokens / r.seconds
+        kind = r.flops is not None
+        base.setdefault(kind, rate)
+        mfu = f"{r.flops / r.seconds / (peak_tflops * 1e12):.1%}" if r.flops is not None else "-"
+        cells = [r.label, str(r.tokens), str(r.processed), f"{r.seconds:.3f}", f"{rate:,.0f}", mfu]
+        print("| " + " | ".join(cells) + f" | {rate / base[kind]:.2f}x |")
 
 
 if __name__ == "__main__":
