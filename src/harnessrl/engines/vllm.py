@@ -247,7 +247,9 @@ class VLLMEngine:
             raise EngineError(f"vLLM server {self.base_url} unreachable on {path}: {e!r}") from e
         if resp.status_code != 200:
             raise EngineError(f"vLLM {path} answered {resp.status_code}: {resp.text[:500]}")
-        return resp.json() if resp.content else None
+        if "json" not in resp.headers.get("content-type", ""):
+            return resp.text  # e.g. /v1/load_lora_adapter answers a plain-text "Success: ..."
+        return resp.json()
 
     # ---------------------------------------------------------------- weights
 
