@@ -29,7 +29,7 @@ from harnessrl.config import EngineConfig, VLLMConfig
 from harnessrl.engines import build_engine
 from harnessrl.engines.vllm import VLLMEngine, completion_body, parse_completion, write_safetensors
 from harnessrl.engines.vllm_server import ServerSpec, VLLMServer, default_vllm_python, free_port
-from harnessrl.protocols import SamplingParams
+from harnessrl.protocols import Engine, SamplingParams
 from harnessrl.types import EngineError
 
 # ------------------------------------------------------------------ default run: no vLLM needed
@@ -228,7 +228,7 @@ async def test_weight_update_waits_for_calls_in_flight_and_holds_new_ones(
 def test_server_mode_takes_the_served_model_name(endpoints: tuple[EndpointLog, str]) -> None:
     _, url = endpoints
     engine = build_engine(EngineConfig(type="vllm", model="tiny-qwen3", vllm=VLLMConfig(url=url)))
-    assert isinstance(engine, VLLMEngine)
+    assert isinstance(engine, VLLMEngine) and isinstance(engine, Engine)
     assert (engine.model_name, engine.base_url, engine.weights_version) == ("served-name", url, 0)
     asyncio.run(engine.close())
 
