@@ -372,13 +372,14 @@ def save_adapter(model: Any, folder: Path) -> Any:
 async def test_lora_adapter_loaded_at_run_time(smol: Any, tmp_path: Path) -> None:
     from harnessrl.engines.models import teacher_force_logprobs
 
-    folder, model, tok = smol
+    _, model, tok = smol
     if not default_vllm_python().is_file():
         pytest.fail(f"no vLLM environment at {default_vllm_python()}: run scripts/setup_vllm")
     merged = save_adapter(model, tmp_path / "adapter")
-    spec = ServerSpec(folder, max_model_len=1024, enable_lora=True, max_lora_rank=8, enforce_eager=True)
-    srv = VLLMServer.start(spec, tmp_path / "server.log", timeout_s=900)
-    engine = VLLMEngine(srv.url, tok, server=srv)  # owns the server: close() stops it
+    managed = VLLMConfig(enable_lora=True, max_lora_rank=8, enforce_eager=True)
+    engine = build_engine(EngineConfig(type="vllm", model="default", context_length=1024, vllm=managed))
+    assert isinstance(engine, VLLMEngine) and engine.server is not None  # managed: it owns the server
+    srv = engine.server
     prompt = chat(tok, "What is the capital of France?")
     greedy = SamplingParams(temperature=0.0, max_tokens=12)
     try:
