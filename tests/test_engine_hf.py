@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from harnessrl.config import EngineConfig
+from harnessrl.config import EngineConfig, VLLMConfig
 from harnessrl.engines import ENGINES, build_engine
 from harnessrl.engines.hf import HFEngine
 from harnessrl.engines.kv_cache import GrowingCache, GrowingLayer, merge_rows, select_rows
@@ -471,8 +471,9 @@ async def test_worker_crash_fails_callers_instead_of_hanging(qwen: tuple[Any, An
 
 def test_registry_names() -> None:
     assert sorted(ENGINES) == ["hf", "scripted", "vllm"]
-    with pytest.raises(EngineError, match="vllm engine is not available"):
-        build_engine(EngineConfig(type="vllm"))
+    no_env = VLLMConfig(python="/nonexistent/vllm-env/bin/python")
+    with pytest.raises(EngineError, match="no vLLM environment at /nonexistent/vllm-env/bin/python"):
+        build_engine(EngineConfig(type="vllm", vllm=no_env))
     with pytest.raises(EngineError, match=r"needs engine\.script"):
         build_engine(EngineConfig(type="scripted", model="tiny-qwen3"))
 

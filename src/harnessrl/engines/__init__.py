@@ -14,7 +14,9 @@ lazily, so `import harnessrl.engines` stays free of torch and transformers.
   prompts against. Script file: JSON, either a list of turns or a list of
   `{"turns": [...], "match": "..."}` scripts; or JSONL, one turn per line. A turn is a string (plain
   text answer) or a ChatMessage object (`{"role": "assistant", "content": ..., "tool_calls": [...]}`).
-- `vllm`: not built yet; its builder raises EngineError.
+- `vllm`: a vLLM OpenAI server over HTTP (`engines/vllm.py`): managed (the engine starts `vllm serve`
+  on `cfg.model` from the environment `scripts/setup_vllm` makes, and stops it on close) or an
+  existing server at `cfg.vllm.url`; weights are reloaded in place after each update.
 """
 
 from __future__ import annotations
@@ -83,7 +85,9 @@ def _build_scripted(cfg: EngineConfig) -> Engine:
 
 
 def _build_vllm(cfg: EngineConfig) -> Engine:
-    raise EngineError("the vllm engine is not available yet; use engine.type = 'hf' (embedded) for now")
+    from harnessrl.engines.vllm import VLLMEngine
+
+    return VLLMEngine.from_config(cfg)
 
 
 ENGINES: dict[str, Callable[[EngineConfig], Engine]] = {

@@ -125,7 +125,7 @@ def rollout(
     split: Annotated[str | None, typer.Option(help="Only tasks of this split.")] = None,
     limit: Annotated[int | None, typer.Option(help="At most this many tasks.")] = None,
     harness: Annotated[str | None, typer.Option(help="claude-code | codex | openclaw | shell.")] = None,
-    engine: Annotated[str | None, typer.Option(help="hf | scripted (scripted replays references).")] = None,
+    engine: Annotated[str | None, typer.Option(help="hf | scripted (replays references) | vllm.")] = None,
     model: Annotated[str | None, typer.Option(help="`default` or a local HF checkpoint.")] = None,
     n: Annotated[int | None, typer.Option("--n", help="Rollouts per task.")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Rollouts at once.")] = None,
