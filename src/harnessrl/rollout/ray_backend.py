@@ -45,6 +45,7 @@ from harnessrl.rollout.runner import (
     RolloutRunner,
     RunnerSettings,
     internal_error,
+    run_all,
     settle,
 )
 from harnessrl.sandbox.spec import ExecResult
@@ -152,14 +153,7 @@ class RayRolloutRunner:
     ) -> list[Rollout]:
         """Run jobs over the workers (at most `concurrency` per worker at once); results in job order."""
 
-        async def one(job: RolloutJob) -> Rollout:
-            async with self._slots:
-                rollout = await self.run(job)
-            if on_done is not None:
-                on_done(rollout)
-            return rollout
-
-        return list(await asyncio.gather(*(one(j) for j in jobs)))
+        return await run_all(self.run, jobs, self._slots, on_done)
 
     async def run(self, job: RolloutJob) -> Rollout:
         """One rollout to exactly one status; a dead worker's rollout is retried or `sandbox_error`."""

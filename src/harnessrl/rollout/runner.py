@@ -39,7 +39,7 @@ import os
 import shutil
 import time
 import traceback
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -118,6 +118,24 @@ class RunnerSettings:
     """Model name the harness asks for (None = the adapter's default)."""
 
 
+async def run_all(
+    run: Callable[[RolloutJob], Awaitable[Rollout]],
+    jobs: Sequence[RolloutJob],
+    slots: asyncio.Semaphore,
+    on_done: Callable[[Rollout], None] | None,
+) -> list[Rollout]:
+    """`run` every job, at most `slots` at once, calling `on_done` as each ends; results in job order."""
+
+    async def one(job: RolloutJob) -> Rollout:
+        async with slots:
+            rollout = await run(job)
+        if on_done is not None:
+            on_done(rollout)
+        return rollout
+
+    return list(await asyncio.gather(*(one(j) for j in jobs)))
+
+
 def tree_larger_than(root: Path, limit: int) -> bool:
     """True once the files under `root` add up to more than `limit` bytes (stops counting there)."""
     total = 0
@@ -167,14 +185,7 @@ class RolloutRunner:
     ) -> list[Rollout]:
         """Run jobs concurrently (at most `concurrency` at once); results in job order."""
 
-        async def one(job: RolloutJob) -> Rollout:
-            async with self._slots:
-                rollout = await self.run(job)
-            if on_done is not None:
-                on_done(rollout)
-            return rollout
-
-        return list(await asyncio.gather(*(one(j) for j in jobs)))
+        return await run_all(self.run, jobs, self._slots, on_done)
 
     async def run(self, job: RolloutJob) -> Rollout:
         """Run one rollout to exactly one status; never raises for the rollout's own failures.
