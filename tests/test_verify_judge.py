@@ -159,19 +159,20 @@ async def test_missing_file_scores_zero_without_asking(judge_server: tuple[FakeJ
     assert "=== report.md ===\n# Report\nTotal: 42" in user
 
 
-async def test_unreachable_judge_is_recorded(ws: Path) -> None:
+async def test_unreachable_judge_is_a_verifier_error(ws: Path) -> None:
+    """An outage is not the policy's doing: it raises (the rollout ends verifier_error, never trained)
+    instead of scoring the rule 0."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
     judge = make_judge(f"http://127.0.0.1:{port}/v1", retries=1)
     try:
-        result = await judge.score(Task(id="t", prompt="p", rubric=[rule("good")]), ws)
+        with pytest.raises(VerifierError, match=r"rule 'good' of task 't': judge request failed: ConnectError") as e:
+            await judge.score(Task(id="t", prompt="p", rubric=[rule("good")]), ws)
     finally:
         await judge.aclose()
-    assert result.per_rule == {"good": 0.0}
-    assert result.errors["good"].startswith("judge request failed: ConnectError")
-    assert result.errors["good"].endswith("(after 2 attempts)")
+    assert str(e.value).endswith("(after 2 attempts)") and f"127.0.0.1:{port}" in str(e.value)
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,10 @@ not shown (harness transcripts are not normalised yet); that is a known gap for 
 The answer must name one of the rule's levels. Accepted forms, tried in order: a JSON object with a
 `score` key anywhere in the reply (the last one wins), a reply that is a bare number, or prose that
 mentions exactly one distinct level value. Anything else (or an HTTP failure) is retried up to
-`max_retries` times, then the rule scores 0 with the reason in `errors`. `mean` is the equal-weight
-mean over all rules (0.0 for a task without rules).
+`max_retries` times. A judge that answered but never with a level scores the rule 0 with the reason
+in `errors`; a judge that could not be reached on any attempt raises VerifierError (the rollout ends
+`verifier_error`, never trained: an outage says nothing about the policy's work). `mean` is the
+equal-weight mean over all rules (0.0 for a task without rules).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from harnessrl.config import JudgeConfig
 from harnessrl.tasks.rubric import BINARY_LEVELS
-from harnessrl.types import RubricRule, Task, safe_relpath
+from harnessrl.types import RubricRule, Task, VerifierError, safe_relpath
 
 EVIDENCE_CHARS = 30_000
 DIGEST_FILES = 200
@@ -152,18 +154,25 @@ class RubricJudge:
         if evidence is None:
             return 0.0, reason
         messages = judge_messages(task, rule, evidence)
-        last = ""
-        for _ in range(self.config.max_retries + 1):
+        last, answered = "", False
+        attempts = self.config.max_retries + 1
+        for _ in range(attempts):
             try:
                 reply = await self._ask(messages)
             except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as e:
                 last = f"judge request failed: {type(e).__name__}: {e}"
                 continue
+            answered = True
             value = parse_score(reply, levels)
             if value is not None:
                 return value, None
             last = f"unparsable judge answer: {reply[:200]!r}"
-        return 0.0, f"{last} (after {self.config.max_retries + 1} attempts)"
+        if not answered:
+            raise VerifierError(
+                f"rubric judge at {self.config.base_url} (verify.judge) gave no answer for rule "
+                f"{rule.name!r} of task {task.id!r}: {last} (after {attempts} attempts)"
+            )
+        return 0.0, f"{last} (after {attempts} attempts)"
 
     async def score(self, task: Task, workspace: Path) -> JudgeResult:
         """Judge every rule of the task (concurrently) on the final workspace."""
