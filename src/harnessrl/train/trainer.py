@@ -35,7 +35,7 @@ import torch
 from harnessrl.config import TrainerConfig
 from harnessrl.rl.advantages import rollout_token_weights
 from harnessrl.rl.forward import packed_forward, set_attention
-from harnessrl.rl.losses import Metrics, mismatch_metrics, policy_loss, value_loss
+from harnessrl.rl.losses import Metrics, policy_loss, value_loss
 from harnessrl.rl.packing import PackedBatch, TreeLayout, pack_by_budget
 from harnessrl.train import distributed as dp
 from harnessrl.train import fsdp
@@ -52,7 +52,7 @@ from harnessrl.train.value import ValueModel
 
 @dataclass
 class StepBatch:
-    """A prepared step: packed micro-batches whose extras hold adv, w, old (and ref, ret, v_old)."""
+    """A prepared step: packed micro-batches whose extras hold adv, w (and ref, ret)."""
 
     micro: list[PackedBatch]
     num_rollouts: int
@@ -136,11 +136,7 @@ class Trainer:
         """Under FSDP, pad with dummy micro-batches to the most any rank runs (they are collectives)."""
         if not self.cfg.fsdp:
             return list(batches)
-        keys = (
-            sorted(batches[0].extras)
-            if batches
-            else ["adv", "w", "old"] + (["ref"] if self.ref_model else [])
-        )
+        keys = sorted(batches[0].extras) if batches else ["adv", "w"] + (["ref"] if self.ref_model else [])
         missing = fsdp.max_over_ranks(len(batches)) - len(batches)
         return list(batches) + [fsdp.dummy_batch(keys) for _ in range(missing)]
 
@@ -153,7 +149,7 @@ class Trainer:
     def _forward_only(
         self, batches: Sequence[PackedBatch]
     ) -> Iterator[tuple[PackedBatch, dict[str, torch.Tensor]]]:
-        """Per micro-batch: [T] arrays old (policy log-probs), and ref / v_old when configured."""
+        """Per micro-batch: [T] arrays old (policy log-probs), and v_old with a value model."""
         for module in self._modules():
             module.eval()
         for batch in self._padded(batches):
@@ -167,11 +163,6 @@ class Trainer:
                     keep_hidden=self.value is not None,
                 )
                 out["old"] = self._scatter(batch, res.logprobs)
-                if self.ref_model is not None:
-                    ref = packed_forward(
-                        self.ref_model, batch, attention=self.cfg.attention, temperature=self.cfg.temperature
-                    )
-                    out["ref"] = self._scatter(batch, ref.logprobs)
                 if self.value is not None:
                     out["v_old"] = self._scatter(
                         batch, self.value.on_batch(batch, self.cfg.attention, res.hidden)
@@ -207,7 +198,12 @@ class Trainer:
         returns: Sequence[torch.Tensor] | None = None,
         weights: Sequence[torch.Tensor] | None = None,
     ) -> StepBatch:
-        """Pack this rank's trees and record logp_old (and ref log-probs, old values) on them."""
+        """Pack this rank's trees (and record reference log-probs on them when KL is on).
+
+        logp_old and the old values are not computed here: the update is one optimizer step over
+        these micro-batches with the weights they were packed under, so the policy's log-probs
+        before the step are exactly the detached log-probs of the update's own forward (`_micro_loss`),
+        and a second forward pass would only recompute them (it cost a third of a step)."""
         if len(advantages) != len(layouts):
             raise ValueError(f"{len(advantages)} advantage arrays for {len(layouts)} trees")
         if self.value is not None and returns is None:
@@ -219,13 +215,24 @@ class Trainer:
         if returns is not None:
             extras["ret"] = returns
         step = StepBatch(micro=pack_by_budget(layouts, self.cfg.token_budget, extras), num_rollouts=n)
-        for batch, arrays in self._forward_only(step.micro):
-            batch.extras.update(arrays)
-            mask = batch.loss_mask
-            mismatch_metrics(
-                arrays["old"][mask], batch.rollout_logprobs[mask], self.cfg.loss.tis_cap, step.metrics
-            )
+        if self.ref_model is not None:
+            for batch, arrays in self._reference(step.micro):
+                batch.extras.update(arrays)
         return step
+
+    @torch.no_grad()
+    def _reference(
+        self, batches: Sequence[PackedBatch]
+    ) -> Iterator[tuple[PackedBatch, dict[str, torch.Tensor]]]:
+        """Per micro-batch: [T] reference-model log-probs (`ref`), for the KL term."""
+        assert self.ref_model is not None
+        self.ref_model.eval()
+        for batch in self._padded(batches):
+            with self._autocast():
+                ref = packed_forward(
+                    self.ref_model, batch, attention=self.cfg.attention, temperature=self.cfg.temperature
+                )
+            yield batch, {"ref": self._scatter(batch, ref.logprobs)}
 
     def _micro_loss(self, batch: PackedBatch, metrics: Metrics) -> torch.Tensor:
         with self._autocast():
@@ -238,9 +245,10 @@ class Trainer:
                 keep_hidden=self.value is not None and self.value.backbone is None,
             )
             mask = batch.loss_mask
-            loss = policy_loss(
+            logp_old = out.logprobs.detach()  # the weights have not moved yet (see `prepare`)
+            loss = policy_loss(  # also records the mismatch of logp_old against the sampler
                 out.logprobs,
-                batch.extras["old"][mask].to(self.device),
+                logp_old,
                 batch.rollout_logprobs[mask].to(self.device),
                 batch.extras["adv"][mask].to(self.device),
                 batch.extras["w"][mask].to(self.device),
@@ -253,7 +261,7 @@ class Trainer:
                 v = self.value.on_batch(batch, self.cfg.attention, out.hidden)
                 lv = value_loss(
                     v.float(),
-                    batch.extras["v_old"][mask].to(self.device),
+                    v.detach().float(),  # the values before the step, as logp_old
                     batch.extras["ret"][mask].to(self.device),
                     batch.extras["w"][mask].to(self.device),
                     self.cfg.loss.value_clip,
