@@ -27,7 +27,9 @@ def task(tid: str, kind: str, rules: list[str], weights: dict[str, float] | None
         prompt=f"Write report.md ({tid}).",
         category="writing",
         grading_type=kind,  # type: ignore[arg-type]
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=CODE_HALF)]) if kind == "hybrid" else None,
+        checker=Checker(files=[TaskFile(path="reward/check.py", content=CODE_HALF)])
+        if kind == "hybrid"
+        else None,
         rubric=[rule(r) for r in rules],
         grading_weights=weights or {},
         reference=TaskFile(path="reference/solve.sh", content=WRITE_REPORT + "\n"),

@@ -168,7 +168,9 @@ async def test_unreachable_judge_is_a_verifier_error(ws: Path) -> None:
     sock.close()
     judge = make_judge(f"http://127.0.0.1:{port}/v1", retries=1)
     try:
-        with pytest.raises(VerifierError, match=r"rule 'good' of task 't': judge request failed: ConnectError") as e:
+        with pytest.raises(
+            VerifierError, match=r"rule 'good' of task 't': judge request failed: ConnectError"
+        ) as e:
             await judge.score(Task(id="t", prompt="p", rubric=[rule("good")]), ws)
     finally:
         await judge.aclose()

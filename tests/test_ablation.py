@@ -1,0 +1,103 @@
+"""The harness-scaling ablation (`harnessrl.train.ablation`, `scripts/scaling_ablation`): the arms'
+designs, the evaluation configurations (held out from every arm and the cold start), the table, and
+(slow) every stage end to end on a toy scale with reuse."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harnessrl.config import ConfigError, load_config
+from harnessrl.scaling import design_codes, orthogonal_array
+from harnessrl.train.ablation import ABLATION_CONFIG, arm_space, cell, eval_configs, run_ablation, table_rows
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_config_is_the_repository_one_and_loads() -> None:
+    assert ABLATION_CONFIG == REPO / "configs" / "scaling" / "ablation.toml"
+    cfg = load_config(ABLATION_CONFIG, [])
+    assert cfg.ablation.arms == ["single", "random-18", "oa-18"]
+    assert (REPO / "scripts" / "scaling_ablation").stat().st_mode & 0o111
+
+
+def test_arm_space_keeps_k_and_pairing_and_single_repeats() -> None:
+    cfg = load_config(ABLATION_CONFIG, [])
+    oa = arm_space(cfg, "oa-18")
+    assert (oa.design, oa.k, oa.pairing) == ("oa-18", 2, "nearest")
+    single = arm_space(cfg, "single")
+    assert (single.design, single.k, single.pairing) == ("single", 2, "repeat")
+    with pytest.raises(ConfigError, match="unknown design 'oa-19'"):
+        arm_space(cfg, "oa-19")
+
+
+def test_eval_configs_are_outside_every_arm_and_the_cold_start() -> None:
+    cfg = load_config(ABLATION_CONFIG, [])
+    codes = eval_configs(cfg)
+    assert len(codes) == 18 == len(set(codes)) and codes == sorted(codes)
+    seen = set(orthogonal_array()) | set(design_codes("random-18", 0)) | {"00000", "11100", "22200"}
+    assert not seen & set(codes)
+    assert eval_configs(cfg) == codes  # seeded
+    assert eval_configs(load_config(ABLATION_CONFIG, ["eval.seed=1"])) != codes
+    with pytest.raises(ConfigError, match="only 225 codes"):
+        eval_configs(load_config(ABLATION_CONFIG, ['ablation.arms=["oa-18"]', "ablation.sft_codes=[]",
+                                                   "ablation.eval_configs=226"]))  # fmt: skip
+
+
+def test_table_cells_show_both_standard_errors_and_missing_groups() -> None:
+    one_run = {"pass1": 0.25, "se_pairs": 0.1, "se": None}
+    assert cell(one_run) == "0.250 +- 0.100"
+    assert cell({"pass1": 0.5, "se_pairs": 0.1, "se": 0.02}) == "0.500 +- 0.100 (runs +- 0.020)"
+    assert cell({}) == "-"
+    results = {"arm": {"space": {"in_space_heldout": one_run | {"mean_score": 0.5, "pairs": 4}},
+                       "summary": {"statuses": {"ok": 4}}}}  # fmt: skip
+    assert table_rows(results) == [["arm", "0.250 +- 0.100", "0.500", "4", "-", "-", "0", "ok 4"]]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+async def test_ablation_toy_scale_and_reuse(tmp_path: Path) -> None:
+    overrides = [
+        f"ablation.out_dir={tmp_path / 'ab'}",
+        'ablation.families=["create_file"]',
+        'ablation.arms=["single", "first-order"]',
+        'ablation.sft_codes=["00000", "22200"]',
+        "ablation.train_per_family=2",
+        "ablation.heldout_per_family=1",
+        "ablation.eval_configs=2",
+        "ablation.out_of_space=[]",
+        'engine.model="tiny-qwen3"',
+        "sft.steps=1",
+        "sft.batch_size=2",
+        "sft.heldout_every=0",
+        "train.steps=1",
+        "train.tasks_per_step=1",
+        "train.group_size=2",
+        "train.harness_space.options.max_steps=1",
+        "eval.harness_options.whitebox.max_steps=1",
+    ]
+    cfg = load_config(ABLATION_CONFIG, overrides)
+    lines: list[str] = []
+    first = await run_ablation(cfg, echo=lines.append)
+    assert list(first["policies"]) == ["cold-start", "single", "first-order"]
+    assert any("whitebox:22200: 2/2 demonstrations" in line for line in lines), lines
+    for r in first["policies"].values():
+        assert r["space"]["in_space_heldout"]["pairs"] == 2 and "out_of_space" not in r["space"]
+    assert set(first["seconds"]) == {
+        "tasks",
+        "sft",
+        "eval/cold-start",
+        "arm-single",
+        "eval/single",
+        "arm-first-order",
+        "eval/first-order",
+    }
+    single = (tmp_path / "ab" / "arm-single" / "metrics.jsonl").read_text()
+    assert "whitebox:00000" in single  # the single design trains on its one configuration
+    assert (tmp_path / "ab" / "ablation.md").read_text().count("| first-order |") == 1
+    lines.clear()
+    second = await run_ablation(cfg, echo=lines.append)
+    assert second["policies"] == first["policies"]
+    assert sum(1 for line in lines if "reused" in line) == 7
