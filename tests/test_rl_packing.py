@@ -158,3 +158,69 @@ def test_chunked_head_equals_unchunked_values_and_grads() -> None:
     assert ent_full is not None and ent_part is not None
     assert (ent_full - ent_part).abs().max().item() < 1e-5
     assert (g_full - g_part).abs().max().item() < 1e-6
+
+
+def shared_prompt_trees(seed: int = 0, vocab: int = 50) -> list[TreeSample]:
+    """Trees of two prompts (A: 5 trees, B: 2) whose roots share 12 tokens, plus an exact duplicate."""
+    rng = random.Random(seed)
+    common = [rng.randrange(vocab) for _ in range(12)]
+    prompts = [common + [rng.randrange(vocab) for _ in range(6)] for _ in range(2)]
+    trees = []
+    for i in range(7):
+        t = rollout_tree(
+            rng, vocab=vocab, leaves=1 + i % 3, prefix=18, rollout_id=f"r{i}", group_id=f"g{i % 2}"
+        )
+        t.nodes[0].tokens = list(prompts[0 if i < 5 else 1])
+        trees.append(t)
+    return [*trees, trees[0].model_copy(deep=True)]
+
+
+def test_share_prefixes_is_exact_and_forwards_fewer_tokens() -> None:
+    from harnessrl.rl.packing import share_prefixes
+
+    trees = shared_prompt_trees()
+    layouts = [layout_tree(t) for t in trees]
+    tags = [torch.arange(L.num_tokens, dtype=torch.float32) + 1000.0 * i for i, L in enumerate(layouts)]
+    forests, extras = share_prefixes(layouts, 10_000, {"tag": tags})
+    assert len(forests) == 1
+    (forest,) = forests
+    # one token per distinct root-to-token prefix (trained tokens tagged by their tree): counted naively
+    keys: set[tuple[tuple[int, int], ...]] = set()
+    for i, L in enumerate(layouts):
+        for path in L.path_tokens:
+            prefix: tuple[tuple[int, int], ...] = ()
+            for p in path.tolist():
+                prefix = (*prefix, (int(L.input_ids[p]), i if bool(L.loss_mask[p]) else -1))
+                keys.add(prefix)
+    total = sum(L.num_tokens for L in layouts)
+    assert forest.num_tokens == len(keys) <= total - 5 * 18 - 18 - 12  # A x6, B x2, A and B share 12
+    assert forest.num_model_tokens == sum(L.num_model_tokens for L in layouts)
+    assert sum(len(L.path_tokens) for L in layouts) == len(forest.path_tokens)
+    model = tiny_causal_lm(vocab_size=50, seed=3)
+    own = [packed_forward(model, pack([L], [0])).logprobs.detach() for L in layouts]
+    out = packed_forward(model, pack(forests, [0], {"tag": extras["tag"]}))
+    tag = extras["tag"][0][forest.loss_mask]
+    worst = 0.0
+    for lp, t in zip(out.logprobs.tolist(), tag.tolist(), strict=True):
+        i, p = divmod(int(t), 1000)
+        L = layouts[i]
+        k = int(L.loss_mask[:p].sum())  # index of position p among tree i's trained tokens
+        worst = max(worst, abs(lp - float(own[i][k])))
+    assert worst < 1e-5
+    # sampling log-probs travel with their tokens
+    got = sorted(forest.rollout_logprobs[forest.loss_mask].tolist())
+    assert got == sorted(torch.cat([L.rollout_logprobs[L.loss_mask] for L in layouts]).tolist())
+
+
+def test_share_prefixes_respects_the_budget_and_keeps_big_trees_alone() -> None:
+    from harnessrl.rl.packing import share_prefixes
+
+    layouts = [layout_tree(t) for t in shared_prompt_trees(1)]
+    biggest = max(L.num_tokens for L in layouts)
+    forests, _ = share_prefixes(layouts, biggest, {})
+    assert all(F.num_tokens <= biggest for F in forests) and len(forests) < len(layouts)
+    assert sum(F.num_model_tokens for F in forests) == sum(L.num_model_tokens for L in layouts)
+    alone, _ = share_prefixes(layouts, 1, {})
+    assert sorted(F.num_tokens for F in alone) == sorted(L.num_tokens for L in layouts)
+    with pytest.raises(ValueError, match="2 arrays for 8 trees"):
+        share_prefixes(layouts, 100, {"adv": [torch.zeros(1)] * 2})

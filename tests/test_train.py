@@ -191,3 +191,26 @@ def test_one_forward_per_step_gives_the_on_policy_gradient_and_the_mismatch() ->
     surrogate.backward()
     worst = max((a - b).abs().max().item() for a, b in zip(grads(tr), grads(ref), strict=True))
     assert worst < 1e-6 and max(g.abs().max().item() for g in grads(tr)) > 1e-4
+
+
+@pytest.mark.parametrize("value", ["none", "head"])
+def test_shared_prefixes_give_the_same_step(value: str) -> None:
+    """`share_prefixes` forwards each shared prompt once: same loss, gradient and metrics, fewer tokens."""
+    from test_rl_packing import shared_prompt_trees
+
+    samples = shared_prompt_trees(2, vocab=VOCAB)
+    for i, s in enumerate(samples):
+        s.reward = float(i % 3 == 0)
+    layouts = [layout_tree(s) for s in samples]
+    adv = grpo_advantages([s.reward for s in samples], [s.group_id for s in samples])
+    advs = [broadcast(L, a) for L, a in zip(layouts, adv, strict=True)]
+    rets = [a * 0.5 + 1.0 for a in advs] if value == "head" else None
+    cfg = TrainerConfig(lr=1e-3, grad_clip=None, value=value, loss=LossConfig(tis_cap=2.0))  # type: ignore[arg-type]
+    off = Trainer(tiny_causal_lm(vocab_size=VOCAB, seed=4), cfg.model_copy(update={"share_prefixes": False}))
+    on = Trainer(tiny_causal_lm(vocab_size=VOCAB, seed=4), cfg)
+    m_off, m_on = off.step(layouts, advs, returns=rets), on.step(layouts, advs, returns=rets)
+    assert m_on["tokens"] < m_off["tokens"] - 100 and m_on["trained_tokens"] == m_off["trained_tokens"]
+    for k in ("loss/total", "loss/pg", "ratio/mean", "tis/mean", "mismatch/abs_mean", "entropy"):
+        assert m_on[k] == pytest.approx(m_off[k], rel=1e-5, abs=1e-7), k
+    worst = max((a - b).abs().max().item() for a, b in zip(grads(on), grads(off), strict=True))
+    assert worst < 1e-6 and max(g.abs().max().item() for g in grads(on)) > 1e-4

@@ -300,6 +300,9 @@ class TrainerConfig(Section):
     """Clip the global gradient norm to this (None = no clipping; the norm is logged either way)."""
     token_budget: int = 4096
     """Most tokens in one packed micro-batch (a bigger tree gets a micro-batch of its own)."""
+    share_prefixes: bool = True
+    """Lay a prompt prefix shared by several trees of a step out once (`rl.packing.share_prefixes`:
+    exact; model tokens are never shared), in forests of at most `token_budget` tokens."""
     bf16: bool = False
     """Run forward passes under bf16 autocast (weights and optimizer stay float32)."""
     attention: Literal["sdpa", "flex"] = "sdpa"

@@ -21,6 +21,11 @@ Several trees go into one packed row (batch size 1, trees back to back, block-di
 construction of `subtree_end`), chosen first-fit up to a token budget. A tree longer than the budget
 gets a row of its own: trees are never split (splitting would cut tokens off from their ancestors).
 
+Across trees. The trees of one step share most of their prompts (one harness configuration's system
+prompt and tools; a GRPO group's task prompt). `share_prefixes` merges trees into forests in which
+such a prefix of environment tokens is laid out once (model tokens never merge), each forest up to the
+token budget; the trainer does this by default (`trainer.share_prefixes`).
+
 Left out: padding to a multiple of a block size (FlexAttention pads internally) and sorting trees by
 length before first-fit (callers may sort; first-fit keeps their order, which keeps runs reproducible).
 """
@@ -253,3 +258,137 @@ def tree_attention_mask(subtree_end: torch.Tensor) -> torch.Tensor:
     q = idx[:, None]
     k = idx[None, :]
     return (k <= q) & (q < subtree_end[None, :])
+
+
+def share_prefixes(
+    layouts: Sequence[TreeLayout], budget: int, extras: dict[str, Sequence[torch.Tensor]] | None = None
+) -> tuple[list[TreeLayout], dict[str, list[torch.Tensor]]]:
+    """Merge trees into forests in which an environment-token prefix shared by several trees is laid
+    out once; each forest holds at most `budget` tokens (a tree bigger than that stays alone).
+
+    The trees of one step share most of their prompts (the system prompt and tool block of one
+    harness configuration, the task prompt within a GRPO group), so training forwards far fewer
+    tokens. Exact: a token is shared only with an identical root-to-token prefix, so its context,
+    depth and logits are those it had in its own tree; model tokens are never shared (each keeps its
+    tree's sampling log-prob and its per-token arrays). Trees are visited in order of their leading
+    tokens, so trees with equal prompts land in the same forest. `extras` ([T_i] arrays per tree)
+    are mapped onto the forests; at a shared environment token the first tree's value is kept (the
+    arrays are only read at trained tokens). The forests' `node_index` is the source tree's index."""
+    if budget <= 0:
+        raise ValueError(f"token budget must be positive, got {budget}")
+    extras = extras or {}
+    for name, arrays in extras.items():
+        if len(arrays) != len(layouts):
+            raise ValueError(f"extra {name!r}: {len(arrays)} arrays for {len(layouts)} trees")
+    order = sorted(range(len(layouts)), key=lambda i: (layouts[i].input_ids[:256].tolist(), i))
+    tries: list[_Forest] = []
+    for i in order:
+        if not tries or (tries[-1].size and tries[-1].size + tries[-1].added(layouts[i]) > budget):
+            tries.append(_Forest())
+        tries[-1].add(layouts[i], i)
+    forests: list[TreeLayout] = []
+    out: dict[str, list[torch.Tensor]] = {name: [] for name in extras}
+    for trie in tries:
+        layout, trees, where = trie.layout(layouts)
+        forests.append(layout)
+        for name, arrays in extras.items():
+            out[name].append(_gather(arrays, trees, where))
+    return forests, out
+
+
+def _gather(per_tree: Sequence[torch.Tensor], trees: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    """out[q] = per_tree[trees[q]][where[q]]."""
+    out = torch.zeros(trees.numel(), dtype=per_tree[0].dtype if per_tree else torch.float32)
+    for t in trees.unique().tolist():
+        sel = trees == t
+        out[sel] = per_tree[t][where[sel]]
+    return out
+
+
+class _Forest:
+    """A token trie over trees' root-to-leaf paths (see `share_prefixes`)."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.children: list[dict[tuple[int, int], int]] = []
+        self.roots: dict[tuple[int, int], int] = {}
+        self.parent: list[int] = []
+        self.source: list[tuple[int, int]] = []  # (tree, position) of each trie token's first occurrence
+        self.paths: list[list[int]] = []
+
+    @staticmethod
+    def _keys(layout: TreeLayout, tree: int) -> list[tuple[int, int]]:
+        # trained (model) tokens are never shared: their key carries the tree
+        return [
+            (t, tree if m else -1)
+            for t, m in zip(layout.input_ids.tolist(), layout.loss_mask.tolist(), strict=True)
+        ]
+
+    def added(self, layout: TreeLayout) -> int:
+        """How many tokens adding `layout` would add to the trie."""
+        keys = self._keys(layout, -2)
+        new: set[int] = set()
+        for path in layout.path_tokens:
+            here: dict[tuple[int, int], int] | None = self.roots
+            for p in path.tolist():
+                nxt = here.get(keys[p]) if here is not None else None
+                if nxt is None:
+                    new.add(p)
+                    here = None
+                else:
+                    here = self.children[nxt]
+        return len(new)
+
+    def add(self, layout: TreeLayout, tree: int) -> None:
+        keys = self._keys(layout, tree)
+        for path in layout.path_tokens:
+            here, seq = self.roots, list[int]()
+            for p in path.tolist():
+                idx = here.get(keys[p])
+                if idx is None:
+                    idx = here[keys[p]] = len(self.parent)
+                    self.parent.append(seq[-1] if seq else -1)
+                    self.children.append({})
+                    self.source.append((tree, p))
+                    self.size += 1
+                seq.append(idx)
+                here = self.children[idx]
+            self.paths.append(seq)
+
+    def layout(self, layouts: Sequence[TreeLayout]) -> tuple[TreeLayout, torch.Tensor, torch.Tensor]:
+        """The forest laid out depth first (children in insertion order), and each position's source
+        tree and position in it."""
+        pos_of = [0] * len(self.parent)
+        order: list[int] = []
+        stack = list(reversed(self.roots.values()))
+        while stack:
+            n = stack.pop()
+            pos_of[n] = len(order)
+            order.append(n)
+            stack.extend(reversed(self.children[n].values()))
+        end = [0] * len(order)
+        for n in reversed(order):  # a subtree ends where its last descendant ends
+            kids = self.children[n].values()
+            end[pos_of[n]] = max([pos_of[n] + 1] + [end[pos_of[c]] for c in kids])
+        source = [self.source[n] for n in order]
+        pred = [-1 if self.parent[n] == -1 else pos_of[self.parent[n]] for n in order]
+        trees = torch.tensor([t for t, _ in source], dtype=torch.long)
+        where = torch.tensor([p for _, p in source], dtype=torch.long)
+
+        def gather(name: str) -> torch.Tensor:
+            return _gather([getattr(L, name) for L in layouts], trees, where)
+
+        return (
+            TreeLayout(
+                input_ids=gather("input_ids"),
+                position_ids=gather("position_ids"),
+                pred_index=torch.tensor(pred, dtype=torch.long),
+                subtree_end=torch.tensor(end, dtype=torch.long),
+                loss_mask=gather("loss_mask"),
+                rollout_logprobs=gather("rollout_logprobs"),
+                node_index=trees,
+                path_tokens=[torch.tensor([pos_of[n] for n in seq], dtype=torch.long) for seq in self.paths],
+            ),
+            trees,
+            where,
+        )

@@ -36,7 +36,7 @@ from harnessrl.config import TrainerConfig
 from harnessrl.rl.advantages import rollout_token_weights
 from harnessrl.rl.forward import packed_forward, set_attention
 from harnessrl.rl.losses import Metrics, policy_loss, value_loss
-from harnessrl.rl.packing import PackedBatch, TreeLayout, pack_by_budget
+from harnessrl.rl.packing import PackedBatch, TreeLayout, pack_by_budget, share_prefixes
 from harnessrl.train import distributed as dp
 from harnessrl.train import fsdp
 from harnessrl.train.checkpoint import (
@@ -214,6 +214,9 @@ class Trainer:
         extras: dict[str, Sequence[torch.Tensor]] = {"adv": advantages, "w": weights}
         if returns is not None:
             extras["ret"] = returns
+        if self.cfg.share_prefixes:
+            layouts, forest_extras = share_prefixes(layouts, self.cfg.token_budget, extras)
+            extras = dict(forest_extras)
         step = StepBatch(micro=pack_by_budget(layouts, self.cfg.token_budget, extras), num_rollouts=n)
         if self.ref_model is not None:
             for batch, arrays in self._reference(step.micro):
