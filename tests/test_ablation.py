@@ -4,6 +4,7 @@ designs, the evaluation configurations (held out from every arm and the cold sta
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -94,8 +95,11 @@ async def test_ablation_toy_scale_and_reuse(tmp_path: Path) -> None:
         "arm-first-order",
         "eval/first-order",
     }
-    single = (tmp_path / "ab" / "arm-single" / "metrics.jsonl").read_text()
-    assert "whitebox:00000" in single  # the single design trains on its one configuration
+    ran = {
+        json.loads(f.read_text())["harness"]
+        for f in (tmp_path / "ab" / "arm-single" / "rollouts").rglob("rollout.json")
+    }
+    assert ran == {"whitebox:00000"}  # the single design trains on its one configuration
     assert (tmp_path / "ab" / "ablation.md").read_text().count("| first-order |") == 1
     lines.clear()
     second = await run_ablation(cfg, echo=lines.append)
