@@ -439,6 +439,17 @@ async def test_process_cap_holds_for_the_sandbox_as_a_whole(sb_base: Path) -> No
     assert after.stdout == "alive\n"
 
 
+@pytest.mark.skipif(cgroups.layout()[0] == "none", reason="no cgroups here")
+async def test_the_agent_is_in_its_cgroup_when_create_returns(sb_base: Path) -> None:
+    """The move into the cgroup overlaps the agent's start-up; create() still returns only after it,
+    before anything can fork, in every hierarchy."""
+    for _ in range(5):
+        async with await Sandbox.create(SandboxSpec(base_dir=sb_base, max_processes=64)) as sb:
+            assert sb.cgroup is not None
+            per_folder = [(f / "cgroup.procs").read_text().split() for f in sb.cgroup.folders]
+            assert all(len(p) == 1 for p in per_folder) and len({p[0] for p in per_folder}) == 1, per_folder
+
+
 @pytest.mark.skipif(cgroups.layout()[0] == "none", reason="no cgroups here: memory is capped per process")
 async def test_memory_cap_holds_for_the_sandbox_as_a_whole(sb_base: Path) -> None:
     spec = SandboxSpec(base_dir=sb_base, memory_mb=200)

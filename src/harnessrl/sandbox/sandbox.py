@@ -83,12 +83,24 @@ def _teardown(
     lease.release()
 
 
-def _agent_host_pid(bwrap_pid: int) -> int:
-    """The agent's pid on the host: bwrap's only child (with --as-pid-1 it execs the agent directly)."""
-    children = Path(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children").read_text().split()
-    if len(children) != 1:
-        raise SandboxError(f"bwrap {bwrap_pid} has {len(children)} children, expected the agent alone")
-    return int(children[0])
+def _attach_agent(cgroup: SandboxCgroup, bwrap_pid: int, timeout_s: float = 30.0) -> None:
+    """Put the agent in the sandbox's cgroup as soon as bwrap has forked it (polls bwrap's children).
+    Returns quietly when bwrap is gone (the handshake reports why)."""
+    deadline = time.monotonic() + timeout_s
+    children = Path(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children")
+    while True:
+        try:
+            found = children.read_text().split()
+        except OSError:
+            return
+        if found:
+            break
+        if time.monotonic() > deadline:
+            raise SandboxError(f"bwrap {bwrap_pid} started no agent in {timeout_s:.0f} s")
+        time.sleep(0.0005)
+    if len(found) != 1:
+        raise SandboxError(f"bwrap {bwrap_pid} has {len(found)} children, expected the agent alone")
+    cgroup.attach(int(found[0]))
 
 
 class Sandbox:
@@ -257,10 +269,20 @@ class Sandbox:
         self._finalizer = weakref.finalize(
             self, _teardown, self._proc.pid, self.root, self.tmpfs, self.cgroup, self.lease
         )
-        await self._handshake()
+        # Moving a process into a cgroup waits for an RCU grace period (~5 ms per v1 hierarchy): do it
+        # while the agent's python starts. Safe: the agent forks nothing before its first request,
+        # and no request is sent before create() returns, which waits for the move.
+        attach = None
+        if self.cgroup is not None:
+            attach = asyncio.ensure_future(asyncio.to_thread(_attach_agent, self.cgroup, self._proc.pid))
+        try:
+            await self._handshake()
+        finally:
+            if attach is not None:
+                await attach
 
     async def _handshake(self) -> None:
-        """Wait for the agent's hello, check it, and put it in the sandbox's cgroup before it forks."""
+        """Wait for the agent's hello and check it."""
         assert self._proc is not None and self._proc.stdout is not None
         try:
             hello = await read_reply(self._proc.stdout)
@@ -275,8 +297,6 @@ class Sandbox:
             raise SandboxError(f"sandbox {self.id}: unexpected hello {hello!r:.200}")
         if self.isolated and hello.get("dumpable") is not False:
             raise SandboxError(f"sandbox {self.id}: the agent could not make itself non-dumpable")
-        if self.cgroup is not None:
-            self.cgroup.attach(_agent_host_pid(self._proc.pid))
 
     def base_env(self) -> dict[str, str]:
         """Environment every command gets before `spec.extra_env` and its own `env`."""
