@@ -60,7 +60,7 @@ async def test_a_prompt_over_the_context_stops_the_rollout_at_its_first_call(tmp
     assert reason.startswith("context_overflow: the prompt of call 0 does not fit the model: ")
     assert "prompt is too long" not in reason  # the OpenAI shape: chat completions
     assert "resulted in 313 tokens" in reason and "maximum context length is 255 tokens" in reason
-    assert "run Claude Code with `bare`" in reason and "engine.context_length" in reason
+    assert "use a harness with shorter prompts" in reason and "engine.context_length" in reason
     assert reason.endswith("(stopped at that call)")
     assert rollout.reward is None
     assert secs < 60  # far from the 120 s the harness would have slept (fast-fail figure: see report)

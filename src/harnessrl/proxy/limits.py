@@ -39,9 +39,11 @@ class ContextOverflow(RequestError):
 
     def __init__(self, dialect: str, prompt_tokens: int, limit: int, what: str) -> None:
         self.prompt_tokens, self.limit = prompt_tokens, limit
+        shorter = (
+            "run Claude Code with `bare`" if dialect == "anthropic" else "use a harness with shorter prompts"
+        )  # chat / responses: Codex, OpenClaw, whitebox; anthropic: Claude Code (or OpenClaw's mode)
         advice = (
-            f"({what}; to fit, run Claude Code with `bare`, use a model with a longer context, "
-            "or raise engine.context_length)"
+            f"({what}; to fit, {shorter}, use a model with a longer context, or raise engine.context_length)"
         )
         if dialect == "anthropic":
             message = f"prompt is too long: {prompt_tokens} tokens > {limit} maximum {advice}"
