@@ -115,9 +115,15 @@ def test_staleness_is_the_oldest_call_and_the_bound_drops_or_keeps() -> None:
     assert [staleness(r, 5) for r in rs] == [0, 2, 3, None, 4]
     assert staleness(rs[0], None) is None
     kept, report = apply_bound(rs, 5, 2, "drop")
+    # an infrastructure timeout is never trained, so it is left as it is ...
     assert [r.status_label for r in kept] == ["ok", "ok", "filtered:stale", "ok", "timeout"]
     assert rs[2].status is RolloutStatus.OK  # a copy was labelled, not the caller's record
     assert report.dropped == 1
+    # ... but one the policy caused would be trained with reward 0: the bound holds for it too
+    rs[4].fault, rs[4].status_reason = "policy", "ran past 300 s"
+    kept, _ = apply_bound(rs, 5, 2, "drop")
+    assert kept[4].status_label == "filtered:stale" and rs[4].status is RolloutStatus.TIMEOUT
+    rs[4].fault, rs[4].status_reason = None, ""
     summary = report.summary(["fresh", "straddles"])
     assert summary == {
         "bound": 2,

@@ -71,15 +71,23 @@ class StalenessReport:
 def apply_bound(
     rollouts: Sequence[Rollout], current: int | None, bound: int, policy: Literal["drop", "keep"]
 ) -> tuple[list[Rollout], StalenessReport]:
-    """Each rollout's staleness against `current`; with `drop`, ok rollouts over `bound` become
-    `filtered:stale` copies (the others are returned as they are)."""
+    """Each rollout's staleness against `current`; with `drop`, every rollout over `bound` that could
+    be trained becomes a `filtered:stale` copy: `ok` ones, and the failures the policy caused
+    (timeout, harness_error with `fault == "policy"`: trained with reward 0 by the failure policy).
+    The others are returned as they are."""
     report = StalenessReport(bound=bound, policy=policy)
     out: list[Rollout] = []
     for r in rollouts:
         s = staleness(r, current)
         report.by_rollout[r.rollout_id] = s
-        if policy == "drop" and s is not None and s > bound and r.status is RolloutStatus.OK:
+        if policy == "drop" and s is not None and s > bound and trainable(r):
             r = r.model_copy(update={"status": RolloutStatus.FILTERED, "status_reason": STALE})
             report.dropped += 1
         out.append(r)
     return out, report
+
+
+def trainable(r: Rollout) -> bool:
+    """Could the loop train this rollout (ok, or a failure the policy caused)?"""
+    failed = r.status in (RolloutStatus.TIMEOUT, RolloutStatus.HARNESS_ERROR) and r.fault == "policy"
+    return r.status is RolloutStatus.OK or failed
