@@ -76,8 +76,8 @@ async def test_ablation_toy_scale_and_reuse(tmp_path: Path) -> None:
         "train.steps=1",
         "train.tasks_per_step=1",
         "train.group_size=2",
-        "train.harness_space.options.max_steps=1",
-        "eval.harness_options.whitebox.max_steps=1",
+        "train.harness_space.options.max_steps=2",  # the demonstrations: the command, then "done"
+        "eval.harness_options.whitebox.max_steps=2",
     ]
     cfg = load_config(ABLATION_CONFIG, overrides)
     lines: list[str] = []
