@@ -121,8 +121,10 @@ def test_staleness_is_the_oldest_call_and_the_bound_drops_or_keeps() -> None:
     assert report.dropped == 1
     # ... but one the policy caused would be trained with reward 0: the bound holds for it too
     rs[4].fault, rs[4].status_reason = "policy", "ran past 300 s"
-    kept, _ = apply_bound(rs, 5, 2, "drop")
+    kept, _ = apply_bound(rs, 5, 2, "drop", ["timeout", "harness_error"])
     assert kept[4].status_label == "filtered:stale" and rs[4].status is RolloutStatus.TIMEOUT
+    kept, _ = apply_bound(rs, 5, 2, "drop", ["harness_error"])  # timeouts are not trained: left alone
+    assert kept[4].status_label == "timeout"
     rs[4].fault, rs[4].status_reason = None, ""
     summary = report.summary(["fresh", "straddles"])
     assert summary == {

@@ -351,7 +351,9 @@ class TrainLoop:
         proxy's event loop keeps serving the rollouts of later steps meanwhile."""
         t = self.cfg.train
         version = getattr(self.engine, "weights_version", None)
-        rollouts, stale = apply_bound(rollouts, version, t.max_off_policy_steps, t.stale_rollouts)
+        rollouts, stale = apply_bound(
+            rollouts, version, t.max_off_policy_steps, t.stale_rollouts, t.failures.train_statuses
+        )
         batch = await asyncio.to_thread(collect_trees, rollouts, self.cfg)
         if ALGORITHMS[t.algorithm].grouped:
             drop_small_groups(batch, min(t.failures.min_group_size, t.group_size))

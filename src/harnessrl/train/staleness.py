@@ -18,7 +18,7 @@ failed keep their own status (the first failure wins).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any, Literal
@@ -69,25 +69,26 @@ class StalenessReport:
 
 
 def apply_bound(
-    rollouts: Sequence[Rollout], current: int | None, bound: int, policy: Literal["drop", "keep"]
+    rollouts: Sequence[Rollout],
+    current: int | None,
+    bound: int,
+    policy: Literal["drop", "keep"],
+    failure_statuses: Collection[str] = (),
 ) -> tuple[list[Rollout], StalenessReport]:
     """Each rollout's staleness against `current`; with `drop`, every rollout over `bound` that could
-    be trained becomes a `filtered:stale` copy: `ok` ones, and the failures the policy caused
-    (timeout, harness_error with `fault == "policy"`: trained with reward 0 by the failure policy).
-    The others are returned as they are."""
+    be trained becomes a `filtered:stale` copy: `ok` ones, and the failures the policy caused whose
+    status is in `failure_statuses` (`train.failures.train_statuses`: trained with reward 0). The
+    others are returned as they are."""
     report = StalenessReport(bound=bound, policy=policy)
     out: list[Rollout] = []
     for r in rollouts:
         s = staleness(r, current)
         report.by_rollout[r.rollout_id] = s
-        if policy == "drop" and s is not None and s > bound and trainable(r):
+        trainable = r.status is RolloutStatus.OK or (
+            r.fault == "policy" and r.status.value in failure_statuses
+        )
+        if policy == "drop" and s is not None and s > bound and trainable:
             r = r.model_copy(update={"status": RolloutStatus.FILTERED, "status_reason": STALE})
             report.dropped += 1
         out.append(r)
     return out, report
-
-
-def trainable(r: Rollout) -> bool:
-    """Could the loop train this rollout (ok, or a failure the policy caused)?"""
-    failed = r.status in (RolloutStatus.TIMEOUT, RolloutStatus.HARNESS_ERROR) and r.fault == "policy"
-    return r.status is RolloutStatus.OK or failed
