@@ -35,7 +35,7 @@ from typing import Annotated, Any
 import typer
 
 from harnessrl.config import Config, ConfigError, HarnessSpaceConfig, load_config
-from harnessrl.train.quickstart import Stages, _inputs, _load
+from harnessrl.train.quickstart import Stages, _inputs, _load, evaluate_policy, generate_splits
 from harnessrl.types import Task
 
 ABLATION_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "scaling" / "ablation.toml"
@@ -83,12 +83,8 @@ def eval_configs(cfg: Config) -> list[str]:
 
 
 async def _tasks(cfg: Config, folder: Path) -> dict[str, str]:
-    from harnessrl.tasks.generate import generate
-
     a = cfg.ablation
-    generate(families(cfg), a.train_per_family, a.task_seed, folder, split="train")
-    generate(families(cfg), a.heldout_per_family, a.task_seed, folder, split="heldout")
-    return {"train": str(folder / "train"), "heldout": str(folder / "heldout_instances")}
+    return generate_splits(families(cfg), a.train_per_family, a.heldout_per_family, a.task_seed, folder)
 
 
 async def _sft(cfg: Config, tasks: list[Task], folder: Path, echo: Callable[[str], None]) -> dict[str, Any]:
@@ -135,18 +131,12 @@ async def _eval(
     cfg: Config, tasks: list[Task], harnesses: list[str], label: str, model: str, weights: str | None,
     arm: str | None, folder: Path,
 ) -> dict[str, Any]:  # fmt: skip
-    from harnessrl.evaluate import Policy, evaluate, write_report
-
-    t = cfg.train
+    """`evaluate_policy` with the arm's design as `train.harness_space` (the eval's space groups)."""
     if arm is not None:
-        t = t.model_copy(update={"harness_space": arm_space(cfg, arm)})
-    run_cfg = cfg.model_copy(
-        update={"eval": cfg.eval.model_copy(update={"out_dir": str(folder)}), "train": t}
-    )
-    policy = Policy(label, model, Path(weights) if weights else None)
-    report = await evaluate(run_cfg, tasks, harnesses=harnesses, policies=[policy])
-    write_report(report, folder)
-    entry = report["policies"][label]
+        cfg = cfg.model_copy(
+            update={"train": cfg.train.model_copy(update={"harness_space": arm_space(cfg, arm)})}
+        )
+    entry = await evaluate_policy(cfg, tasks, harnesses, label, model, weights, folder)
     return {"summary": entry["summary"], "space": entry.get("space", {}), "by_harness": entry["by_harness"]}
 
 

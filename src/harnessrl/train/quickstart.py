@@ -75,11 +75,16 @@ def _families(cfg: Config) -> list[str]:
 
 
 async def _tasks(cfg: Config, folder: Path) -> dict[str, str]:
+    q = cfg.quickstart
+    return generate_splits(_families(cfg), q.train_per_family, q.heldout_per_family, q.task_seed, folder)
+
+
+def generate_splits(families: list[str], train: int, heldout: int, seed: int, folder: Path) -> dict[str, str]:
+    """`train` train and `heldout` held-out instances of each family under `folder`; their paths."""
     from harnessrl.tasks.generate import generate
 
-    q = cfg.quickstart
-    generate(_families(cfg), q.train_per_family, q.task_seed, folder, split="train")
-    generate(_families(cfg), q.heldout_per_family, q.task_seed, folder, split="heldout")
+    generate(families, train, seed, folder, split="train")
+    generate(families, heldout, seed, folder, split="heldout")
     return {"train": str(folder / "train"), "heldout": str(folder / "heldout_instances")}
 
 
@@ -92,13 +97,24 @@ def _load(path: str) -> list[Task]:
 async def _eval(
     cfg: Config, tasks: list[Task], label: str, model: str, weights: str | None, folder: Path
 ) -> Any:
+    entry = await evaluate_policy(cfg, tasks, [cfg.quickstart.harness], label, model, weights, folder)
+    return entry["summary"]
+
+
+async def evaluate_policy(
+    cfg: Config, tasks: list[Task], harnesses: list[str], label: str, model: str, weights: str | None,
+    folder: Path,
+) -> dict[str, Any]:  # fmt: skip
+    """One policy (a model folder, plus trainer weights) on every (task, harness), report into `folder`;
+    returns its report entry."""
     from harnessrl.evaluate import Policy, evaluate, write_report
 
     run_cfg = cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"out_dir": str(folder)})})
     policy = Policy(label, model, Path(weights) if weights else None)
-    report = await evaluate(run_cfg, tasks, harnesses=[cfg.quickstart.harness], policies=[policy])
+    report = await evaluate(run_cfg, tasks, harnesses=harnesses, policies=[policy])
     write_report(report, folder)
-    return report["policies"][label]["summary"]
+    entry: dict[str, Any] = report["policies"][label]
+    return entry
 
 
 async def _rl(cfg: Config, tasks: list[Task], sft_model: str, folder: Path) -> str:
