@@ -25,6 +25,7 @@ def shared_fixtures() -> Path:
 def sb_base() -> Iterator[Path]:
     """A sandbox base folder every sandbox uid can enter (pytest's own tmp_path sits under a 0700
     folder, which bwrap, started as the sandbox's unprivileged uid, cannot reach). Swept after."""
+    from harnessrl.sandbox import identity
     from harnessrl.sandbox.folders import default_base_dir, sweep_stale
 
     parent = default_base_dir()
@@ -32,6 +33,7 @@ def sb_base() -> Iterator[Path]:
     base = Path(tempfile.mkdtemp(prefix="test-", dir=parent))
     base.chmod(0o711)
     yield base
+    identity.unstage(base)  # this process's binds of unreachable folders: never delete through them
     sweep_stale(base)
     shutil.rmtree(base, ignore_errors=True)
 

@@ -128,7 +128,7 @@ def reachable_by_others(path: Path) -> bool:
     return True
 
 
-_staged: dict[Path, Path] = {}
+_staged: dict[tuple[Path, Path], Path] = {}
 
 
 def stage_dir(base: Path) -> Path:
@@ -142,8 +142,9 @@ def staged(source: Path, base: Path) -> Path:
     source = source.resolve()
     if not drops_privileges() or reachable_by_others(source):
         return source
-    if source in _staged:
-        return _staged[source]
+    key = (source, base)
+    if key in _staged and _staged[key].exists():
+        return _staged[key]
     folder = stage_dir(base)
     if not folder.is_dir():
         folder.mkdir(mode=0o711, parents=True)
@@ -154,5 +155,12 @@ def staged(source: Path, base: Path) -> Path:
     else:
         target.touch(exist_ok=True)
     bind_mount(source, target)
-    _staged[source] = target
+    _staged[key] = target
     return target
+
+
+def unstage(base: Path) -> None:
+    """Unmount this process's staged binds under `base` and forget them: call it before removing
+    `base` (a recursive delete would go through a live bind into its source)."""
+    for key in [k for k in _staged if k[1] == base]:
+        unmount(_staged.pop(key))
