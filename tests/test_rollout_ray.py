@@ -162,7 +162,9 @@ async def kill_hung_worker(cfg: Config) -> tuple[list[Rollout], WaitOnce]:
 
 async def test_a_killed_worker_ends_its_rollout_as_sandbox_error(tmp_path: Path, cluster: None) -> None:
     rollouts, engine = await kill_hung_worker(make_cfg(tmp_path, "ray"))
-    assert [r.status_label for r in rollouts] == ["sandbox_error", "ok", "ok", "ok"]
+    assert [r.status_label for r in rollouts] == ["sandbox_error", "ok", "ok", "ok"], [
+        r.status_reason for r in rollouts
+    ]
     lost = rollouts[0]
     assert lost.status_reason.startswith("rollout worker died (")
     assert len(lost.calls) == 1 and lost.calls[0].text == "WAIT"  # the call it made is kept
@@ -172,7 +174,7 @@ async def test_a_killed_worker_ends_its_rollout_as_sandbox_error(tmp_path: Path,
 
 async def test_a_killed_worker_rollout_is_retried(tmp_path: Path, cluster: None) -> None:
     rollouts, engine = await kill_hung_worker(make_cfg(tmp_path, "ray", retries=1))
-    assert [r.status_label for r in rollouts] == ["ok", "ok", "ok", "ok"]
+    assert [r.status_label for r in rollouts] == ["ok", "ok", "ok", "ok"], [r.status_reason for r in rollouts]
     assert [r.reward for r in rollouts] == [1.0, 1.0, 1.0, 1.0]
     assert rollouts[0].calls[0].text == "hi there"  # the second attempt's call only
     assert engine.calls == 5

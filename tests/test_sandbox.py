@@ -206,6 +206,32 @@ async def test_sandbox_dies_with_its_host_process(sb_base: Path) -> None:
     assert not os.path.ismount(stale)
 
 
+def test_a_sweep_racing_another_sweep_raises_nothing(sb_base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray workers that start together all sweep the same base: a stale staging folder that another
+    sweep removes between the glob and the listing is no error (it failed a rollout's sandbox)."""
+    from harnessrl.sandbox import folders
+
+    dead = sb_base / "hrl-stage-999999999"
+    dead.mkdir()
+    (dead / "owner").write_text("999999999")
+    (dead / "0123456789abcdef").mkdir()
+    alive = folders._owner_alive
+
+    def owner_alive_then_gone(folder: Path) -> bool | None:
+        state = alive(folder)
+        if folder == dead:  # the other process's sweep wins the race right here
+            (dead / "0123456789abcdef").rmdir()
+            (dead / "owner").unlink()
+            dead.rmdir()
+        return state
+
+    monkeypatch.setattr(folders, "_owner_alive", owner_alive_then_gone)
+    assert sweep_stale(sb_base) == 0
+    assert not dead.exists()
+    monkeypatch.setattr(folders, "sweep_stale", lambda base: (_ for _ in ()).throw(OSError("boom")))
+    folders.sweep_once(sb_base / "never-swept")  # logged, not raised
+
+
 async def test_unusable_base_dir_raises_sandbox_error(sb_base: Path) -> None:
     (sb_base / "file").write_text("not a folder")
     with pytest.raises(SandboxError, match="sandbox folder under"):

@@ -42,8 +42,13 @@ def remove_root(root: Path, mounted: bool) -> None:
 
 def _remove_stage(folder: Path) -> None:
     """Remove a dead process's staging folder: unmount each bind, then the empty mount points. Never
-    a recursive delete: a bind that would not unmount still shows its source's files."""
-    for entry in folder.iterdir():
+    a recursive delete: a bind that would not unmount still shows its source's files. A folder that
+    another process's sweep removes first is no error (Ray workers starting together all sweep)."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
         identity.unmount(entry)
         with contextlib.suppress(OSError):
             entry.rmdir() if entry.is_dir() and not entry.is_symlink() else entry.unlink()
@@ -134,7 +139,11 @@ _swept: set[Path] = set()
 
 
 def sweep_once(base: Path) -> None:
-    """`sweep_stale(base)` the first time this process uses `base`."""
+    """`sweep_stale(base)` the first time this process uses `base`. A sweep that fails is logged,
+    never raised: leftovers of dead processes must not stop this process's sandboxes."""
     if base not in _swept:
         _swept.add(base)
-        sweep_stale(base)
+        try:
+            sweep_stale(base)
+        except OSError as e:
+            log.warning("sweeping stale sandbox folders in %s failed: %s", base, e)
