@@ -5,7 +5,9 @@
 
 A trivial rollout = a fresh workspace + the `shell` harness writing hello.txt + teardown. Three ways:
 - `subprocess`: baseline, no isolation: mkdtemp, `sh -c` in its own session, rmtree;
-- `sandbox`: Sandbox.create (folders, bwrap, in-sandbox agent) + exec + destroy;
+- `sandbox`: Sandbox.create (folders, bwrap, in-sandbox agent) + exec + destroy, with the native
+  agent (`agent.c`, the default where a C compiler is); `sandbox, py` the same with `_agent.py`
+  (what runs without a compiler, and what every sandbox ran before the native agent);
 - `pool`: a SandboxPool of `concurrency` prewarmed sandboxes (what the rollout runner uses by
   default): acquire + exec + destroy. Creation is paid in the background, but trivial rollouts run
   back to back finish faster than a sandbox starts (~20 ms), so the pool is mostly empty and each
@@ -100,15 +102,17 @@ async def measure(
 
 
 async def rollouts(n: int, concurrencies: list[int], base: Path) -> None:
-    spec = SandboxSpec(base_dir=base)
+    spec = SandboxSpec(base_dir=base, agent="native")
+    py_spec = SandboxSpec(base_dir=base, agent="python")
     print(f"\n{n} trivial rollouts per row (`{COMMAND}`), latency per rollout in ms")
     print(
-        f"{'conc':>4} {'mode':<10} {'p50':>8} {'p99':>8} {'per min':>9} {'p50 - base':>11} {'rate/base':>9}"
+        f"{'conc':>4} {'mode':<12} {'p50':>8} {'p99':>8} {'per min':>9} {'p50 - base':>11} {'rate/base':>9}"
     )
     for conc in concurrencies:
         rows: dict[str, tuple[list[float], float]] = {}
         rows["subprocess"] = await measure(n, conc, lambda: baseline_rollout(base))
         rows["sandbox"] = await measure(n, conc, lambda: _fresh(spec))
+        rows["sandbox, py"] = await measure(n, conc, lambda: _fresh(py_spec))
         async with SandboxPool(spec, size=conc) as pool:
             rows["pool"] = await measure(n, conc, lambda: _pooled(pool))
             if conc == 1:
@@ -120,7 +124,7 @@ async def rollouts(n: int, concurrencies: list[int], base: Path) -> None:
             paced = mode == "pool, full"  # its wall time includes the untimed waits: no rate
             per_min, ratio = ("-", "-") if paced else (f"{rate:.0f}", f"{rate / base_rate:.2f}")
             print(
-                f"{conc:>4} {mode:<10} {p50 * 1e3:>8.1f} {pct(lat, 0.99) * 1e3:>8.1f} "
+                f"{conc:>4} {mode:<12} {p50 * 1e3:>8.1f} {pct(lat, 0.99) * 1e3:>8.1f} "
                 f"{per_min:>9} {cost:>11} {ratio:>9}"
             )
 
@@ -141,15 +145,16 @@ async def _full(pool: SandboxPool) -> None:
 
 async def create_destroy(n: int, base: Path) -> None:
     print(f"\nsandbox create + destroy, {n} sequential, ms")
-    for backend in ("bwrap", "local"):
-        spec = SandboxSpec(base_dir=base, backend=backend)
+    for backend, agent in (("bwrap", "native"), ("bwrap", "python"), ("local", "native")):
+        spec = SandboxSpec(base_dir=base, backend=backend, agent=agent)
         lat = []
         for _ in range(n):
             t = time.perf_counter()
             sb = await Sandbox.create(spec)
             await sb.destroy()
             lat.append(time.perf_counter() - t)
-        print(f"  {backend:<6} p50 {statistics.median(lat) * 1e3:7.1f}   p99 {pct(lat, 0.99) * 1e3:7.1f}")
+        name = f"{backend}, {agent} agent"
+        print(f"  {name:<20} p50 {statistics.median(lat) * 1e3:7.1f}   p99 {pct(lat, 0.99) * 1e3:7.1f}")
 
 
 async def bridge(n: int, base: Path) -> None:

@@ -38,9 +38,23 @@ def sb_base() -> Iterator[Path]:
     shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.fixture(params=["native", "python"])
+def sandbox_agent(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test once with each in-sandbox agent (`agent.c` and `_agent.py`, SandboxSpec.agent):
+    the sandbox and security tests use it, so both implementations keep one behaviour."""
+    if request.param == "native":
+        from harnessrl.sandbox.folders import native_agent
+
+        if native_agent() is None and not os.environ.get("CI"):
+            pytest.skip("no C compiler: the native sandbox agent cannot be built")
+    monkeypatch.setenv("HARNESSRL_SANDBOX_AGENT", request.param)
+    return str(request.param)
+
+
 PREREQUISITES = {
     "bwrap": "bubblewrap (scripts/setup installs it with apt-get)",
     "npm": "npm (the real-harness tests install Claude Code, Codex and OpenClaw with it)",
+    "cc": "a C compiler (builds the native sandbox agent; scripts/setup installs gcc with apt-get)",
     "setpriv": "util-linux setpriv (sandboxes start as their own unprivileged uid through it)",
 }
 

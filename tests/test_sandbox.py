@@ -19,7 +19,10 @@ from harnessrl.sandbox.folders import sweep_stale
 from harnessrl.sandbox.sandbox import read_output_fd
 from harnessrl.types import SandboxError
 
-pytestmark = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+pytestmark = [
+    pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed"),
+    pytest.mark.usefixtures("sandbox_agent"),  # every behaviour with both agents
+]
 
 
 def procs_with(marker: str) -> list[int]:
@@ -374,7 +377,7 @@ async def test_agent_runs_compiled_once_and_falls_back_to_its_source(sb_base: Pa
     assert pyc.suffix == ".pyc" and pyc.parent == tmp_path
     assert sbmod.compiled_agent(python, tmp_path) is pyc  # cached: no second compile
     assert sorted(p.name for p in tmp_path.iterdir()) == [pyc.name]  # no temp file left behind
-    async with await Sandbox.create(SandboxSpec(base_dir=sb_base / "sb")) as sb:
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base / "sb", agent="python")) as sb:
         assert (await sb.exec(["true"])).returncode == 0
         assert sb._proc is not None
         cmdline = Path(f"/proc/{sb._proc.pid}/cmdline").read_bytes().split(b"\0")
@@ -390,3 +393,98 @@ async def test_agent_runs_compiled_once_and_falls_back_to_its_source(sb_base: Pa
         sbmod._compiled.clear()
         os.chown(planted, 12345, 12345)
         assert sbmod.compiled_agent(python, third) == sbmod.AGENT_FILE
+
+
+async def test_requests_carry_any_string_exactly_and_refuse_what_no_exec_takes(sb_base: Path) -> None:
+    """The request encoding (NUL-separated fields) round-trips arbitrary argv and env, with each agent:
+    bytes that are not UTF-8, "=" inside values, newlines, an empty argument."""
+    odd = "a\udcff b"  # os.fsdecode(b"a\xff b")
+    script = '[ "$1" = "$(printf "a\\377 b")" ] && [ -z "$2" ] && printf "%s|%s|%s" "$X" "$3" "$#"'
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
+        res = await sb.exec(["sh", "-c", script, "sh", odd, "", "two\nlines"], env={"X": "k=v=w"})
+        assert (res.returncode, res.stdout) == (0, "k=v=w|two\nlines|3"), res
+        for argv, env, why in [
+            (["echo", "nul\0byte"], {}, "embedded null byte"),
+            (["true"], {"BAD=NAME": "1"}, "illegal environment variable name"),
+            (["true"], {"": "1"}, "illegal environment variable name"),
+            ([], {}, "empty argv"),
+        ]:
+            bad = await sb.exec(argv, env=env)
+            assert (bad.returncode, why in bad.error) == (127, True), bad
+        bad = await sb.exec(["true"], rlimits={"RLIMIT_NOPE": 1})
+        assert "unknown resource limit" in bad.error
+        assert (await sb.exec(["true"])).returncode == 0  # nothing was sent: the agent is fine
+
+
+def test_request_encoding_round_trips_through_the_python_agents_parser() -> None:
+    import importlib.util
+    import resource
+
+    from harnessrl.sandbox.folders import AGENT_FILE
+    from harnessrl.sandbox.protocol import encode_request
+
+    spec = importlib.util.spec_from_file_location("hrl_agent_under_test", AGENT_FILE)
+    assert spec is not None and spec.loader is not None
+    agent = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(agent)
+    frame = encode_request(
+        7, ["x", "a\udcff", ""], {"A": "1=2", "B": ""}, "/w s", 1.5, 2.0, {"RLIMIT_NPROC": 64}, 3
+    )
+    assert int.from_bytes(frame[:4], "big") == len(frame) - 4
+    assert agent.parse_request(frame[4:]) == {
+        "id": 7, "cwd": "/w s", "timeout_s": 1.5, "grace_s": 2.0, "nfds": 3,
+        "argv": ["x", "a\udcff", ""], "env": {"A": "1=2", "B": ""},
+        "rlimits": [(resource.RLIMIT_NPROC, 64)],
+    }  # fmt: skip
+    untimed = encode_request(8, ["true"], {}, "/", None, 2.0, {}, 2)
+    assert agent.parse_request(untimed[4:])["timeout_s"] is None
+
+
+def test_native_agent_is_built_once_and_a_planted_file_is_never_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    import subprocess
+
+    from harnessrl.sandbox import folders
+
+    if folders.native_agent() is None:
+        pytest.skip("no C compiler: the native agent cannot be built")
+    built = folders.native_agent(tmp_path)
+    assert built is not None and built.suffix == ".bin" and built.parent == tmp_path
+    assert folders.native_agent(tmp_path) is built  # cached: no second build
+    assert sorted(p.name for p in tmp_path.iterdir()) == [built.name]  # no temp file left behind
+    assert built.stat().st_mode & 0o777 == 0o755
+    # Compiles without a warning (the build itself does not use -Werror: another compiler may warn).
+    cc = shutil.which("cc") or "gcc"
+    flags = ["-std=gnu11", "-Wall", "-Wextra", "-Wshadow", "-Werror", "-fsyntax-only"]
+    warn = subprocess.run([cc, *flags, str(folders.NATIVE_SOURCE)], capture_output=True, text=True)
+    assert warn.returncode == 0, warn.stderr
+    # A file in its place that is a link, or that another uid could have written, is never run.
+    for i, plant in enumerate([lambda p: p.symlink_to(built), lambda p: shutil.copy(built, p)]):
+        other = tmp_path / f"other{i}"
+        other.mkdir()
+        plant(other / built.name)
+        if i == 1:
+            (other / built.name).chmod(0o777)
+        assert folders.native_agent(other) is None
+    # No compiler at all: None (and the sandbox falls back, below).
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    assert folders.native_agent(tmp_path / "no-cc") is None
+
+
+async def test_without_the_native_agent_auto_falls_back_and_native_refuses(
+    sb_base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harnessrl.sandbox import sandbox as sbmod
+
+    monkeypatch.delenv("HARNESSRL_SANDBOX_AGENT", raising=False)
+    monkeypatch.setattr(sbmod, "native_agent", lambda: None)
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
+        assert sb.agent_file.suffix in (".pyc", ".py")
+        assert (await sb.exec(["true"])).returncode == 0
+    with pytest.raises(SandboxError, match="native sandbox agent is unavailable"):
+        await Sandbox.create(SandboxSpec(base_dir=sb_base, agent="native"))
+    monkeypatch.setenv("HARNESSRL_SANDBOX_AGENT", "rust")
+    with pytest.raises(SandboxError, match="expected native, python or auto"):
+        await Sandbox.create(SandboxSpec(base_dir=sb_base))

@@ -1,5 +1,9 @@
 """The in-sandbox agent: runs commands for the host and bridges the model endpoint. Stdlib only.
 
+Two implementations of one program: this file, and `agent.c` (the same protocol and behaviour,
+compiled once per machine by `folders.native_agent`; used when a C compiler is there, because it
+starts ~12 ms faster than any python). This one runs wherever there is a python.
+
 This file is executed *inside* the sandbox by the system python (`python3 -I -S agent.py ...`), so it
 imports nothing from harnessrl and only C modules: `_socket` and `_signal` rather than `socket` and
 `signal` (those pull in enum, functools and collections), no asyncio, subprocess, json or threading.
@@ -10,16 +14,16 @@ Interpreter start-up is most of a sandbox's creation cost; these imports cut it 
 - The agent is pid 1 of the sandbox's pid namespace (bwrap --as-pid-1): signals from commands do not
   reach it, and it reaps every orphan. It makes itself non-dumpable first, so commands (same uid)
   cannot open its pipes through /proc/1/fd or ptrace it: the control channel cannot be forged.
-- Control: frames on stdin/stdout, each a 4-byte big-endian length + a payload. Host to agent:
-  `marshal` (the host is trusted). Agent to host: a small JSON object written by `reply()`, which
-  the host parses as untrusted, with a size cap. The agent first writes {"ready", "pid", "dumpable"}.
-  Request {"op": "exec", "id", "argv", "env", "cwd", "timeout_s", "grace_s", "rlimits", "nfds"}
-  comes with `nfds` descriptors on FD_SOCKET (SCM_RIGHTS), opened by the host: the command's stdout,
-  stderr, then any extra ones it gets as fds 3, 4, ... . The command runs in its own session (= its
-  own process group); the reply {"id", "rc", "timed_out", "error"} comes when it has exited. rc < 0
-  is the killing signal, as in subprocess. On timeout the group gets SIGTERM, then SIGKILL after
-  grace_s. The host reads the output from its own descriptors: nothing in the sandbox names a path
-  that the host opens.
+- Control: frames on stdin/stdout, each a 4-byte big-endian length + a payload. Host to agent
+  (trusted): NUL-separated fields (`protocol.encode_request`, parsed by `parse_request`): id, argv,
+  env, cwd, timeout_s, grace_s, rlimits, nfds. Agent to host: a small JSON object written by
+  `reply()`, which the host parses as untrusted, with a size cap. The agent first writes
+  {"ready", "pid", "dumpable"}. A request comes with `nfds` descriptors on FD_SOCKET (SCM_RIGHTS),
+  opened by the host: the command's stdout, stderr, then any extra ones it gets as fds 3, 4, ... .
+  The command runs in its own session (= its own process group); the reply {"id", "rc",
+  "timed_out", "error"} comes when it has exited. rc < 0 is the killing signal, as in subprocess.
+  On timeout the group gets SIGTERM, then SIGKILL after grace_s. The host reads the output from its
+  own descriptors: nothing in the sandbox names a path that the host opens.
 - After each command, if REAP_ALL is 1 (we are alone in a pid namespace), every other process in the
   namespace is SIGKILLed, so daemonised children do not outlive the command that started them.
 - Bridge: when LISTEN_PORT > 0, a TCP listener on 127.0.0.1:LISTEN_PORT whose connections are piped to
@@ -31,7 +35,6 @@ Interpreter start-up is most of a sandbox's creation cost; these imports cut it 
 import _signal as signal
 import _socket as socket
 import fcntl
-import marshal
 import os
 import resource
 import select
@@ -60,6 +63,23 @@ def non_dumpable() -> bool:
         return Fn(("prctl", Libc))(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0  # type: ignore[arg-type]
     except Exception:
         return False
+
+
+def parse_request(payload: bytes) -> dict:
+    """The fields of `protocol.encode_request` (the host is trusted: a malformed frame just raises)."""
+    f = [os.fsdecode(x) for x in payload.split(b"\0")[:-1]]
+    if f[0] != "exec":
+        raise ValueError(f"unknown op {f[0]!r}")
+    argc = int(f[6])
+    i = 7 + argc
+    envc = int(f[i])
+    env = dict(e.split("=", 1) for e in f[i + 1 : i + 1 + envc])
+    i += 1 + envc
+    nrl = int(f[i])
+    limits = [(int(f[i + 1 + 2 * k]), int(f[i + 2 + 2 * k])) for k in range(nrl)]
+    return {"id": int(f[1]), "cwd": f[2], "timeout_s": float(f[3]) if f[3] else None,
+            "grace_s": float(f[4]), "nfds": int(f[5]), "argv": f[7 : 7 + argc], "env": env,
+            "rlimits": limits}  # fmt: skip
 
 
 def _json_str(s: str) -> str:
@@ -131,7 +151,7 @@ class Agent:
             n = int.from_bytes(self.inbuf[:4], "big")
             if len(self.inbuf) < 4 + n:
                 break
-            req = marshal.loads(bytes(self.inbuf[4 : 4 + n]))
+            req = parse_request(bytes(self.inbuf[4 : 4 + n]))
             del self.inbuf[: 4 + n]
             self.start(req)
 
@@ -175,8 +195,8 @@ class Agent:
     def exec_child(self, req: dict, fds: list, errw: int) -> None:
         try:
             os.setsid()
-            for name, value in req.get("rlimits", {}).items():
-                resource.setrlimit(getattr(resource, name), (value, value))
+            for number, value in req["rlimits"]:
+                resource.setrlimit(number, (value, value))
             sources = [os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC), *fds]
             high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in sources]
             for target, fd in enumerate(high):  # stdin, stdout, stderr, then the extras as 3, 4, ...

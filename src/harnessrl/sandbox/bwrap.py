@@ -112,10 +112,11 @@ def build_argv(
     for source, inside in spec.ro_mounts:
         argv += ["--ro-bind", str(staged(source, base)), inside]
     argv += ["--bind", str(workspace), spec.mount_dir]
-    agent = f"{AGENT_DIR}/agent{agent_file.suffix}"
+    native = agent_file.suffix == ".bin"  # folders.native_agent's build, else _agent.py(c)
+    agent = f"{AGENT_DIR}/agent" if native else f"{AGENT_DIR}/agent{agent_file.suffix}"
     argv += ["--ro-bind", str(agent_file), agent]
     argv += ["--ro-bind", str(root / "sock"), f"{AGENT_DIR}/sock"]
     argv += ["--chdir", spec.mount_dir, "--"]
     port = spec.listen_port if spec.endpoint is not None else 0
-    argv += [python, "-I", "-S", agent, str(port), f"{AGENT_DIR}/sock/model.sock", "1", str(fd_socket)]
-    return argv
+    args = [str(port), f"{AGENT_DIR}/sock/model.sock", "1", str(fd_socket)]
+    return argv + ([agent, *args] if native else [python, "-I", "-S", agent, *args])

@@ -32,15 +32,21 @@ import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from harnessrl.sandbox import bwrap, identity, seccomp
 from harnessrl.sandbox.cgroups import SandboxCgroup
-from harnessrl.sandbox.folders import compiled_agent, default_base_dir, remove_root, sweep_once
+from harnessrl.sandbox.folders import (
+    AGENT_FILE,
+    compiled_agent,
+    default_base_dir,
+    native_agent,
+    remove_root,
+    sweep_once,
+)
 from harnessrl.sandbox.forward import UnixToTcpForwarder
 from harnessrl.sandbox.fscopy import TreeReport, copy_untrusted
 from harnessrl.sandbox.identity import UidLease
-from harnessrl.sandbox.protocol import ProtocolError, check_exec_reply, read_reply, write_frame
+from harnessrl.sandbox.protocol import ProtocolError, check_exec_reply, encode_request, read_reply
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
 from harnessrl.types import SandboxError
 
@@ -128,6 +134,7 @@ class Sandbox:
             self.endpoint_url = f"http://{host}:{port}"
         self.isolated = not local
         self.lease = UidLease(os.getuid(), None)
+        self.agent_file = AGENT_FILE
         """The host uid everything in the sandbox runs as (never 0 for bwrap when we are root)."""
         self.tmpfs = False
         """True when the sandbox folder is its own size-limited tmpfs."""
@@ -171,6 +178,7 @@ class Sandbox:
                 "chmod it 0711 or pick another (SandboxSpec.base_dir / $HARNESSRL_SANDBOX_DIR)"
             )
         sweep_once(base)
+        self.agent_file = self._agent_file()
         if self.isolated:
             self.lease = identity.lease_uid(base / "hrl-uids")
             if identity.drops_privileges() and self.spec.disk_mb is not None:
@@ -195,6 +203,22 @@ class Sandbox:
             identity.chown_tree(self.host_workspace, uid)
         return self._reachable(self.host_workspace, "ws")
 
+    def _agent_file(self) -> Path:
+        """The agent to start: the native build (`.bin`), or `_agent.py` compiled for the system
+        python (see SandboxSpec.agent). Runs in a thread: the first call may build the native one."""
+        kind: str = self.spec.agent
+        if kind == "auto":
+            kind = os.environ.get("HARNESSRL_SANDBOX_AGENT") or "auto"
+        if kind not in ("auto", "native", "python"):
+            raise SandboxError(f"HARNESSRL_SANDBOX_AGENT={kind!r}: expected native, python or auto")
+        if kind != "python":
+            native = native_agent()
+            if native is not None:
+                return native
+            if kind == "native":
+                raise SandboxError("the native sandbox agent is unavailable (the log says why); use python")
+        return compiled_agent(bwrap.agent_python()[0])
+
     def _reachable(self, path: Path, name: str) -> Path:
         """`path`, or a bind of it in this sandbox's tmpfs when the sandbox uid cannot enter it (it
         goes with the tmpfs's lazy unmount)."""
@@ -218,8 +242,7 @@ class Sandbox:
             self.forwarder = UnixToTcpForwarder(sock_path, host, port)
             await self.forwarder.start()
             sock_path.chmod(0o666)  # the folder is private to this sandbox; its uid must connect
-        python, _ = bwrap.agent_python()
-        agent = compiled_agent(python)
+        agent = self.agent_file
         host_end, agent_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._fd_sock = host_end
         pass_fds = [agent_end.fileno()]
@@ -235,7 +258,11 @@ class Sandbox:
                 log.warning(
                     "sandbox %s: LOCAL backend, NO ISOLATION: the agent can read and write the host", self.id
                 )
-                argv = [python, "-I", "-S", str(agent), "0", "", "0", str(agent_end.fileno())]
+                args = ["0", "", "0", str(agent_end.fileno())]
+                python = bwrap.agent_python()[0]
+                argv = (
+                    [str(agent), *args] if agent.suffix == ".bin" else [python, "-I", "-S", str(agent), *args]
+                )
             else:
                 fd_socket = agent_end.fileno()
                 argv = bwrap.build_argv(
@@ -348,23 +375,25 @@ class Sandbox:
             full_env = {**self.base_env(), **self.spec.extra_env, **(env or {})}
             if self.spec.path_prefix:
                 full_env["PATH"] = os.pathsep.join([*self.spec.path_prefix, full_env.get("PATH", "")])
+            try:
+                frame = encode_request(
+                    req_id,
+                    argv,
+                    full_env,
+                    cwd or self.workspace,
+                    timeout_s,
+                    grace_s,
+                    self.rlimits(rlimits),
+                    2 + len(extra_fds),
+                )
+            except ValueError as e:  # nothing could exec this: the command fails, as subprocess's would
+                return ExecResult(127, "", "", False, 0.0, f"ValueError: {e}")
             fds = [os.memfd_create(f"hrl-{req_id}-{name}", os.MFD_CLOEXEC) for name in ("out", "err")]
-            req: dict[str, Any] = {
-                "op": "exec",
-                "id": req_id,
-                "argv": list(argv),
-                "env": full_env,
-                "cwd": cwd or self.workspace,
-                "timeout_s": timeout_s,
-                "grace_s": grace_s,
-                "rlimits": self.rlimits(rlimits),
-                "nfds": 2 + len(extra_fds),
-            }
             started = time.monotonic()
             backstop = None if timeout_s is None else timeout_s + grace_s + 10.0
             try:
                 socket.send_fds(self._fd_sock, [b"f"], [*fds, *extra_fds])
-                write_frame(proc.stdin, req)
+                proc.stdin.write(frame)
                 await proc.stdin.drain()
                 rc, timed_out, error = check_exec_reply(
                     await asyncio.wait_for(read_reply(proc.stdout), backstop), req_id

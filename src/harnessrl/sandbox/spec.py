@@ -56,6 +56,10 @@ class SandboxSpec(BaseModel):
     max_file_mb: int | None = 1024
     """RLIMIT_FSIZE of each command, in MiB: the largest file it may write (None = unlimited). With a
     RAM-backed base_dir this bounds what one runaway write can take; it does not bound the total."""
+    agent: Literal["auto", "native", "python"] = "auto"
+    """The in-sandbox agent: `native` (`agent.c`, built once per machine by the system C compiler;
+    starts ~12 ms sooner), `python` (`_agent.py` on the system python), `auto`:
+    `$HARNESSRL_SANDBOX_AGENT` when set, else native where it can be built, else python."""
     start_timeout_s: float = 15.0
     """How long creation may take before it is a SandboxError."""
     path_prefix: tuple[str, ...] = ()
