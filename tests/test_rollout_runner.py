@@ -225,3 +225,17 @@ def test_tree_larger_than_stops_at_the_limit(tmp_path: Path) -> None:
     (tmp_path / "g").write_bytes(b"y" * 10)
     assert tree_larger_than(tmp_path, 19) and not tree_larger_than(tmp_path, 20)
     assert not tree_larger_than(tmp_path / "missing", 0)
+
+
+async def test_the_configured_agent_runs_the_rollout_and_its_checker(
+    proxy: ProxyServer, tmp_path: Path
+) -> None:
+    """`sandbox.agent = "python"` reaches the rollout's sandbox and the checker's (native is the default
+    where a compiler is; the sandbox tests run both)."""
+    task = make_task(tmp_path)
+    settings = RunnerSettings(out_dir=tmp_path / "runs", sandbox=SandboxConfig(agent="python", pool_size=0))
+    async with RolloutRunner(proxy.deps.sessions, ("127.0.0.1", proxy.port), settings) as runner:
+        assert runner._spec(task, None).agent == "python"
+        assert runner._default_checker_runner().agent == "python"  # type: ignore[union-attr]
+        r = await runner.run(RolloutJob(task, "shell", "py", options={"command": "printf hi > out.txt"}))
+    assert (r.status, r.reward) == (RolloutStatus.OK, 1.0)

@@ -178,6 +178,11 @@ class SandboxConfig(Section):
     the in-sandbox agent's interpreter) on its critical path: ~7 ms instead of ~25 ms of isolation
     cost per rollout on 2 idle cores (`benchmarks/sandbox.py`). The price: each idle sandbox holds
     two processes (~10 MB), and the task's workspace is copied in and moved out instead of bound."""
+    agent: Literal["auto", "native", "python"] = "auto"
+    """The in-sandbox agent program (`SandboxSpec.agent`): `native` = `sandbox/agent.c`, built once
+    per machine by the system C compiler, `python` = `sandbox/_agent.py`, `auto` =
+    `$HARNESSRL_SANDBOX_AGENT` when set, else native where a compiler is, else python. The same
+    program either way; native starts ~12 ms sooner per sandbox (`benchmarks/sandbox.py`)."""
     agent_env: str = "auto"
     """The sandbox agent environment (`harnessrl.sandbox.agent_env`): a read-only python tree
     (`python`, pytest, numpy, pandas, ...) bound into every agent sandbox, first on PATH, whose

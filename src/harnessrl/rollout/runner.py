@@ -178,7 +178,7 @@ class RolloutRunner:
             return None  # LocalRunner: a separate process, no isolation (the local backend warned already)
         from harnessrl.sandbox.runner import SandboxCommandRunner
 
-        return SandboxCommandRunner(agent_env=self.agent_env)
+        return SandboxCommandRunner(agent_env=self.agent_env, agent=self.settings.sandbox.agent)
 
     async def run_many(
         self, jobs: Sequence[RolloutJob], on_done: Callable[[Rollout], None] | None = None
@@ -302,6 +302,7 @@ class RolloutRunner:
         env = () if self.agent_env is None else (self.agent_env,)
         return SandboxSpec(
             backend=self.settings.sandbox.backend,
+            agent=self.settings.sandbox.agent,
             workspace=workspace,
             mount_dir=task.input_mount_dir,
             ro_binds=(*harness_binds(self.settings.harness_cache), *env),

@@ -23,7 +23,7 @@ import dataclasses
 import os
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from harnessrl.sandbox.bwrap import python_prefixes
 from harnessrl.sandbox.sandbox import Sandbox
@@ -68,11 +68,17 @@ class SandboxCommandRunner:
     what the agent could run is what is scored)."""
 
     def __init__(
-        self, memory_mb: int | None = 4096, backend: str = "bwrap", agent_env: Path | None = None
+        self,
+        memory_mb: int | None = 4096,
+        backend: str = "bwrap",
+        agent_env: Path | None = None,
+        agent: Literal["auto", "native", "python"] = "auto",
     ) -> None:
         self.memory_mb = memory_mb
         self.backend = backend
         self.agent_env = agent_env
+        self.agent: Literal["auto", "native", "python"] = agent
+        """SandboxSpec.agent of the checker's sandboxes."""
 
     def _env_binds(self) -> tuple[tuple[Path, ...], tuple[str, ...]]:
         if self.agent_env is None:
@@ -89,6 +95,7 @@ class SandboxCommandRunner:
             path_prefix=self._env_binds()[1],
             bind_python=True,
             memory_mb=self.memory_mb,
+            agent=self.agent,
         )
         out, _ = _sync(self._run(spec, list(argv), dict(env), str(Path(cwd).resolve()), timeout_s, False))
         return out
@@ -110,6 +117,7 @@ class SandboxCommandRunner:
             path_prefix=prefix,
             bind_python=True,
             memory_mb=self.memory_mb,
+            agent=self.agent,
         )
         argv = driver_argv(job.python, CHECKER_DIR, job.entry, job.mount_dir, 3)
         env = checker_env("/root", job.python)
