@@ -57,6 +57,58 @@ def test_table_cells_show_both_standard_errors_and_missing_groups() -> None:
     assert table_rows(results) == [["arm", "0.250 +- 0.100", "0.500", "4", "-", "-", "0", "ok 4"]]
 
 
+def fake_run(out: Path, configs: list[str], passed: dict[str, list[int]]) -> Path:
+    """An ablation run folder with hand-made outcomes: `passed[policy]` gives, per in-space pair
+    (2 tasks x the configs, in order), 1 or 0; plus one out-of-space rollout per task, failed."""
+    pairs = [(f"t{t}", f"whitebox:{c}") for t in range(2) for c in configs]
+    (out / "eval").mkdir(parents=True)
+    summary = {"policies": {p: {} for p in passed}, "eval_configs": configs, "out_of_space": ["codex"]}
+    (out / "ablation.json").write_text(json.dumps(summary))
+    for policy, bits in passed.items():
+        outcomes = [
+            {
+                "task_id": t,
+                "harness": h,
+                "run": 0,
+                "passed": bool(b),
+                "status": "ok" if b else "harness_error",
+            }
+            for (t, h), b in zip(pairs, bits, strict=True)
+        ]
+        outcomes += [{"task_id": f"t{t}", "harness": "codex", "run": 0, "passed": False} for t in range(2)]
+        (out / "eval" / policy).mkdir()
+        (out / "eval" / policy / "eval.json").write_text(json.dumps({"outcomes": outcomes}))
+    return out
+
+
+def test_seeds_combine_paired_within_each_run(tmp_path: Path) -> None:
+    """Each run has its own evaluation configurations; differences are paired within a run, then
+    averaged over runs (se over runs) and pooled over all pairs (se over pairs)."""
+    from harnessrl.train.ablation_seeds import combine, combined_markdown
+
+    one = fake_run(tmp_path / "s0", ["00100", "00200"], {"cold-start": [0, 1, 0, 0], "oa-18": [1, 1, 0, 1]})
+    two = fake_run(tmp_path / "s1", ["10100", "20200"], {"cold-start": [1, 1, 0, 0], "oa-18": [1, 1, 0, 0]})
+    got = combine([one, two])["in_space_heldout"]
+    oa = got["oa-18"]
+    assert [r["pass1"] for r in oa["runs"]] == [0.75, 0.5]
+    assert [r["diff"] for r in oa["runs"]] == [0.5, 0.0]
+    assert oa["runs"][0]["diff_se"] == pytest.approx(0.288675, abs=1e-6)  # sd of [1, 0, 0, 1] / 2
+    assert (oa["pass1"], oa["diff"], oa["pairs"]) == (0.625, 0.25, 8)
+    assert oa["diff_se"] == pytest.approx(0.25)  # sd of [0.5, 0.0] / sqrt(2)
+    assert oa["pooled_diff"] == 0.25
+    assert oa["pooled_diff_se"] == pytest.approx(0.163663, abs=1e-6)  # sd of [1,0,0,1,0,0,0,0] / sqrt(8)
+    assert got["cold-start"]["diff"] == 0.0
+    assert combine([one, two], reference="oa-18")["in_space_heldout"]["cold-start"]["diff"] == -0.25
+    out_of_space = combine([one, two])["out_of_space"]["oa-18"]
+    assert (out_of_space["pass1"], out_of_space["pairs"]) == (0.0, 4)
+    table = combined_markdown([one, two], combine([one, two]), "cold-start")
+    assert "| oa-18 | 0.750 (+0.500 +- 0.289) | 0.500 (+0.000 +- 0.000) | 0.625 +- 0.125 |" in table
+    with pytest.raises(ValueError, match="reference policy 'random-18' is not in every run"):
+        combine([one, two], reference="random-18")
+    with pytest.raises(ValueError, match=r"no readable ablation\.json"):
+        combine([tmp_path / "missing"])
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 async def test_ablation_toy_scale_and_reuse(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ the space (`scripts/scaling_ablation`, config `configs/scaling/ablation.toml`).
 
     scripts/scaling_ablation                                  # single, random-18, oa-18 (ablation.arms)
     scripts/scaling_ablation -o 'ablation.arms=["oa-18"]' -o train.steps=2
+    scripts/scaling_ablation --combine runs/scaling-ablation --combine runs/scaling-ablation-s1  # seeds
 
 Stages (each reused when its inputs did not change, as in `harnessrl quickstart`; `--fresh` redoes):
 
@@ -239,11 +240,28 @@ def main(
     ] = None,
     override: Annotated[list[str] | None, typer.Option("-o", help="Dotted override (repeatable).")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Redo every stage.")] = False,
+    combine: Annotated[
+        list[Path] | None,
+        typer.Option("--combine", help="Run nothing: put these finished runs (one per seed) side by side."),
+    ] = None,
+    reference: Annotated[
+        str, typer.Option("--reference", help="With --combine: the policy the others are paired against.")
+    ] = "cold-start",
 ) -> None:
     """One GRPO run per harness-space design from a shared cold start; prints the paper's table."""
     from rich.table import Table
 
     from harnessrl.evaluate.cli import console, quiet_loading
+
+    if combine:
+        from harnessrl.train.ablation_seeds import combine as combine_runs
+        from harnessrl.train.ablation_seeds import combined_markdown
+
+        try:
+            print(combined_markdown(combine, combine_runs(combine, reference), reference))
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+        return
 
     try:
         cfg = load_config(config if config is not None else ABLATION_CONFIG, override or [])
