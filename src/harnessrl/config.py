@@ -175,8 +175,8 @@ class SandboxConfig(Section):
     pool_size: int | None = None
     """Sandboxes kept prewarmed per workspace mount point; None = as many as `rollout.concurrency`,
     0 = create each rollout's sandbox on demand. A pooled rollout skips sandbox start-up (bwrap plus
-    the in-sandbox agent's interpreter) on its critical path: ~7 ms instead of ~25 ms of isolation
-    cost per rollout on 2 idle cores (`benchmarks/sandbox.py`). The price: each idle sandbox holds
+    the in-sandbox agent) on its critical path: ~8-11 ms instead of ~23-25 ms of isolation cost per
+    rollout on 2 idle cores (`benchmarks/sandbox.py`, native agent). The price: each idle sandbox holds
     two processes (~10 MB), and the task's workspace is copied in and moved out instead of bound."""
     agent: Literal["auto", "native", "python"] = "auto"
     """The in-sandbox agent program (`SandboxSpec.agent`): `native` = `sandbox/agent.c`, built once
