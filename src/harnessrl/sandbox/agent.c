@@ -149,6 +149,18 @@ static void req_free(Req *r) {
     free(r->payload);
 }
 
+/* The counted list at f[*i]: its count, then that many strings. A NULL-terminated array of them, or
+ * NULL when the count is missing, below `min` or runs past the `count` fields. */
+static char **take_list(char **f, size_t count, size_t *i, long min) {
+    if (*i >= count) return NULL;
+    long m = atol(f[(*i)++]);
+    if (m < min || (size_t)m > count - *i) return NULL;
+    char **out = calloc((size_t)m + 1, sizeof *out);
+    if (!out) return NULL;
+    for (long j = 0; j < m; j++) out[j] = f[(*i)++];
+    return out;
+}
+
 /* Parse a request payload; 0 on success. The fields point into `payload`, which `r` takes over. */
 static int parse_req(char *payload, size_t n, Req *r) {
     memset(r, 0, sizeof *r);
@@ -163,23 +175,13 @@ static int parse_req(char *payload, size_t n, Req *r) {
     size_t i = 0;
 #define NEXT() (i < count ? f[i++] : NULL)
     char *op = NEXT(), *id = NEXT(), *cwd = NEXT(), *timeout = NEXT(), *grace = NEXT(), *nfds = NEXT();
-    char *argc = NEXT();
-    if (!argc || strcmp(op, "exec") != 0) goto bad;
+    if (!nfds || strcmp(op, "exec") != 0) goto bad;
     r->id = strtoll(id, NULL, 10);
     r->cwd = cwd;
     r->timeout_s = *timeout ? strtod(timeout, NULL) : -1.0;
     r->grace_s = strtod(grace, NULL);
     r->nfds = atoi(nfds);
-    long a = atol(argc);
-    if (a < 1 || (size_t)a > count - i) goto bad;
-    r->argv = calloc((size_t)a + 1, sizeof(char *));
-    for (long j = 0; j < a; j++) r->argv[j] = NEXT();
-    char *envc = NEXT();
-    if (!envc) goto bad;
-    long e = atol(envc);
-    if (e < 0 || (size_t)e > count - i) goto bad;
-    r->env = calloc((size_t)e + 1, sizeof(char *));
-    for (long j = 0; j < e; j++) r->env[j] = NEXT();
+    if (!(r->argv = take_list(f, count, &i, 1)) || !(r->env = take_list(f, count, &i, 0))) goto bad;
     char *nrl = NEXT();
     if (!nrl) goto bad;
     r->nrl = atoi(nrl);
@@ -535,7 +537,7 @@ static void run(void) {
             pfd = realloc(pfd, cap * sizeof *pfd);
             if (!pfd) _exit(3);
         }
-        int i_stdin = -1, i_listen = -1, i_child = -1;
+        int i_stdin = -1, i_listen = -1;
         if (A.stdin_open) {
             i_stdin = (int)n;
             pfd[n++] = (struct pollfd){0, POLLIN, 0};
@@ -544,10 +546,7 @@ static void run(void) {
             i_listen = (int)n;
             pfd[n++] = (struct pollfd){A.listener, POLLIN, 0};
         }
-        if (A.child) {
-            i_child = (int)n;
-            pfd[n++] = (struct pollfd){A.pidfd, POLLIN, 0};
-        }
+        if (A.child) pfd[n++] = (struct pollfd){A.pidfd, POLLIN, 0}; /* wakes the loop: reap() below */
         size_t first_pipe = n;
         for (size_t k = 0; k < A.npipes; k++) {
             Pipe *p = A.pipes[k];
@@ -591,7 +590,6 @@ static void run(void) {
             }
         }
         A.npipes = kept;
-        (void)i_child;
         reap();
         tick_child(now());
     }

@@ -51,6 +51,14 @@ def agent_python() -> tuple[str, list[Path]]:
     return exe, [Path(sys.base_prefix)]
 
 
+def agent_command(agent_file: Path, path: str, args: list[str]) -> list[str]:
+    """The command that starts the agent whose file is `agent_file`, found at `path` where it runs:
+    the native build (`folders.native_agent`, `.bin`) runs itself, `_agent.py(c)` the system python."""
+    if agent_file.suffix == ".bin":
+        return [path, *args]
+    return [agent_python()[0], "-I", "-S", path, *args]
+
+
 def python_prefixes() -> list[Path]:
     """The running interpreter's prefixes (venv, base install) for `SandboxSpec.bind_python`."""
     prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
@@ -90,7 +98,7 @@ def build_argv(
     bwrap = bwrap_path()
     if bwrap is None:
         raise FileNotFoundError("bwrap is not installed")
-    python, py_binds = agent_python()
+    _, py_binds = agent_python()
     base = root.parent
     argv = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent"]
     argv += ["--new-session", "--as-pid-1", "--cap-drop", "ALL", "--uid", "0", "--gid", "0"]
@@ -112,11 +120,10 @@ def build_argv(
     for source, inside in spec.ro_mounts:
         argv += ["--ro-bind", str(staged(source, base)), inside]
     argv += ["--bind", str(workspace), spec.mount_dir]
-    native = agent_file.suffix == ".bin"  # folders.native_agent's build, else _agent.py(c)
-    agent = f"{AGENT_DIR}/agent" if native else f"{AGENT_DIR}/agent{agent_file.suffix}"
+    agent = f"{AGENT_DIR}/agent" + ("" if agent_file.suffix == ".bin" else agent_file.suffix)
     argv += ["--ro-bind", str(agent_file), agent]
     argv += ["--ro-bind", str(root / "sock"), f"{AGENT_DIR}/sock"]
     argv += ["--chdir", spec.mount_dir, "--"]
     port = spec.listen_port if spec.endpoint is not None else 0
     args = [str(port), f"{AGENT_DIR}/sock/model.sock", "1", str(fd_socket)]
-    return argv + ([agent, *args] if native else [python, "-I", "-S", agent, *args])
+    return argv + agent_command(agent_file, agent, args)

@@ -134,8 +134,9 @@ class Sandbox:
             self.endpoint_url = f"http://{host}:{port}"
         self.isolated = not local
         self.lease = UidLease(os.getuid(), None)
-        self.agent_file = AGENT_FILE
         """The host uid everything in the sandbox runs as (never 0 for bwrap when we are root)."""
+        self.agent_file = AGENT_FILE
+        """The agent program it starts (`_agent_file`: set while its folders are made)."""
         self.tmpfs = False
         """True when the sandbox folder is its own size-limited tmpfs."""
         self.cgroup: SandboxCgroup | None = None
@@ -258,11 +259,7 @@ class Sandbox:
                 log.warning(
                     "sandbox %s: LOCAL backend, NO ISOLATION: the agent can read and write the host", self.id
                 )
-                args = ["0", "", "0", str(agent_end.fileno())]
-                python = bwrap.agent_python()[0]
-                argv = (
-                    [str(agent), *args] if agent.suffix == ".bin" else [python, "-I", "-S", str(agent), *args]
-                )
+                argv = bwrap.agent_command(agent, str(agent), ["0", "", "0", str(agent_end.fileno())])
             else:
                 fd_socket = agent_end.fileno()
                 argv = bwrap.build_argv(
