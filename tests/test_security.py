@@ -369,6 +369,45 @@ async def test_links_out_of_the_workspace_never_score_nor_leak(runner, pool_size
     assert "PATH=" not in diff
 
 
+CHAIN = "ln -s . l; ln -s " + "l/" * 8 + "../" * 8 + "opt/harnessrl/checker/task/reward/expected.txt answer.txt"
+
+
+@pytest.mark.parametrize("pool_size", [None, 0], ids=["pooled", "fresh"])
+async def test_a_chain_of_links_that_reads_as_inside_cannot_reach_the_checker(runner, pool_size) -> None:
+    """`l -> .` then `answer.txt -> l/l/../../...`: by its text the second stays inside, but the kernel
+    resolves `l/..` physically (`l` is `.`), so it climbed to the checker's `expected.txt` (scored 1.0)."""
+    rollout = await runner(pool_size=pool_size).run(
+        RolloutJob(link_task(), "shell", "chain", options={"command": CHAIN})
+    )
+    assert rollout.status is RolloutStatus.OK, rollout.status_reason
+    assert rollout.reward == 0.0
+    ws = Path(rollout.workdir) / "workspace"
+    assert sorted(p.name for p in ws.iterdir()) == ["README.md", "l"] and os.readlink(ws / "l") == "."
+    (skipped,) = rollout.reward_detail["workspace"]["skipped"]
+    assert skipped.startswith("answer.txt: link to 'l/l/")
+
+
+def test_link_rule_keeps_what_stays_inside_and_refuses_climbs_after_a_name() -> None:
+    from harnessrl.sandbox.fscopy import link_stays_inside as inside
+
+    assert inside("", "a/b") and inside("", "l/l/x") and inside("d", "../README.md") and inside("d/e", "../../x")
+    assert inside("", ".") and inside("d", "./../x/./y")
+    assert not inside("", "../x") and not inside("d", "../../x") and not inside("", "/etc/passwd")
+    assert not inside("", "l/../x") and not inside("d/e", "../f/../../x") and not inside("", "")
+
+
+async def test_a_workspace_over_the_caps_is_never_scored(runner) -> None:
+    """The clean-up stops at the file cap, so links past it were never checked: no checker runs."""
+    run = runner(pool_size=0)
+    job = RolloutJob(link_task(), "shell", "capped", options={"command": CHAIN})
+    rollout = await run.prepare(job)
+    rollout.reward_detail["workspace"] = {"truncated": "more than 3 files"}
+    rollout.status, rollout.fault = RolloutStatus.HARNESS_ERROR, "policy"
+    done = await run.complete(job, rollout, None)
+    assert done.reward is None and "code" not in done.reward_detail
+    assert json.loads((Path(done.workdir) / "reward.json").read_text())["reward"] is None
+
+
 async def test_a_link_to_proc_self_mem_does_not_break_the_batch(runner) -> None:
     run = runner(pool_size=0)
     jobs = [

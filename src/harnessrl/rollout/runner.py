@@ -229,13 +229,17 @@ class RolloutRunner:
         )
 
     async def complete(self, job: RolloutJob, rollout: Rollout, raw: ExecResult | None) -> Rollout:
-        """Steps 6-7 on a settled rollout: score it (unless it failed before the harness finished), then
-        write its artifacts. Never raises for the rollout's own failures."""
+        """Steps 6-7 on a settled rollout: score it (unless it failed before the harness finished, or
+        its final workspace was over the caps), then write its artifacts. Never raises for the
+        rollout's own failures."""
         rdir = Path(rollout.workdir)
         workspace, initial = rdir / "workspace", rdir / ".initial"
         try:
             scorable = rollout.status in (RolloutStatus.OK, RolloutStatus.HARNESS_ERROR)
-            if scorable and "traceback" not in rollout.reward_detail:
+            # a workspace over the caps was not walked to the end: links past the cap were never
+            # checked, so the checker must not see it
+            truncated = bool(rollout.reward_detail.get("workspace", {}).get("truncated"))
+            if scorable and not truncated and "traceback" not in rollout.reward_detail:
                 t0 = time.perf_counter()
                 await self._score(job.task, workspace, rollout)
                 rollout.timings["verify"] = round(time.perf_counter() - t0, 3)

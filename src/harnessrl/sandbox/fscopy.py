@@ -50,12 +50,23 @@ class TreeReport:
 
 
 def link_stays_inside(rel_dir: str, target: str) -> bool:
-    """A link at `rel_dir/<name>` pointing at `target` resolves inside the tree (judged by its text:
-    every link that is kept passes this test, so chains of kept links stay inside too)."""
-    if os.path.isabs(target):
+    """A link at `rel_dir/<name>` pointing at `target` resolves inside the tree, whatever the other
+    links of the tree are. Kept: a relative target that may climb out of the link's own folder with
+    leading `..` (that folder and its parents are real folders of the tree, so climbing them is what
+    it says, and it must not climb past the top), then only goes down (names, no `..`). Going down
+    through another kept link lands inside by the same rule, so a chain of kept links stays inside.
+    Refused: absolute targets and any `..` after a name: the kernel resolves `name/..` physically,
+    so with `l -> .` the text `l/l/../..` climbs two real folders while it reads as staying put."""
+    if not target or os.path.isabs(target):
         return False
-    path = os.path.normpath(os.path.join(rel_dir, target))
-    return path != ".." and not path.startswith("../")
+    parts = [p for p in target.split("/") if p not in ("", ".")]
+    ups = 0
+    while ups < len(parts) and parts[ups] == "..":
+        ups += 1
+    if ".." in parts[ups:]:
+        return False
+    depth = len([p for p in rel_dir.split("/") if p not in ("", ".")])
+    return ups <= depth
 
 
 def _copy_file(src_fd: int, dst: Path, size: int, mode: int, budget: int) -> int:
