@@ -31,6 +31,8 @@ REPLIES: dict[str, list[str]] = {
     "offlevel": ['{"score": 0.7}'],
     "flaky": ["hmm", '{"score": 1}'],
     "digest": ['{"score": 1}'],
+    "refused": ["HTTP 400"],  # the judge refuses the request (e.g. its evidence is too long)
+    "outage": ["HTTP 503"],
 }
 
 
@@ -50,6 +52,8 @@ class FakeJudge:
         seen = sum(1 for b in self.requests if f"Rubric rule `{name}`" in b["messages"][1]["content"])
         replies = REPLIES[name]
         text = replies[min(seen, len(replies)) - 1]
+        if text.startswith("HTTP "):
+            return JSONResponse({"error": {"message": "refused"}}, status_code=int(text[5:]))
         return JSONResponse({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]})
 
     def count(self, name: str) -> int:
@@ -175,6 +179,28 @@ async def test_unreachable_judge_is_a_verifier_error(ws: Path) -> None:
     finally:
         await judge.aclose()
     assert str(e.value).endswith("(after 2 attempts)") and f"127.0.0.1:{port}" in str(e.value)
+
+
+async def test_a_judge_refusing_the_evidence_scores_the_rule_0_and_an_outage_raises(
+    judge_server: tuple[FakeJudge, str], ws: Path
+) -> None:
+    """The evidence is the agent's files: a judge that refuses the request for its content (400, 413,
+    422) scores the rule 0 at once (a way out of a score would otherwise be a file the judge cannot
+    take); a judge that keeps failing with a server error is an outage: VerifierError."""
+    fake, url = judge_server
+    judge = make_judge(url, retries=2)
+    try:
+        result = await judge.score(Task(id="t", prompt="p", rubric=[rule("refused"), rule("good")]), ws)
+        assert result.per_rule == {"refused": 0.0, "good": 1.0}
+        assert result.errors == {
+            "refused": 'judge request failed: HTTP 400: \'{"error":{"message":"refused"}}\''
+        }
+        assert fake.count("refused") == 1
+        with pytest.raises(VerifierError, match=r"rule 'outage' .* HTTP 503.*\(after 3 attempts\)"):
+            await judge.score(Task(id="t", prompt="p", rubric=[rule("outage")]), ws)
+    finally:
+        await judge.aclose()
+    assert fake.count("outage") == 3
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,10 @@ The answer must name one of the rule's levels. Accepted forms, tried in order: a
 `score` key anywhere in the reply (the last one wins), a reply that is a bare number, or prose that
 mentions exactly one distinct level value. Anything else (or an HTTP failure) is retried up to
 `max_retries` times. A judge that answered but never with a level scores the rule 0 with the reason
-in `errors`; a judge that could not be reached on any attempt raises VerifierError (the rollout ends
-`verifier_error`, never trained: an outage says nothing about the policy's work). `mean` is the
+in `errors`, and so does one that refused the request for its content (HTTP 400, 413, 422: the
+evidence is the agent's files, so a refusal must not be a way out of a score); a judge that could not
+be reached on any attempt raises VerifierError (the rollout ends `verifier_error`, never trained: an
+outage says nothing about the policy's work). `mean` is the
 equal-weight mean over all rules (0.0 for a task without rules).
 """
 
@@ -125,6 +127,10 @@ def judge_messages(task: Task, rule: RubricRule, evidence: str) -> list[dict[str
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
+CONTENT_REFUSALS = frozenset({400, 413, 422})
+"""HTTP statuses that refuse a judge request for what it carries (the evidence): the rule scores 0."""
+
+
 class RubricJudge:
     """Scores a task's rubric over an OpenAI-compatible endpoint (`JudgeConfig`)."""
 
@@ -159,6 +165,11 @@ class RubricJudge:
         for _ in range(attempts):
             try:
                 reply = await self._ask(messages)
+            except httpx.HTTPStatusError as e:
+                last = f"judge request failed: HTTP {e.response.status_code}: {e.response.text[:200]!r}"
+                if e.response.status_code in CONTENT_REFUSALS:
+                    return 0.0, last
+                continue
             except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as e:
                 last = f"judge request failed: {type(e).__name__}: {e}"
                 continue
