@@ -54,6 +54,7 @@ async def test_a_prompt_over_the_context_stops_the_rollout_at_its_first_call(tmp
     # The "harness" retries the 400 eleven times, then would sit out its whole timeout.
     retries = f"for i in 1 2 3 4 5 6 7 8 9 10 11; do {curl('word ' * 300)}; done; sleep 120"
     rollout, secs = await run_one(scripted_deps(["hi"], max_context=256), tmp_path, retries, 120.0)
+    # the first call's prompt is the harness's own: a configuration that does not fit, not the policy
     assert (rollout.status, rollout.fault) == (RolloutStatus.ENGINE_ERROR, "infra")
     assert len(rollout.calls) == 1 and rollout.calls[0].tags == ["context_overflow"]
     reason = rollout.status_reason
@@ -66,9 +67,19 @@ async def test_a_prompt_over_the_context_stops_the_rollout_at_its_first_call(tmp
     assert secs < 60  # far from the 120 s the harness would have slept (fast-fail figure: see report)
 
 
+async def test_an_overflow_after_the_first_call_is_the_policys(tmp_path: Path) -> None:
+    """Any command can send its own over-long request with the rollout's key: that overflow must be
+    trained as the policy's 0 (were it dropped as the engine's fault, it would be a way out of a 0)."""
+    command = f"{curl()}; {curl('word ' * 300)}; sleep 120"
+    rollout, _ = await run_one(scripted_deps(["hi"], max_context=256), tmp_path, command, 120.0)
+    assert (rollout.status, rollout.fault) == (RolloutStatus.ENGINE_ERROR, "policy"), rollout.status_reason
+    assert [c.tags for c in rollout.calls] == [[], ["context_overflow"]]
+    assert rollout.status_reason.startswith("context_overflow: the prompt of call 1 does not fit")
+
+
 async def test_an_engine_error_wins_over_the_harness_timeout(tmp_path: Path) -> None:
     rollout, _ = await run_one(scripted_deps(["hi"], fault_calls={0}), tmp_path, f"{curl()}; sleep 1000", 3.0)
-    assert rollout.status is RolloutStatus.ENGINE_ERROR, rollout.status_reason
+    assert (rollout.status, rollout.fault) == (RolloutStatus.ENGINE_ERROR, "infra"), rollout.status_reason
     assert rollout.status_reason.startswith("call 0: ")
     assert len(rollout.calls) == 1 and rollout.calls[0].error is not None
 

@@ -185,6 +185,35 @@ async def test_commands_cannot_reach_the_agents_pipes(sb_base: Path) -> None:
     assert again.stdout == "still here\n"
 
 
+PRLIMIT_PROBE = """
+import resource
+R = resource
+for name, res in (("nofile", R.RLIMIT_NOFILE), ("cpu", R.RLIMIT_CPU)):
+    try:
+        R.prlimit(1, res, (0, 0) if name == "nofile" else (1, 1))
+        print(name, "set")
+    except PermissionError:
+        print(name, "refused")
+print("read", R.prlimit(1, R.RLIMIT_NOFILE)[0] > 0)
+R.setrlimit(R.RLIMIT_NOFILE, (64, 64))
+print("own", R.getrlimit(R.RLIMIT_NOFILE))
+"""
+
+
+async def test_a_command_cannot_set_its_agents_limits(sb_base: Path) -> None:
+    """Commands share the agent's uid, and prlimit checks only that: RLIMIT_NOFILE 0 and RLIMIT_CPU 1 s
+    on pid 1, then one connection to the model bridge, had the agent spin on EMFILE until the kernel
+    killed it (the rollout ended sandbox_error, then never trained: a way out of a 0). Reading pid 1's
+    limits and setting one's own still work."""
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
+        res = await sb.exec(["python3", "-c", PRLIMIT_PROBE], timeout_s=30)
+        again = await sb.exec(["echo", "still here"])
+    assert res.stdout.splitlines() == ["nofile refused", "cpu refused", "read True", "own (64, 64)"], (
+        res.stderr
+    )
+    assert again.stdout == "still here\n"
+
+
 async def test_oversized_malformed_or_mismatched_replies_are_refused() -> None:
     def reader(data: bytes) -> asyncio.StreamReader:
         r = asyncio.StreamReader()
@@ -369,7 +398,9 @@ async def test_links_out_of_the_workspace_never_score_nor_leak(runner, pool_size
     assert "PATH=" not in diff
 
 
-CHAIN = "ln -s . l; ln -s " + "l/" * 8 + "../" * 8 + "opt/harnessrl/checker/task/reward/expected.txt answer.txt"
+CHAIN = (
+    "ln -s . l; ln -s " + "l/" * 8 + "../" * 8 + "opt/harnessrl/checker/task/reward/expected.txt answer.txt"
+)
 
 
 @pytest.mark.parametrize("pool_size", [None, 0], ids=["pooled", "fresh"])
@@ -390,7 +421,9 @@ async def test_a_chain_of_links_that_reads_as_inside_cannot_reach_the_checker(ru
 def test_link_rule_keeps_what_stays_inside_and_refuses_climbs_after_a_name() -> None:
     from harnessrl.sandbox.fscopy import link_stays_inside as inside
 
-    assert inside("", "a/b") and inside("", "l/l/x") and inside("d", "../README.md") and inside("d/e", "../../x")
+    assert (
+        inside("", "a/b") and inside("", "l/l/x") and inside("d", "../README.md") and inside("d/e", "../../x")
+    )
     assert inside("", ".") and inside("d", "./../x/./y")
     assert not inside("", "../x") and not inside("d", "../../x") and not inside("", "/etc/passwd")
     assert not inside("", "l/../x") and not inside("d/e", "../f/../../x") and not inside("", "")
@@ -406,6 +439,53 @@ async def test_a_workspace_over_the_caps_is_never_scored(runner) -> None:
     done = await run.complete(job, rollout, None)
     assert done.reward is None and "code" not in done.reward_detail
     assert json.loads((Path(done.workdir) / "reward.json").read_text())["reward"] is None
+
+
+CURL = (
+    'curl -s -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
+    '-H "authorization: Bearer $HARNESSRL_API_KEY" -d \'{"model": "m", "messages": [{"role": "user", '
+    '"content": "hi"}]}\' > /dev/null'
+)
+HOG = "python3 -c 'import time; x = bytearray(90 << 20); x[::4096] = b\"x\" * len(x[::4096]); time.sleep(20)'"
+OOM_AGENT = f"{CURL}; echo 1000 > /proc/1/oom_score_adj; for i in 1 2 3; do {HOG} & done; wait"
+
+
+@pytest.mark.skipif(cgroups.layout()[0] == "none", reason="no cgroups here: memory is capped per process")
+async def test_a_rollout_that_kills_its_own_sandbox_is_trained_as_a_failure(runner) -> None:
+    """A command can still end its own sandbox (here: make the agent the OOM victim through
+    /proc/1/oom_score_adj, which its owner, the sandbox uid, may raise). That must never be a way out
+    of a 0: the rollout is the policy's sandbox_error, and the failure policy trains it with reward 0
+    on the calls it made."""
+    from harnessrl.config import Config
+    from harnessrl.train.loop import collect_trees
+
+    rollout = await runner(pool_size=0, memory_mb=200).run(
+        RolloutJob(link_task(), "shell", "oom", options={"command": OOM_AGENT})
+    )
+    assert (rollout.status, rollout.fault) == (RolloutStatus.SANDBOX_ERROR, "policy"), rollout.status_reason
+    assert "agent lost during exec" in rollout.status_reason and len(rollout.calls) == 1
+    batch = collect_trees([rollout], Config())
+    assert [(s.rollout_id, s.reward) for s in batch.samples] == [("oom", 0.0)]
+    assert batch.failures_trained == {"sandbox_error": 1}
+
+
+GARBAGE_ANSWER = f"{CURL}; printf '\\377\\376' > answer.txt"
+
+
+async def test_a_workspace_that_makes_the_checker_raise_is_trained_as_a_failure(runner) -> None:
+    """A non-UTF-8 answer.txt makes this checker raise: the checker failed on the policy's workspace,
+    so it is the policy's verifier_error (trained with reward 0), not an infrastructure fault that
+    training drops (an honest wrong answer scores 0 and is trained: the crash must not do better)."""
+    from harnessrl.config import Config
+    from harnessrl.train.loop import collect_trees
+
+    rollout = await runner(pool_size=0).run(
+        RolloutJob(link_task(), "shell", "garbage", options={"command": GARBAGE_ANSWER})
+    )
+    assert (rollout.status, rollout.fault) == (RolloutStatus.VERIFIER_ERROR, "policy"), rollout.status_reason
+    assert "UnicodeDecodeError" in rollout.status_reason and rollout.reward == 0.0
+    batch = collect_trees([rollout], Config())
+    assert [(s.rollout_id, s.reward) for s in batch.samples] == [("garbage", 0.0)]
 
 
 async def test_a_link_to_proc_self_mem_does_not_break_the_batch(runner) -> None:

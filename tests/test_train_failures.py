@@ -39,21 +39,41 @@ BATCH = [
     rollout("sb", S.SANDBOX_ERROR, "infra"),
     rollout("eng", S.ENGINE_ERROR, "infra"),
     rollout("ver", S.VERIFIER_ERROR, "infra", reward=0.0),
+    # the same statuses caused by the policy: a sandbox killed by its own command, a conversation
+    # over the context, a checker that raised on the workspace. Dropping these would let a policy
+    # heading for 0 opt out of its 0 (tests/test_security.py shows each from inside a sandbox).
+    rollout("sb-p", S.SANDBOX_ERROR, "policy"),
+    rollout("eng-p", S.ENGINE_ERROR, "policy"),
+    rollout("ver-p", S.VERIFIER_ERROR, "policy", reward=0.0),
 ]
 
 
 def test_policy_failures_train_with_reward_zero_and_infrastructure_faults_never() -> None:
     batch = collect_trees(BATCH, Config())
-    assert [(s.rollout_id, s.reward) for s in batch.samples] == [("ok", 1.0), ("slow", 0.0), ("crash", 0.0)]
+    trained = [(s.rollout_id, s.reward) for s in batch.samples]
+    assert trained == [
+        ("ok", 1.0),
+        ("slow", 0.0),
+        ("crash", 0.0),
+        ("sb-p", 0.0),
+        ("eng-p", 0.0),
+        ("ver-p", 0.0),
+    ]
     assert batch.labels == {
         "ok": 1,
         "timeout": 1,
         "harness_error": 2,
+        "sandbox_error": 2,
+        "engine_error": 2,
+        "verifier_error": 2,
+    }
+    assert batch.failures_trained == {
+        "timeout": 1,
+        "harness_error": 1,
         "sandbox_error": 1,
         "engine_error": 1,
         "verifier_error": 1,
     }
-    assert batch.failures_trained == {"timeout": 1, "harness_error": 1}
     assert batch.samples[1].nodes[-1].logprobs[-2:] == [-0.5, -0.25]  # the calls they made, as sampled
 
 
@@ -63,9 +83,12 @@ def test_only_ok_trains_when_no_status_is_listed() -> None:
     assert [s.rollout_id for s in batch.samples] == ["ok"] and batch.failures_trained == {}
 
 
-def test_infrastructure_statuses_cannot_be_trained() -> None:
+def test_a_listed_status_trains_only_its_policy_caused_rollouts() -> None:
+    cfg = load_config(None, ['train.failures.train_statuses=["engine_error"]'])
+    batch = collect_trees(BATCH, cfg)
+    assert [s.rollout_id for s in batch.samples] == ["ok", "eng-p"]
     with pytest.raises(ConfigError, match=r"train\.failures\.train_statuses"):
-        load_config(None, ['train.failures.train_statuses=["engine_error"]'])
+        load_config(None, ['train.failures.train_statuses=["filtered"]'])
 
 
 def test_groups_under_the_minimum_are_dropped_with_a_label() -> None:

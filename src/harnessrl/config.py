@@ -346,8 +346,14 @@ class HarnessSpaceConfig(Section):
     """Whitebox switches for every configuration (`max_steps`, `command_timeout_s`, ...)."""
 
 
-TrainableStatus = Literal["timeout", "harness_error"]
-TRAINABLE_STATUSES: tuple[TrainableStatus, ...] = ("timeout", "harness_error")
+TrainableStatus = Literal["timeout", "harness_error", "sandbox_error", "engine_error", "verifier_error"]
+TRAINABLE_STATUSES: tuple[TrainableStatus, ...] = (
+    "timeout",
+    "harness_error",
+    "sandbox_error",
+    "engine_error",
+    "verifier_error",
+)
 
 
 class FailurePolicyConfig(Section):
@@ -355,10 +361,13 @@ class FailurePolicyConfig(Section):
 
     train_statuses: list[TrainableStatus] = Field(default_factory=lambda: list(TRAINABLE_STATUSES))
     """Statuses trained with reward 0 on the calls they made, when the policy caused them
-    (`Rollout.fault == "policy"`: a timeout, the harness failing after talking to the model, a
-    workspace over the caps), as ClawGym scores them 0 to keep GRPO groups full. `[]` = train only
-    `ok` rollouts. sandbox_error, engine_error and verifier_error (and infrastructure-caused harness
-    errors) are never trained: they say nothing about the policy."""
+    (`Rollout.fault == "policy"`: a timeout, the harness failing after talking to the model, the
+    sandbox dying under its commands, a prompt over the context after the first call, the checker
+    failing on its workspace, a workspace over the caps), as ClawGym scores them 0 to keep GRPO
+    groups full. All five by default: a policy-caused failure left out of training is a way out of
+    an honest 0 that the policy learns to take (a rollout heading for 0 that crashes its checker is
+    never pushed down). `[]` = train only `ok` rollouts. Failures of the infrastructure
+    (`fault == "infra"`) are never trained, whatever this says."""
     min_group_size: int = Field(default=2, ge=1)
     """GRPO: a group with fewer trainable rollouts than this (capped at `train.group_size`) is
     dropped whole, labelled `filtered:small_group` (one rollout alone has no advantage)."""

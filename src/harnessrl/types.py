@@ -41,7 +41,12 @@ class TaskError(HarnessRLError):
 
 
 class SandboxError(HarnessRLError):
-    """A sandbox could not be created, entered or destroyed (not the agent's fault)."""
+    """A sandbox could not be created, entered or destroyed."""
+
+
+class SandboxLost(SandboxError):
+    """The sandbox died while a command ran in it (its agent stopped answering). Untrusted code was
+    running, and a command can end its own sandbox, so this is never taken as the host's fault."""
 
 
 class HarnessError(HarnessRLError):
@@ -326,9 +331,13 @@ class Rollout(BaseModel):
     status_reason: str = ""
     """Human-readable reason; for FILTERED, the filter name (e.g. over_branching)."""
     fault: Literal["", "policy", "infra"] = ""
-    """Who caused a failure: `policy` (a timeout, the harness failing after talking to the model, a
-    workspace over the caps: trainable with reward 0 under `train.failures`), `infra` (sandbox,
-    engine, verifier, harness set-up, our own bugs: never trained); "" while ok."""
+    """Who caused a failure. `policy`: anything the agent's code, its requests or its workspace
+    could have caused (a timeout, the harness failing after talking to the model, the sandbox dying
+    under its commands, a prompt over the context after the first call, the checker failing on its
+    workspace, a workspace over the caps): trained with reward 0 under `train.failures`, so that no
+    failure pays better than an honest 0. `infra`: what happened before untrusted code ran or outside its
+    reach (sandbox creation, engine faults, a lost call record, an unreachable judge, harness
+    set-up, our own bugs): never trained. "" while ok."""
     exit_code: int | None = None
     final_message: str = ""
     started_at: float = 0.0

@@ -12,21 +12,27 @@ For each rollout, in this order (every step's failure becomes a status, never an
     2. open a proxy session; the harness will get `<endpoint inside>/r/<token>` and the token as key
     3. create the sandbox (workspace bound rw at the task's mount dir, only the model endpoint
        reachable), or, by default, take a prewarmed one from the pool (`sandbox.pool_size`) and
-       copy the workspace in                                         -> sandbox_error
+       copy the workspace in                                         -> sandbox_error (infra)
     4. launch the harness headless; wait up to `timeout_s`; destroy the agent sandbox
-                                                                     -> timeout / harness_error
-       (a call whose prompt does not fit the context ends the rollout at once: `_until_overflow`)
+                                          -> timeout / harness_error / sandbox_error (it died under
+       the harness: policy). A call whose prompt does not fit the context ends the rollout at once
+       (`_until_overflow`)
     5. close the session (nothing inside can call any more): the captured calls (partial ones
        too: a call still generating is kept as a partial record)    -> engine_error if a call failed
-       in the engine or overflowed the context (the trajectory is not the policy's doing); this
+       in the engine or its record was lost (infra) or it overflowed the context (policy, unless
+       it was the first call: the harness's own prompt does not fit); this
        wins over the harness's own account (`_status_from_calls`)
     6. score the final workspace with the task's checker in its own sandbox (reward files copied
-       in only now)                                                  -> verifier_error
+       in only now)              -> verifier_error (the checker failed on the workspace: policy;
+       no score could be had: infra)
     7. write the artifacts: rollout.json, calls.jsonl, harness.stdout/.stderr, workspace.diff,
        reward.json
 
 The agent sandbox is destroyed before scoring: nothing the agent started can touch the workspace
-while the checker reads it. Statuses follow DESIGN invariant 3 (exactly one per rollout).
+while the checker reads it. Statuses follow DESIGN invariant 3 (exactly one per rollout). `fault`
+says who caused a failure (`Rollout.fault`): whatever untrusted code, its requests or its workspace
+could have caused is the policy's, so that `train.failures` trains it with reward 0 and no failure
+is a way out of an honest 0.
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ from harnessrl.types import (
     Rollout,
     RolloutStatus,
     SandboxError,
+    SandboxLost,
     Task,
     VerifierError,
     group_id,
@@ -294,6 +301,8 @@ class RolloutRunner:
                 options=job.options,
                 cache_root=self.settings.harness_cache,
             )
+        except SandboxLost as e:  # it died under the harness: a command can end its own sandbox
+            _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e), policy=True)
         except SandboxError as e:
             _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
         except HarnessError as e:
@@ -378,7 +387,9 @@ class RolloutRunner:
         await self.close()
 
     async def _score(self, task: Task, workspace: Path, rollout: Rollout) -> None:
-        """Step 6: the checker (and judge) on the final workspace; failures -> verifier_error."""
+        """Step 6: the checker (and judge) on the final workspace; failures -> verifier_error: the
+        policy's when the checker ran and failed on its workspace (garbage can make a checker raise,
+        hang or die), the infrastructure's when no score could be had at all (VerifierError)."""
         try:
             score = await score_task(
                 task,
@@ -396,7 +407,7 @@ class RolloutRunner:
         rollout.reward_detail.update(score.detail)
         code = score.detail.get("code") or {}
         if code.get("error") and rollout.status is RolloutStatus.OK:
-            _set_status(rollout, RolloutStatus.VERIFIER_ERROR, f"checker: {code['error']}")
+            _set_status(rollout, RolloutStatus.VERIFIER_ERROR, f"checker: {code['error']}", policy=True)
 
 
 def _prepare_folder(task: Task, rdir: Path) -> None:
@@ -469,8 +480,9 @@ def settle(
     timeout_s: float | None = None,
 ) -> None:
     """Step 5, once the session is closed: the rollout's calls, and its status from the calls and the
-    harness's result (an incomplete or engine-failed trajectory is not the policy's doing:
-    `engine_error`). `stopped`: the runner ended the harness at a context overflow."""
+    harness's result (`engine_error` for a trajectory with a lost record or a call the engine failed,
+    which are not the policy's doing, or with a prompt over the context, which is after the first
+    call). `stopped`: the runner ended the harness at a context overflow."""
     rollout.calls = list(calls)
     if stopped:
         _status_from_calls(rollout, dropped, stopped=True)
@@ -493,7 +505,9 @@ def _status_from_calls(rollout: Rollout, dropped: int, stopped: bool = False) ->
         error = (first.error or "").removeprefix(f"{OVERFLOW_TAG}: ")
         what = "stopped at that call" if stopped else f"{len(rollout.calls)} calls in all"
         cause = f"context_overflow: the prompt of call {first.index} does not fit the model: {error} ({what})"
-        _set_status(rollout, RolloutStatus.ENGINE_ERROR, cause)
+        # The first call's prompt is the harness's own (a configuration that does not fit); any later
+        # one grew from the policy's turns, or is a request a command sent with the rollout's key.
+        _set_status(rollout, RolloutStatus.ENGINE_ERROR, cause, policy=first.index > 0)
         return True
     if failed:
         first = failed[0]

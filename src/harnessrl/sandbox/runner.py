@@ -28,7 +28,7 @@ from typing import Any, Literal, TypeVar
 from harnessrl.sandbox.bwrap import python_prefixes
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import SandboxSpec
-from harnessrl.types import SandboxError
+from harnessrl.types import SandboxError, VerifierError
 from harnessrl.verify.runner import MAX_RESULT_BYTES, CheckerJob, RunOutput, checker_env, driver_argv, read_fd
 
 CHECKER_DIR = "/opt/harnessrl/checker"
@@ -61,7 +61,8 @@ def named_dirs(argv: Sequence[str], cwd: Path) -> tuple[Path, ...]:
 
 
 class SandboxCommandRunner:
-    """CommandRunner: one fresh bubblewrap sandbox per command. SandboxError becomes returncode 125.
+    """CommandRunner: one fresh bubblewrap sandbox per command. SandboxError becomes returncode 125,
+    except that a checker whose sandbox cannot be created raises VerifierError (it never ran).
 
     With `agent_env` (the sandbox agent environment, `sandbox.agent_env`), that tree is bound
     read-only, its `bin/` is first on PATH and checkers run with its python (the agent's python:
@@ -134,12 +135,21 @@ class SandboxCommandRunner:
     ) -> tuple[RunOutput, bytes]:
         result_fd = os.memfd_create("hrl-result", os.MFD_CLOEXEC) if channel else None
         try:
-            async with await Sandbox.create(spec) as sb:
-                extra = () if result_fd is None else (result_fd,)
-                res = await sb.exec(argv, env=env, cwd=cwd, timeout_s=timeout_s, grace_s=1.0, extra_fds=extra)
+            try:
+                sb = await Sandbox.create(spec)
+            except SandboxError as e:
+                if channel:  # the checker never ran: its failure says nothing about the workspace
+                    raise VerifierError(f"the checker's sandbox could not be created: {e}") from e
+                return RunOutput(125, "", f"sandbox error: {e}", False), b""
+            try:
+                async with sb:
+                    extra = () if result_fd is None else (result_fd,)
+                    res = await sb.exec(
+                        argv, env=env, cwd=cwd, timeout_s=timeout_s, grace_s=1.0, extra_fds=extra
+                    )
+            except SandboxError as e:  # it died under the command (the command's doing, or its code's)
+                return RunOutput(125, "", f"sandbox error: {e}", False), b""
             raw = b"" if result_fd is None else read_fd(result_fd, MAX_RESULT_BYTES)
-        except SandboxError as e:
-            return RunOutput(125, "", f"sandbox error: {e}", False), b""
         finally:
             if result_fd is not None:
                 os.close(result_fd)

@@ -48,7 +48,7 @@ from harnessrl.sandbox.fscopy import TreeReport, copy_untrusted
 from harnessrl.sandbox.identity import UidLease
 from harnessrl.sandbox.protocol import ProtocolError, check_exec_reply, encode_request, read_reply
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
-from harnessrl.types import SandboxError
+from harnessrl.types import SandboxError, SandboxLost
 
 log = logging.getLogger(__name__)
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -71,6 +71,18 @@ def read_output_fd(fd: int, limit: int = MAX_OUTPUT_BYTES) -> str:
         cut = f"\n[... {size - limit} bytes cut by harnessrl ...]\n".encode()
         data = head + cut + os.pread(fd, limit - len(head), size - (limit - len(head)))
     return data.decode(errors="replace")
+
+
+INLINE_OUTPUT_BYTES = 1 << 16
+"""Outputs up to this size are read on the event loop; larger ones (up to 2 x MAX_OUTPUT_BYTES, which
+took ~1 s to read and decode) in a thread, so the loop that serves the proxy never waits on them."""
+
+
+async def read_outputs(out_fd: int, err_fd: int) -> tuple[str, str]:
+    """`read_output_fd` of a command's stdout and stderr, off the loop when they are large."""
+    if os.fstat(out_fd).st_size + os.fstat(err_fd).st_size <= INLINE_OUTPUT_BYTES:
+        return read_output_fd(out_fd), read_output_fd(err_fd)
+    return await asyncio.to_thread(lambda: (read_output_fd(out_fd), read_output_fd(err_fd)))
 
 
 def _teardown(
@@ -396,13 +408,13 @@ class Sandbox:
                     await asyncio.wait_for(read_reply(proc.stdout), backstop), req_id
                 )
                 if self._destroyed:  # the reply raced destroy(): the command was killed with the sandbox
-                    raise SandboxError(f"sandbox {self.id} was destroyed while the command ran")
+                    raise SandboxLost(f"sandbox {self.id} was destroyed while the command ran")
                 duration = time.monotonic() - started
-                stdout, stderr = read_output_fd(fds[0]), read_output_fd(fds[1])
+                stdout, stderr = await read_outputs(fds[0], fds[1])
             except (TimeoutError, OSError, asyncio.IncompleteReadError, ProtocolError) as e:
                 await self.destroy()
                 why = f"{type(e).__name__}: {e}"
-                raise SandboxError(f"sandbox {self.id}: agent lost during exec: {why}") from e
+                raise SandboxLost(f"sandbox {self.id}: agent lost during exec: {why}") from e
             finally:
                 for fd in fds:
                     os.close(fd)

@@ -5,7 +5,10 @@ not an allow list, because harnesses are large programs (node, a Rust binary, py
 whose exact system calls we do not control. Denied with EPERM: kernel and mount administration,
 module loading, kexec, ptrace and cross-process memory access, new namespaces (`unshare`, `setns`,
 `clone` with any CLONE_NEW* flag: no nested user namespace to regain capabilities in), keyrings,
-bpf, perf events, userfaultfd, handle-based opens, terminal injection (`TIOCSTI`/`TIOCLINUX`).
+bpf, perf events, userfaultfd, handle-based opens, terminal injection (`TIOCSTI`/`TIOCLINUX`), and
+`prlimit64` setting another process's limits (commands share the agent's uid, so one could set the
+agent's RLIMIT_CPU and have the kernel kill the sandbox's pid 1; its own limits and reading any
+process's stay allowed).
 `clone3` and io_uring get ENOSYS: their arguments cannot be inspected by classic BPF, and glibc and
 libuv fall back to `clone` and plain syscalls on ENOSYS. A foreign architecture (x32 calls on
 x86-64, a 32-bit binary) is refused outright.
@@ -67,6 +70,7 @@ DENY_EPERM_X86_64 = {
 DENY_ENOSYS_X86_64 = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "clone3": 435}
 CLONE_X86_64 = 56
 IOCTL_X86_64 = 16
+PRLIMIT64_X86_64 = 302
 CLONE_NEW_FLAGS = 0x7E020080
 """CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME."""
 TTY_INJECTION = (0x5412, 0x541C)
@@ -83,7 +87,7 @@ RET_K = 0x06
 RET_ALLOW = 0x7FFF0000
 RET_KILL_PROCESS = 0x80000000
 # offsets into struct seccomp_data: nr, arch, instruction_pointer, args[6] (little-endian u64s)
-OFF_NR, OFF_ARCH, OFF_ARG0, OFF_ARG1 = 0, 4, 16, 24
+OFF_NR, OFF_ARCH, OFF_ARG0, OFF_ARG1, OFF_ARG2 = 0, 4, 16, 24, 32
 
 
 def _ret_errno(code: int) -> int:
@@ -96,7 +100,8 @@ def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
 
 def _x86_64_program() -> bytes:
     """The filter as raw `struct sock_filter` entries. Layout: arch check, load nr, x32 check, then
-    one JEQ per denied call jumping to its return, then clone/ioctl argument checks, then allow."""
+    one JEQ per denied call jumping to its return, then prlimit64/clone/ioctl argument checks, then
+    allow."""
     eperm, enosys = _ret_errno(errno.EPERM), _ret_errno(errno.ENOSYS)
     out = [
         _insn(LD_W_ABS, OFF_ARCH),
@@ -110,6 +115,19 @@ def _x86_64_program() -> bytes:
         out += [_insn(JEQ_K, nr, jt=0, jf=1), _insn(RET_K, eperm)]
     for nr in sorted(DENY_ENOSYS_X86_64.values()):
         out += [_insn(JEQ_K, nr, jt=0, jf=1), _insn(RET_K, enosys)]
+    # prlimit64(pid, resource, new, old): refuse a new limit (new != NULL) for another process
+    # (pid != 0; pid_t is the low word of arg0; the pointer is both words of arg2).
+    out += [
+        _insn(JEQ_K, PRLIMIT64_X86_64, jt=0, jf=8),  # not prlimit64: on to the clone check
+        _insn(LD_W_ABS, OFF_ARG0),
+        _insn(JEQ_K, 0, jt=5, jf=0),  # this process: allow
+        _insn(LD_W_ABS, OFF_ARG2),
+        _insn(JEQ_K, 0, jt=0, jf=2),  # a new limit: refuse
+        _insn(LD_W_ABS, OFF_ARG2 + 4),
+        _insn(JEQ_K, 0, jt=1, jf=0),  # NULL: only reading: allow
+        _insn(RET_K, eperm),
+        _insn(RET_K, RET_ALLOW),
+    ]
     # clone(flags, ...): refuse any namespace flag (flags are the low word of arg0).
     out += [
         _insn(JEQ_K, CLONE_X86_64, jt=0, jf=4),
@@ -135,4 +153,5 @@ def filter_program() -> bytes | None:
 
 def denied_names() -> list[str]:
     """Every system call the filter refuses (for docs and tests)."""
-    return sorted([*DENY_EPERM_X86_64, *DENY_ENOSYS_X86_64, "clone(CLONE_NEW*)", "ioctl(TIOCSTI)"])
+    special = ["clone(CLONE_NEW*)", "ioctl(TIOCSTI)", "prlimit64(another pid, new limit)"]
+    return sorted([*DENY_EPERM_X86_64, *DENY_ENOSYS_X86_64, *special])

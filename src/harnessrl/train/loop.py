@@ -13,9 +13,10 @@ One step (`TrainLoop.run_step`), as in DESIGN's "One training step, as data":
     staleness   each rollout's policy lag (`train.staleness`); ok rollouts over the bound are dropped
                 as `filtered:stale` or kept (`train.stale_rollouts`)
     trees       each `ok` rollout -> prefix tree -> TreeSample; so is each failure the policy caused
-                whose status `train.failures.train_statuses` lists (timeout, harness_error by default:
-                reward 0 on the calls it made, as ClawGym keeps GRPO groups full). Other rollouts
-                (sandbox / engine / verifier errors always), trees the trace filters dropped whole,
+                whose status `train.failures.train_statuses` lists (every failure status by default:
+                reward 0 on the calls it made, as ClawGym keeps GRPO groups full, and so that no
+                failure pays better than an honest 0). Other rollouts (infrastructure faults
+                always), trees the trace filters dropped whole,
                 trees without a single trained token, and (GRPO) groups under
                 `train.failures.min_group_size` are counted by label and never trained (DESIGN
                 invariant 3: nothing is lost silently)

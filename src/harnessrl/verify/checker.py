@@ -157,8 +157,10 @@ def run_checker(
 ) -> CheckResult:
     """Score `workspace` with the task's code checker. Failures are data (score 0.0 + error), never raised.
 
-    Raises VerifierError only for caller mistakes (the task has no checker, the workspace is missing)
-    and TaskError when the checker files cannot be written (a source file vanished after loading).
+    Raises VerifierError only when the checker never ran: caller mistakes (the task has no checker,
+    the workspace is missing) and a checker sandbox that could not be created; TaskError when the
+    checker files cannot be written (a source file vanished after loading). Every error of a checker
+    that ran is data: it ran on the agent's workspace, which may have made it fail.
     `python` is the interpreter for the checker (default: the one running harnessrl).
     """
     if task.checker is None:
