@@ -376,7 +376,7 @@ async def test_agent_runs_compiled_once_and_falls_back_to_its_source(sb_base: Pa
     pyc = sbmod.compiled_agent(python, tmp_path)
     assert pyc.suffix == ".pyc" and pyc.parent == tmp_path
     assert sbmod.compiled_agent(python, tmp_path) is pyc  # cached: no second compile
-    assert sorted(p.name for p in tmp_path.iterdir()) == [pyc.name]  # no temp file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".build.lock", pyc.name]  # no temp file left
     async with await Sandbox.create(SandboxSpec(base_dir=sb_base / "sb", agent="python")) as sb:
         assert (await sb.exec(["true"])).returncode == 0
         assert sb._proc is not None
@@ -453,7 +453,7 @@ def test_native_agent_is_built_once_and_a_planted_file_is_never_run(
     built = folders.native_agent(tmp_path)
     assert built is not None and built.suffix == ".bin" and built.parent == tmp_path
     assert folders.native_agent(tmp_path) is built  # cached: no second build
-    assert sorted(p.name for p in tmp_path.iterdir()) == [built.name]  # no temp file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".build.lock", built.name]  # no temp file left
     assert built.stat().st_mode & 0o777 == 0o755
     # Compiles without a warning (the build itself does not use -Werror: another compiler may warn).
     cc = shutil.which("cc") or "gcc"
@@ -471,6 +471,27 @@ def test_native_agent_is_built_once_and_a_planted_file_is_never_run(
     # No compiler at all: None (and the sandbox falls back, below).
     monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
     assert folders.native_agent(tmp_path / "no-cc") is None
+
+
+def test_concurrent_first_builds_share_one_agent(tmp_path: Path) -> None:
+    """Sandboxes are created in threads: four first builds at once on a fresh folder used to write
+    one temporary file together, and the losers fell back to the slow agent for good (or ran a file
+    still being written: "Text file busy")."""
+    import concurrent.futures
+
+    from harnessrl.sandbox import folders
+
+    if folders.native_agent() is None:
+        pytest.skip("no C compiler: the native agent cannot be built")
+    python = agent_python()[0]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        bins = list(pool.map(lambda _: folders.native_agent(tmp_path / "n"), range(4)))
+        folders._native.clear()  # each call builds or checks again, not from the cache
+        bins += list(pool.map(lambda _: folders.native_agent(tmp_path / "n"), range(4)))
+        pycs = list(pool.map(lambda _: folders.compiled_agent(python, tmp_path / "p"), range(4)))
+    assert bins[0] is not None and set(bins) == {bins[0]}
+    assert pycs[0].suffix == ".pyc" and set(pycs) == {pycs[0]}
+    assert sorted(p.name for p in (tmp_path / "n").iterdir()) == [".build.lock", bins[0].name]
 
 
 async def test_without_the_native_agent_auto_falls_back_and_native_refuses(

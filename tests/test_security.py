@@ -146,6 +146,36 @@ async def test_seccomp_refuses_namespaces_mounts_ptrace_and_keyrings(sb_base: Pa
     assert forked.stdout == "child\nrc=1\n"  # fork still works (glibc falls back from clone3)
 
 
+@ROOT_ONLY
+async def test_a_base_folder_another_user_could_have_prepared_is_refused(tmp_path: Path) -> None:
+    """/dev/shm is world-writable: a local user who made `harnessrl` there first swapped the agent
+    binary (renameat2 RENAME_EXCHANGE) between root's check of it and root's run of it, and root ran
+    the user's program. A base folder of another uid, one that others may write, or one under a
+    folder another user could change is refused with a clear error; nothing is built or run there."""
+    from harnessrl.sandbox import folders
+
+    squat = tmp_path / "squat"
+    squat.mkdir()
+    os.chown(squat, 65534, 65534)
+    with pytest.raises(SandboxError, match=r"uid 65534\): someone else may have made it"):
+        await Sandbox.create(SandboxSpec(base_dir=squat))
+    assert folders.native_agent(squat) is None
+    assert folders.compiled_agent("python3", squat) == folders.AGENT_FILE
+    assert list(squat.iterdir()) == []
+    writable = tmp_path / "writable"
+    writable.mkdir(mode=0o777)
+    writable.chmod(0o777)
+    with pytest.raises(SandboxError, match="only it may write"):
+        await Sandbox.create(SandboxSpec(base_dir=writable))
+    with pytest.raises(SandboxError, match=r"its parent .*writable \(drwxrwxrwx, uid 0\) could be changed"):
+        await Sandbox.create(SandboxSpec(base_dir=writable / "base"))
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)  # as /dev/shm and /tmp: others cannot rename or remove what is ours
+    folders.ensure_base(sticky / "base")
+    assert stat.S_IMODE((sticky / "base").stat().st_mode) == 0o711
+
+
 # ---- 2. nothing the agent can write is read by the host by path ----------------------------------
 
 

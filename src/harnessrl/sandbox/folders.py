@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import logging
 import os
@@ -11,6 +12,8 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from harnessrl.sandbox import identity
@@ -25,10 +28,45 @@ def default_base_dir() -> Path:
     env = os.environ.get("HARNESSRL_SANDBOX_DIR")
     if env:
         return Path(env)
+    name = "harnessrl" if os.geteuid() == 0 else f"harnessrl-{os.geteuid()}"  # one per user
     shm = Path("/dev/shm")
     if shm.is_dir() and os.access(shm, os.W_OK):
-        return shm / "harnessrl"
-    return Path(tempfile.gettempdir())
+        return shm / name
+    return Path(tempfile.gettempdir()) / name
+
+
+_trusted: set[Path] = set()
+
+
+def ensure_base(base: Path) -> None:
+    """Make the sandbox base folder (0711) if needed and refuse one that someone else could have
+    prepared or could change: it must be a real folder of this uid that nobody else may write, and
+    every folder above it must belong to root or this uid and be writable by nobody else unless
+    sticky (as /dev/shm and /tmp are). The base holds what the host runs and trusts (the built agent,
+    the uid lease locks, sandbox folders it mounts and chowns): in a shared /dev/shm another local
+    user could otherwise create `harnessrl` first and swap the agent binary between our check and
+    our run of it (root code execution, reproduced). PermissionError says what is wrong."""
+    if base in _trusted:
+        return
+    base.mkdir(mode=0o711, parents=True, exist_ok=True)
+    me = os.geteuid()
+    st = os.lstat(base)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != me or st.st_mode & 0o022:
+        raise PermissionError(
+            f"sandbox base folder {base} is not a folder of uid {me} that only it may write (it is "
+            f"{stat.filemode(st.st_mode)}, uid {st.st_uid}): someone else may have made it; remove it, "
+            "or pick another ($HARNESSRL_SANDBOX_DIR)"
+        )
+    given, real = Path(os.path.abspath(base)), base.resolve()
+    for parent in (*given.parents, *real.parents):  # a link on the way must be root's or ours too
+        st = os.lstat(parent)
+        shared = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX and not stat.S_ISLNK(st.st_mode)
+        if st.st_uid not in (0, me) or shared:
+            raise PermissionError(
+                f"sandbox base folder {base}: its parent {parent} ({stat.filemode(st.st_mode)}, uid "
+                f"{st.st_uid}) could be changed by another user; pick another ($HARNESSRL_SANDBOX_DIR)"
+            )
+    _trusted.add(base)
 
 
 def remove_root(root: Path, mounted: bool) -> None:
@@ -92,6 +130,24 @@ def sweep_stale(base: Path | None = None) -> int:
     return removed
 
 
+_build_threads = threading.Lock()
+
+
+@contextlib.contextmanager
+def _building(base: Path) -> Iterator[None]:
+    """One builder of agent files at a time: a lock for this process's threads (sandboxes are
+    created in threads) and an `flock` on `base` for other processes. Concurrent first builds used
+    to write one temporary file at once, and the loser fell back to the slow agent for good, or ran
+    a file another build was still writing."""
+    with _build_threads:
+        fd = os.open(base / ".build.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+
 _compiled: dict[tuple[str, Path], Path] = {}
 _COMPILE = "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)"
 
@@ -108,14 +164,24 @@ def compiled_agent(python: str, base: Path | None = None) -> Path:
     key = (python, base)
     if key in _compiled:
         return _compiled[key]
+    try:
+        ensure_base(base)
+        with _building(base):
+            target = _compile_agent(python, base)
+    except OSError as e:
+        log.debug("sandbox agent: %s; running the source", e)
+        target = AGENT_FILE
+    _compiled[key] = target
+    return target
+
+
+def _compile_agent(python: str, base: Path) -> Path:
     source = AGENT_FILE.read_bytes()
     digest = hashlib.sha256(source + os.path.realpath(python).encode()).hexdigest()[:16]
     target = base / f"agent-{digest}.pyc"
     try:
-        base.mkdir(parents=True, exist_ok=True)
-        st = target.stat()
-        if st.st_uid != os.getuid():  # someone else's file: do not run it
-            raise PermissionError(f"{target} is not ours")
+        if not _ours(target):  # someone else's file, or not a file: do not run it
+            raise PermissionError(f"{target} is not a private regular file of this uid")
     except FileNotFoundError:
         tmp = base / f".agent-{digest}.{os.getpid()}.pyc"
         try:
@@ -130,10 +196,6 @@ def compiled_agent(python: str, base: Path | None = None) -> Path:
             log.debug("sandbox agent: compiling with %s failed (%s); running the source", python, e)
             tmp.unlink(missing_ok=True)
             target = AGENT_FILE
-    except OSError as e:
-        log.debug("sandbox agent: %s; running the source", e)
-        target = AGENT_FILE
-    _compiled[key] = target
     return target
 
 
@@ -151,7 +213,8 @@ def native_agent(base: Path | None = None) -> Path | None:
     folder) as `agent-<digest>.bin`; None when it cannot be had (no compiler, the build fails, the
     folder does not let it execute (`noexec`)), logged once per process, and the sandbox then runs
     `_agent.py`. Built once per (source, compiler), statically linked where the C library allows;
-    written to a temporary name and renamed, so concurrent processes never run a half-written file.
+    built under `_building`'s locks into a temporary name and renamed, so no thread or process ever
+    runs a half-written file.
     """
     base = base or default_base_dir()
     if base in _native:
@@ -163,9 +226,10 @@ def native_agent(base: Path | None = None) -> Path | None:
         digest = hashlib.sha256(NATIVE_SOURCE.read_bytes() + os.path.realpath(cc).encode()).hexdigest()[:16]
         target = base / f"agent-{digest}.bin"
         try:
-            base.mkdir(parents=True, exist_ok=True)
-            if not target.exists():
-                _build_native(cc, target)
+            ensure_base(base)
+            with _building(base):
+                if not target.exists():
+                    _build_native(cc, target)
             if not _ours(target):
                 raise PermissionError(f"{target} is not a private regular file of this uid")
             # It must run here: no argument is a usage error (exit 2), with no side effect.

@@ -39,6 +39,7 @@ from harnessrl.sandbox.folders import (
     AGENT_FILE,
     compiled_agent,
     default_base_dir,
+    ensure_base,
     native_agent,
     remove_root,
     sweep_once,
@@ -127,7 +128,7 @@ class Sandbox:
     def __init__(self, spec: SandboxSpec) -> None:
         self.spec = spec
         base = spec.base_dir or default_base_dir()
-        base.mkdir(mode=0o711, parents=True, exist_ok=True)
+        ensure_base(base)
         self.root = Path(tempfile.mkdtemp(prefix="hrl-sb-", dir=base))
         self.root.chmod(0o711)  # the sandbox uid's bwrap must reach home/, tmp/, sock/ to bind them
         self.host_workspace = spec.workspace.resolve() if spec.workspace else self.root / "workspace"

@@ -50,9 +50,11 @@ class SandboxSpec(BaseModel):
     bind_python: bool = False
     """Bind the running interpreter's prefixes (venv and base) read-only, for checkers run with it."""
     base_dir: Path | None = None
-    """Where sandbox folders are created. None = `$HARNESSRL_SANDBOX_DIR`, else `/dev/shm/harnessrl` when
-    /dev/shm is writable (RAM-backed: creating and removing a sandbox's folders there costs well under
-    a millisecond, against ~25 ms on an ext4 disk mounted with `discard`), else the system temp folder."""
+    """Where sandbox folders are created. None = `$HARNESSRL_SANDBOX_DIR`, else `/dev/shm/harnessrl`
+    (`harnessrl-<uid>` for a user other than root) when /dev/shm is writable (RAM-backed: creating and
+    removing a sandbox's folders there costs well under a millisecond, against ~25 ms on an ext4 disk
+    mounted with `discard`), else the same name in the system temp folder. It must be this uid's and
+    writable by nobody else, under folders no other user can change (`folders.ensure_base`)."""
     max_file_mb: int | None = 1024
     """RLIMIT_FSIZE of each command, in MiB: the largest file it may write (None = unlimited). With a
     RAM-backed base_dir this bounds what one runaway write can take; it does not bound the total."""
