@@ -562,6 +562,55 @@ async def test_many_files_are_capped_and_copied_off_the_loop(sb_base: Path, tmp_
 # ---- 7. limits per sandbox -------------------------------------------------------------------------
 
 
+HOLD_CONNECTIONS = """
+import socket, time
+held, refused = [], 0
+for i in range(40):
+    s = socket.create_connection(("127.0.0.1", 18080))
+    s.settimeout(10)
+    s.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+    try:
+        ok = s.recv(100).startswith(b"HTTP/1.1 200")
+    except OSError:
+        ok = False
+    if ok:
+        held.append(s)  # an idle keep-alive connection, held open
+    else:
+        refused += 1
+print(len(held), refused)
+"""
+
+
+async def test_one_sandbox_cannot_take_every_model_connection(sb_base: Path) -> None:
+    """1,100 idle keep-alive connections from one sandbox took the proxy's whole (shared) connection cap,
+    and every other rollout's calls got 503: a sandbox holds at most `max_connections` at once."""
+    open_now = peak = 0
+
+    async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal open_now, peak
+        open_now += 1
+        peak = max(peak, open_now)
+        try:
+            while await reader.readuntil(b"\r\n\r\n"):
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            open_now -= 1
+            writer.close()
+
+    server = await asyncio.start_server(keep_alive, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    spec = SandboxSpec(base_dir=sb_base, endpoint=("127.0.0.1", port), max_connections=32)
+    async with server, await Sandbox.create(spec) as sb:
+        res = await sb.exec(["python3", "-c", HOLD_CONNECTIONS], timeout_s=60)
+        assert sb.forwarder is not None
+        assert (sb.forwarder.connections, sb.forwarder.refused) == (32, 8)
+    assert res.stdout.split() == ["32", "8"], res.stderr
+    assert peak == 32
+
+
 FORK_BOMB = """
 import os, signal, time
 kids = []

@@ -3,6 +3,8 @@
 Inside the sandbox the agent listens on 127.0.0.1:PORT and pipes each connection to this unix socket
 (bound into the sandbox read-only); here each one is piped on to the proxy's TCP port. Bytes are
 copied as they are: HTTP, SSE streaming and keep-alives pass untouched. Nothing else is reachable.
+At most `max_connections` are open at once: one sandbox must not take the proxy's connections from
+every other rollout (the proxy's cap is shared, and idle keep-alive connections count).
 """
 
 from __future__ import annotations
@@ -24,14 +26,18 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 class UnixToTcpForwarder:
-    """Serve `sock_path`; every connection is forwarded to `host:port`. `close()` drops them all."""
+    """Serve `sock_path`; every connection is forwarded to `host:port`, at most `max_connections` at
+    once (past it a connection is closed unanswered). `close()` drops them all."""
 
-    def __init__(self, sock_path: Path, host: str, port: int) -> None:
+    def __init__(self, sock_path: Path, host: str, port: int, max_connections: int = 32) -> None:
         self.sock_path = sock_path
         self.host = host
         self.port = port
+        self.max_connections = max_connections
         self.connections = 0
-        """Connections accepted so far (tests and the benchmark read it)."""
+        """Connections forwarded so far (tests and the benchmark read it)."""
+        self.refused = 0
+        """Connections closed for being past `max_connections`."""
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -41,6 +47,10 @@ class UnixToTcpForwarder:
     async def _handle(self, down_r: asyncio.StreamReader, down_w: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        if len(self._tasks) >= self.max_connections:
+            self.refused += 1
+            down_w.close()
+            return
         self._tasks.add(task)
         self.connections += 1
         up_w: asyncio.StreamWriter | None = None

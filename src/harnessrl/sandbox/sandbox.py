@@ -253,7 +253,7 @@ class Sandbox:
         if self.spec.endpoint is not None and self.isolated:
             host, port = self.spec.endpoint
             sock_path = self.root / "sock" / "model.sock"
-            self.forwarder = UnixToTcpForwarder(sock_path, host, port)
+            self.forwarder = UnixToTcpForwarder(sock_path, host, port, self.spec.max_connections)
             await self.forwarder.start()
             sock_path.chmod(0o666)  # the folder is private to this sandbox; its uid must connect
         agent = self.agent_file

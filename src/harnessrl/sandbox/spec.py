@@ -32,6 +32,10 @@ class SandboxSpec(BaseModel):
     """Host TCP address (host, port) of the model endpoint; the only address reachable from inside."""
     listen_port: int = 18080
     """Port of the endpoint's listener on the sandbox's own loopback (bwrap backend)."""
+    max_connections: int = 32
+    """Most connections to the model endpoint open at once from this sandbox; more are closed at once.
+    The proxy's own cap (`proxy.max_connections`) is shared by every sandbox, and idle keep-alive
+    connections count: without this one sandbox held 1,100 and every other rollout's calls got 503."""
     memory_mb: int | None = 4096
     """Memory cap in MiB (None = unlimited): for the sandbox as a whole where cgroups are available
     (`cgroups.enforced()`), and always as RLIMIT_DATA of each process. RLIMIT_AS is not used: V8 (node)
