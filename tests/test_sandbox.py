@@ -509,3 +509,25 @@ async def test_without_the_native_agent_auto_falls_back_and_native_refuses(
     monkeypatch.setenv("HARNESSRL_SANDBOX_AGENT", "rust")
     with pytest.raises(SandboxError, match="expected native, python or auto"):
         await Sandbox.create(SandboxSpec(base_dir=sb_base))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="staging binds needs root")
+def test_staged_binds_are_taken_down_when_the_process_exits(sb_base: Path, tmp_path: Path) -> None:
+    """A bind that makes a 0700 folder reachable is for this process's sandboxes only: at exit it is
+    unmounted and its staging folder removed (before, it stayed until another process's sweep)."""
+    import subprocess
+
+    secret = tmp_path / "private"
+    secret.mkdir(mode=0o700)
+    (secret / "file").write_text("x")
+    code = (
+        "import sys; from pathlib import Path; from harnessrl.sandbox import identity\n"
+        "t = identity.staged(Path(sys.argv[1]), Path(sys.argv[2])); print(t, (t / 'file').read_text())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(secret), str(sb_base)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    staged_at = Path(out[0])
+    assert out[1] == "x" and staged_at.parent.name.startswith("hrl-stage-")
+    assert not staged_at.parent.exists()
+    assert str(staged_at) not in Path("/proc/self/mounts").read_text()

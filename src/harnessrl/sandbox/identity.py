@@ -17,6 +17,7 @@ Running as root, the host also mounts, in its own mount namespace:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import ctypes.util
@@ -149,6 +150,8 @@ def staged(source: Path, base: Path) -> Path:
     if not folder.is_dir():
         folder.mkdir(mode=0o711, parents=True)
         (folder / "owner").write_text(str(os.getpid()))
+        if not _staged:
+            atexit.register(_unstage_all)
     target = folder / hashlib.sha256(str(source).encode()).hexdigest()[:16]
     if source.is_dir():
         target.mkdir(exist_ok=True)
@@ -164,3 +167,17 @@ def unstage(base: Path) -> None:
     `base` (a recursive delete would go through a live bind into its source)."""
     for key in [k for k in _staged if k[1] == base]:
         unmount(_staged.pop(key))
+
+
+def _unstage_all() -> None:
+    """At exit: take every bind this process staged down, and its staging folders with them (they
+    made folders other uids cannot enter reachable for this process's sandboxes only; a killed
+    process leaves them to the next process's sweep)."""
+    for base in {b for _, b in _staged}:
+        unstage(base)
+        folder = stage_dir(base)
+        with contextlib.suppress(OSError):
+            for entry in folder.iterdir():  # mount points and the owner file: never a recursive delete
+                with contextlib.suppress(OSError):
+                    entry.rmdir() if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+            folder.rmdir()
