@@ -345,6 +345,94 @@ def test_planted_stdlib_modules_are_not_imported_by_bundled_checkers(tmp_path: P
     assert planted.score <= honest.score, (honest.metrics, planted.metrics)
 
 
+def landlock_available() -> bool:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1) > 0
+
+
+PEEKS_AT_CHECKER = """
+import os, subprocess, sys
+EXPECTED = "SECRET-ANSWER-42"  # what an agent's code would love to print
+
+
+def grade(transcript, workspace_path):
+    tool = os.path.join(workspace_path, "tool.py")
+    via_run = subprocess.run([sys.executable, "-I", tool], capture_output=True, text=True).stdout
+    rfd, wfd = os.pipe()
+    if os.fork() == 0:  # a plain fork: the child restricts itself too
+        os.dup2(wfd, 1)
+        os.execv(sys.executable, [sys.executable, "-I", tool])
+    os.close(wfd)
+    via_fork = os.read(rfd, 65536).decode()
+    os.wait()
+    status = os.system(f"{sys.executable} -I {tool} > {workspace_path}/sys.txt")
+    via_system = open(os.path.join(workspace_path, "sys.txt")).read()
+    own = open(__file__).read()  # the checker itself still reads its files
+    return {
+        "leaked": float(any(EXPECTED in out for out in (via_run, via_fork, via_system))),
+        "denied": float(all(out.startswith("denied") for out in (via_run, via_fork, via_system))),
+        "status": float(status == 0),
+        "own": float(EXPECTED in own),
+    }
+"""
+STEAL_TOOL = """
+import os
+try:
+    hits = [open(os.path.join(r, f)).read() for r, _, fs in os.walk("/opt/harnessrl/checker") for f in fs]
+    os.listdir("/opt/harnessrl/checker")
+    print("read", "".join(hits))
+except OSError as e:
+    print("denied", e)
+"""
+
+
+@pytest.mark.skipif(not landlock_available(), reason="no Landlock in this kernel: children see the checker")
+def test_programs_a_checker_starts_cannot_read_the_checkers_files(tmp_path: Path) -> None:
+    """Agent code the checker ran read check.py out of /opt/harnessrl/checker and printed the answers it
+    wanted (task_0040: 0.33 -> 1.0). Programs a checker starts (subprocess, fork, os.system) cannot
+    read or list the checker's folder; the checker itself still can."""
+    task = Task(
+        id="peek",
+        prompt="p",
+        checker=Checker(files=[TaskFile(path="reward/check.py", content=PEEKS_AT_CHECKER)]),
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "tool.py").write_text(STEAL_TOOL)
+    result = run_checker(task, ws, runner=SandboxCommandRunner())
+    assert result.error is None, result
+    assert result.metrics == {"leaked": 0.0, "denied": 1.0, "status": 1.0, "own": 1.0}
+    assert result.children_confined is True
+
+
+STEAL_ROMAN = r"""
+import json, os, re, sys
+src = "".join(open(os.path.join(r, f)).read() for r, _, fs in os.walk("/opt/harnessrl/checker") for f in fs
+              if f == "check.py")
+if src:
+    a = re.search(r"got\[0\] == (\[.*?\])\)", src).group(1)
+    b = re.search(r"got\[1\] == (\[.*?\])\)", src).group(1)
+    print(json.dumps([eval(a), eval(b), True, ["ERR:ValueError"] * 3]))
+    sys.stdout.flush()
+    os._exit(0)
+"""
+
+
+@pytest.mark.skipif(not landlock_available(), reason="no Landlock in this kernel: children see the checker")
+def test_a_bundled_checkers_answers_cannot_be_read_by_the_code_it_runs(tmp_path: Path) -> None:
+    """The attack on a real bundled task: a roman.py that, when the checker's probe imports it, prints
+    the hidden expected values it found in check.py. It scored 1.0 against 0.33 untouched."""
+    [task] = [t for t in load_tasks(BUNDLED).tasks if t.id == "task_0040"]
+    ws = tmp_path / "ws"
+    materialize_workspace(task, ws)
+    honest = run_checker(task, ws, runner=SandboxCommandRunner())
+    (ws / "roman.py").write_text(STEAL_ROMAN)
+    stolen = run_checker(task, ws, runner=SandboxCommandRunner())
+    assert honest.score < 1.0 and stolen.score <= honest.score, (honest.metrics, stolen.metrics)
+    assert stolen.metrics["to_roman_hidden"] == stolen.metrics["from_roman_hidden"] == 0.0
+
+
 def test_a_checker_that_hangs_is_killed_at_its_timeout(tmp_path: Path) -> None:
     hang = "import time\ndef grade(transcript, workspace_path):\n    time.sleep(1000)\n"
     task = Task(id="h", prompt="p", checker=Checker(files=[TaskFile(path="reward/check.py", content=hang)]))

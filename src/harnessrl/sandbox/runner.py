@@ -120,7 +120,7 @@ class SandboxCommandRunner:
             memory_mb=self.memory_mb,
             agent=self.agent,
         )
-        argv = driver_argv(job.python, CHECKER_DIR, job.entry, job.mount_dir, 3)
+        argv = driver_argv(job.python, CHECKER_DIR, job.entry, job.mount_dir, 3, confine=True)
         env = checker_env("/root", job.python)
         return _sync(self._run(spec, argv, env, "/", job.timeout_s, True))
 

@@ -1,6 +1,6 @@
 """Checker driver: runs inside the checker's own process, never imported by harnessrl.
 
-    python3 -I -B driver.py ENTRY WORKSPACE TRANSCRIPT_JSON RESULT_FD
+    python3 -I -B driver.py ENTRY WORKSPACE TRANSCRIPT_JSON RESULT_FD [confine]
 
 - ENTRY defines `grade(transcript, workspace_path)`: it is imported (not as `__main__`) and `grade`
   is called; the returned value is reported as {"mode": "grade", "value": ...}.
@@ -21,20 +21,39 @@ and a report). For the same reason stdout is captured in this process (`sys.stdo
 writes to the inherited fd 1 is not taken as the checker's answer. Any exception is reported as
 {"mode": ..., "error": traceback}; a SystemExit with a non-zero code as {"exit_status": code}, and
 the driver then exits with that code. Stdlib only: the checker's python may be any python3.
+
+With `confine` (the sandboxed runner), programs a Python checker starts (the agent's code, its tests)
+cannot read, list or run anything in the driver's folder (the checker's files, with its expected
+answers), through Landlock, on kernels that have it: agent code that the checker ran read
+`check.py` and printed the answers the checker wanted (task_0040: 0.33 -> 1.0). The checker itself
+keeps reading its files; each child restricts itself right after fork (`subprocess` gets a
+`preexec_fn`, `os.fork` an at-fork hook, `os.system` goes through `subprocess`). The report says
+whether it held (`children_confined`). A shell entry's files are in the workspace anyway (upstream
+copies them there), so its children are not confined.
 """
 
 import ast
 import ctypes
+import errno
 import importlib.util
 import io
 import json
 import os
 import runpy
+import stat
+import struct
+import subprocess
 import sys
 import traceback
 from typing import Any
 
 MAX_STDOUT = 1 << 20
+# Landlock (the same numbers on every architecture): create_ruleset, add_rule, restrict_self
+LANDLOCK_CREATE, LANDLOCK_ADD, LANDLOCK_RESTRICT = 444, 445, 446
+LL_EXECUTE, LL_READ_FILE, LL_READ_DIR = 1, 4, 8
+LL_PATH_BENEATH = 1
+_ruleset = -1
+_restricted = False
 
 
 def _non_dumpable() -> None:
@@ -42,6 +61,100 @@ def _non_dumpable() -> None:
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
     except (OSError, AttributeError):
         pass
+
+
+def _ruleset_hiding(hidden: str) -> int:
+    """A Landlock ruleset that handles reading, listing and running files, and grants them everywhere
+    but under `hidden`: every sibling of every folder on the way from / to it. -1 without Landlock."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    handled = ctypes.c_uint64(LL_EXECUTE | LL_READ_FILE | LL_READ_DIR)
+    fd = libc.syscall(LANDLOCK_CREATE, ctypes.byref(handled), ctypes.c_size_t(8), ctypes.c_uint32(0))
+    if fd < 0:
+        return -1
+    parts = [p for p in os.path.realpath(hidden).split("/") if p]
+    for depth, keep_out in enumerate(parts):
+        parent = "/" + "/".join(parts[:depth])
+        for name in os.listdir(parent):
+            if name == keep_out:
+                continue
+            try:
+                pfd = os.open(os.path.join(parent, name), os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                is_dir = stat.S_ISDIR(os.fstat(pfd).st_mode)
+                rights = LL_EXECUTE | LL_READ_FILE | (LL_READ_DIR if is_dir else 0)
+                rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, pfd))
+                if libc.syscall(LANDLOCK_ADD, fd, LL_PATH_BENEATH, rule, ctypes.c_uint32(0)) < 0:
+                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {parent}/{name}")
+            finally:
+                os.close(pfd)
+    return int(fd)
+
+
+def _restrict_self() -> None:
+    """In a child, before it runs anything: enter the ruleset once (fails closed)."""
+    global _restricted
+    if _restricted:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS (bwrap set it already)
+    if libc.syscall(LANDLOCK_RESTRICT, _ruleset, ctypes.c_uint32(0)) != 0:
+        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    _restricted = True
+
+
+def _after_fork_in_child() -> None:
+    try:
+        _restrict_self()
+    except BaseException:
+        os._exit(126)
+
+
+_Popen = subprocess.Popen
+
+
+class _ConfinedPopen(_Popen):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        given = kwargs.get("preexec_fn")
+
+        def preexec() -> None:
+            _restrict_self()
+            if given is not None:
+                given()
+
+        kwargs["preexec_fn"] = preexec
+        super().__init__(*args, **kwargs)
+
+
+def _system(command: Any) -> int:
+    """`os.system` through subprocess (the C library's system() would skip the confinement); returns
+    the wait status, as os.system does."""
+    rc = subprocess.call(command, shell=True)
+    return rc << 8 if rc >= 0 else -rc
+
+
+def _no_spawn(*_: Any, **__: Any) -> int:
+    raise OSError(errno.ENOSYS, "posix_spawn is not available to checkers (its children must be confined)")
+
+
+def _confine_children(hidden: str) -> bool:
+    """From now on, every program this process starts cannot read `hidden`. False where Landlock is
+    missing (old kernel, disabled): children then see what the checker sees."""
+    global _ruleset
+    try:
+        _ruleset = _ruleset_hiding(hidden)
+    except OSError:
+        _ruleset = -1
+    if _ruleset < 0:
+        return False
+    subprocess.Popen = _ConfinedPopen  # type: ignore[misc]
+    setattr(subprocess, "_USE_POSIX_SPAWN", False)  # noqa: B010 (a Final of the stdlib's)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.system = _system
+    os.posix_spawn = os.posix_spawnp = _no_spawn
+    return True
 
 
 def _shape(source: str) -> tuple[bool, bool, bool]:
@@ -113,12 +226,15 @@ def main() -> None:
     with open(transcript_path, encoding="utf-8") as fh:
         transcript = json.load(fh)
     sys.path.insert(0, os.path.dirname(os.path.abspath(entry)))
+    confine = sys.argv[5:] == ["confine"] and not entry.endswith(".sh")
+    confined = confine and _confine_children(os.path.dirname(os.path.abspath(__file__)))
     real_stdout, captured = sys.stdout, _Capture()
     sys.stdout = captured
     try:
         report = _run(entry, workspace, transcript, captured)
     finally:
         sys.stdout = real_stdout
+    report["children_confined"] = confined
     try:
         data = json.dumps(report, default=repr).encode()
     except (TypeError, ValueError) as e:  # e.g. a circular value

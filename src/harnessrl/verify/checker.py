@@ -61,6 +61,9 @@ class CheckResult(BaseModel):
     stderr_tail: str = ""
     duration_s: float = 0.0
     timed_out: bool = False
+    children_confined: bool | None = None
+    """Whether programs the checker started could not read its files (Landlock, sandboxed runs);
+    None when the driver did not say (it never reported)."""
 
 
 def metrics_from_value(value: Any) -> tuple[dict[str, float], str | None]:
@@ -121,6 +124,16 @@ def _interpret(out: RunOutput, raw: bytes, timeout_s: float) -> tuple[Any, str, 
         return result.get("value"), mode, None
     value, err = parse_stdout(str(result.get("stdout", "")))
     return value, mode, err
+
+
+def _confined(raw: bytes) -> bool | None:
+    """The driver's `children_confined`, where it reported one."""
+    try:
+        report = json.loads(raw)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    value = report.get("children_confined") if isinstance(report, dict) else None
+    return value if isinstance(value, bool) else None
 
 
 def _top_names(task: Task) -> list[str]:
@@ -202,4 +215,5 @@ def run_checker(
         stderr_tail=out.stderr[-TAIL_CHARS:],
         duration_s=time.monotonic() - started,
         timed_out=out.timed_out,
+        children_confined=_confined(raw),
     )

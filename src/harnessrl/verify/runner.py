@@ -69,8 +69,12 @@ class CommandRunner(Protocol):
         ...
 
 
-def driver_argv(python: str, folder: str, entry: str, workspace: str, result_fd: int) -> list[str]:
-    """`_driver.py`'s command line, in paths as the checker sees them."""
+def driver_argv(
+    python: str, folder: str, entry: str, workspace: str, result_fd: int, confine: bool = False
+) -> list[str]:
+    """`_driver.py`'s command line, in paths as the checker sees them. `confine`: programs the checker
+    starts may not read `folder` (Landlock; for the sandbox's fixed layout, where no folder above it
+    gains entries later: a rule covers only what exists when it is made)."""
     task = f"{folder}/task/{entry}"
     return [
         python,
@@ -81,6 +85,7 @@ def driver_argv(python: str, folder: str, entry: str, workspace: str, result_fd:
         workspace,
         f"{folder}/transcript.json",
         str(result_fd),
+        *(["confine"] if confine else []),
     ]
 
 
