@@ -38,7 +38,8 @@ def test_option_reaches_the_adapter_and_progress_lines_are_printed(tmp_path: Pat
     assert [line.split(" ")[0] for line in lines] == ["[1/2]", "[2/2]"]
     ids = sorted(line.split(" ")[1] for line in lines)
     assert ids == ["task_0000-shell-0", "task_0000-shell-1"]
-    assert all(" ok reward 1.000 calls 0 " in line for line in lines)
+    shown = proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert all(" ok reward 1.000 calls 0 " in line for line in lines), shown
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["status"] == {"ok": 2} and summary["mean_reward_ok"] == 1.0
 
