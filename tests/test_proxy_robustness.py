@@ -20,7 +20,7 @@ from harnessrl.config import ProxyConfig
 from harnessrl.harnesses.base import HarnessResult
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.testing import scripted_proxy
-from harnessrl.rollout.runner import _status_from_harness
+from harnessrl.rollout.status import status_from_harness
 from harnessrl.types import Rollout, RolloutStatus
 
 ANTHROPIC = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
@@ -235,13 +235,13 @@ def test_lost_calls_are_counted_and_the_rollout_is_an_engine_error() -> None:
     finally:
         server.stop()
     rollout = Rollout(rollout_id="lossy", task_id="t", harness="claude-code")
-    _status_from_harness(rollout, HarnessResult(ok=True, exit_code=0), closed.dropped)
+    status_from_harness(rollout, HarnessResult(ok=True, exit_code=0), closed.dropped)
     assert (rollout.status, rollout.status_reason) == (
         RolloutStatus.ENGINE_ERROR,
         "1 calls could not be recorded",
     )
     whole = Rollout(rollout_id="whole", task_id="t", harness="claude-code")
-    _status_from_harness(whole, HarnessResult(ok=True, exit_code=0), 0)
+    status_from_harness(whole, HarnessResult(ok=True, exit_code=0), 0)
     assert whole.status is RolloutStatus.OK
 
 

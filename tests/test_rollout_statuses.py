@@ -23,7 +23,7 @@ from harnessrl.proxy.deps import Generator
 from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.testing import scripted_deps
 from harnessrl.rollout import RolloutJob, RolloutRunner, RunnerSettings
-from harnessrl.rollout.runner import REASON_HEAD, REASON_TAIL
+from harnessrl.rollout.status import REASON_HEAD, REASON_TAIL
 from harnessrl.types import RolloutStatus, Task, TaskFile
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")

@@ -39,15 +39,8 @@ from typing import Any
 from harnessrl.config import RayConfig
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
-from harnessrl.rollout.runner import (
-    AgentOutcome,
-    RolloutJob,
-    RolloutRunner,
-    RunnerSettings,
-    internal_error,
-    run_all,
-    settle,
-)
+from harnessrl.rollout.runner import AgentOutcome, RolloutJob, RolloutRunner, RunnerSettings, run_all
+from harnessrl.rollout.status import internal_error, settle
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import ModelCall, Rollout, RolloutStatus, group_id
 

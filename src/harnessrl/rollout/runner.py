@@ -21,7 +21,7 @@ For each rollout, in this order (every step's failure becomes a status, never an
        too: a call still generating is kept as a partial record)    -> engine_error if a call failed
        in the engine or its record was lost (infra) or it overflowed the context (policy, unless
        it was the first call: the harness's own prompt does not fit); this
-       wins over the harness's own account (`_status_from_calls`)
+       wins over the harness's own account (`status.status_from_calls`)
     6. score the final workspace with the task's checker in its own sandbox (reward files copied
        in only now)              -> verifier_error (the checker failed on the workspace: policy;
        no score could be had: infra)
@@ -44,7 +44,6 @@ import logging
 import os
 import shutil
 import time
-import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +56,7 @@ from harnessrl.harnesses.registry import get_harness
 from harnessrl.harnesses.run import harness_binds, run_harness
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
+from harnessrl.rollout.status import OVERFLOW_TAG, internal_error, set_status, settle
 from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.agent_env import resolve_agent_env
 from harnessrl.sandbox.fscopy import TreeReport, sanitize_tree
@@ -79,8 +79,6 @@ from harnessrl.verify.runner import CommandRunner
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-OVERFLOW_TAG = "context_overflow"
-"""Tag of a call the proxy refused because its prompt does not fit (`proxy.limits.ContextOverflow`)."""
 
 
 @dataclass(frozen=True)
@@ -266,7 +264,7 @@ class RolloutRunner:
             await asyncio.to_thread(write_artifacts, rdir, rollout, raw, initial, workspace)
         except Exception as e:
             log.exception("rollout %s: writing artifacts failed", rollout.rollout_id)
-            _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"artifacts could not be written: {e!r}")
+            set_status(rollout, RolloutStatus.HARNESS_ERROR, f"artifacts could not be written: {e!r}")
             with contextlib.suppress(Exception):
                 head = rollout.model_dump(mode="json", exclude={"calls"})
                 (rdir / "rollout.json").write_text(json.dumps(head, indent=2) + "\n", encoding="utf-8")
@@ -279,13 +277,13 @@ class RolloutRunner:
         try:
             harness = get_harness(job.harness)
         except (KeyError, HarnessError) as e:
-            _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"unknown harness {job.harness!r}: {e}")
+            set_status(rollout, RolloutStatus.HARNESS_ERROR, f"unknown harness {job.harness!r}: {e}")
             return AgentOutcome()
         workspace = Path(rollout.workdir) / "workspace"
         try:
             sandbox = await self._open_sandbox(job.task, workspace)
         except SandboxError as e:
-            _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
+            set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
             return AgentOutcome()
         outcome = AgentOutcome()
         try:
@@ -302,11 +300,11 @@ class RolloutRunner:
                 cache_root=self.settings.harness_cache,
             )
         except SandboxLost as e:  # it died under the harness: a command can end its own sandbox
-            _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e), policy=True)
+            set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e), policy=True)
         except SandboxError as e:
-            _set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
+            set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
         except HarnessError as e:
-            _set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
+            set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
         finally:
             await self._close_sandbox(sandbox, workspace, rollout)
         return outcome
@@ -370,7 +368,7 @@ class RolloutRunner:
             rollout.reward_detail["workspace"] = report.summary()
         if report.truncated:
             why = f"final workspace over the limit: {report.truncated}"
-            _set_status(rollout, RolloutStatus.HARNESS_ERROR, why, policy=True)
+            set_status(rollout, RolloutStatus.HARNESS_ERROR, why, policy=True)
 
     async def close(self) -> None:
         """Destroy the prewarmed sandboxes of every pool (rollouts in flight keep theirs)."""
@@ -401,13 +399,13 @@ class RolloutRunner:
             )
         except VerifierError as e:
             rollout.reward = 0.0
-            _set_status(rollout, RolloutStatus.VERIFIER_ERROR, str(e))
+            set_status(rollout, RolloutStatus.VERIFIER_ERROR, str(e))
             return
         rollout.reward = score.reward
         rollout.reward_detail.update(score.detail)
         code = score.detail.get("code") or {}
         if code.get("error") and rollout.status is RolloutStatus.OK:
-            _set_status(rollout, RolloutStatus.VERIFIER_ERROR, f"checker: {code['error']}", policy=True)
+            set_status(rollout, RolloutStatus.VERIFIER_ERROR, f"checker: {code['error']}", policy=True)
 
 
 def _prepare_folder(task: Task, rdir: Path) -> None:
@@ -417,30 +415,6 @@ def _prepare_folder(task: Task, rdir: Path) -> None:
     rdir.mkdir(parents=True)
     materialize_workspace(task, rdir / "workspace")
     shutil.copytree(rdir / "workspace", rdir / ".initial", symlinks=True)
-
-
-REASON_HEAD = 1000
-"""Most characters of a status reason's cause (what went wrong, said first)."""
-REASON_TAIL = 1000
-"""Most characters of the tail that follows the cause (the end of the harness's own output)."""
-
-
-def _set_status(
-    rollout: Rollout, status: RolloutStatus, cause: str, tail: str = "", *, policy: bool = False
-) -> None:
-    """The first failure wins: a rollout keeps the status of what went wrong first. The reason is the
-    cause first (at most REASON_HEAD characters), then the last REASON_TAIL characters of `tail`.
-    `policy`: the policy caused it (`Rollout.fault`), else the infrastructure did."""
-    if rollout.status is not RolloutStatus.OK:
-        return
-    rollout.status = status
-    rollout.fault = "policy" if policy else "infra"
-    if len(cause) > REASON_HEAD:
-        cause = f"{cause[: REASON_HEAD - 40]} [... {len(cause) - REASON_HEAD + 40} characters cut ...]"
-    tail = tail.strip()
-    if len(tail) > REASON_TAIL:
-        tail = f"[... {len(tail) - REASON_TAIL} characters cut ...] {tail[-REASON_TAIL:]}"
-    rollout.status_reason = f"{cause} | {tail}" if tail else cause
 
 
 async def _until_overflow(launched: Coroutine[Any, Any, T], overflow: asyncio.Event) -> T | None:
@@ -461,75 +435,6 @@ async def _until_overflow(launched: Coroutine[Any, Any, T], overflow: asyncio.Ev
     if task.cancelled():
         return None
     return task.result()
-
-
-def internal_error(rollout: Rollout, e: BaseException) -> None:
-    """A bug of ours in a rollout: `harness_error` with the traceback kept (never scored)."""
-    log.exception("rollout %s failed unexpectedly", rollout.rollout_id)
-    _set_status(rollout, RolloutStatus.HARNESS_ERROR, f"internal error: {e!r}")
-    rollout.reward_detail["traceback"] = traceback.format_exc()
-
-
-def settle(
-    rollout: Rollout,
-    calls: Sequence[ModelCall],
-    dropped: int,
-    result: HarnessResult | None,
-    *,
-    stopped: bool = False,
-    timeout_s: float | None = None,
-) -> None:
-    """Step 5, once the session is closed: the rollout's calls, and its status from the calls and the
-    harness's result (`engine_error` for a trajectory with a lost record or a call the engine failed,
-    which are not the policy's doing, or with a prompt over the context, which is after the first
-    call). `stopped`: the runner ended the harness at a context overflow."""
-    rollout.calls = list(calls)
-    if stopped:
-        _status_from_calls(rollout, dropped, stopped=True)
-    elif result is not None:
-        _status_from_harness(rollout, result, dropped, timeout_s)
-
-
-def _status_from_calls(rollout: Rollout, dropped: int, stopped: bool = False) -> bool:
-    """Statuses the recorded calls decide, in order: a lost record, a prompt over the context, an
-    engine failure (these win over whatever the harness said: an OpenClaw whose every call failed
-    reports "request timed out"). Calls still in flight at close are partial, not failures. True
-    when one was set."""
-    if dropped:  # a rollout with a lost call must not be trained as if complete
-        _set_status(rollout, RolloutStatus.ENGINE_ERROR, f"{dropped} calls could not be recorded")
-        return True
-    failed = [c for c in rollout.calls if c.error]
-    over = [c for c in failed if OVERFLOW_TAG in c.tags]
-    if over:
-        first = over[0]
-        error = (first.error or "").removeprefix(f"{OVERFLOW_TAG}: ")
-        what = "stopped at that call" if stopped else f"{len(rollout.calls)} calls in all"
-        cause = f"context_overflow: the prompt of call {first.index} does not fit the model: {error} ({what})"
-        # The first call's prompt is the harness's own (a configuration that does not fit); any later
-        # one grew from the policy's turns, or is a request a command sent with the rollout's key.
-        _set_status(rollout, RolloutStatus.ENGINE_ERROR, cause, policy=first.index > 0)
-        return True
-    if failed:
-        first = failed[0]
-        _set_status(rollout, RolloutStatus.ENGINE_ERROR, f"call {first.index}: {first.error}")
-        return True
-    return False
-
-
-def _status_from_harness(
-    rollout: Rollout, result: HarnessResult, dropped: int = 0, timeout_s: float | None = None
-) -> None:
-    rollout.exit_code = result.exit_code
-    rollout.final_message = result.final_message
-    if _status_from_calls(rollout, dropped):
-        return
-    if result.timed_out:
-        limit = f" of {timeout_s:g} s" if timeout_s else ""
-        cause = f"harness ran past its timeout{limit}"
-        _set_status(rollout, RolloutStatus.TIMEOUT, cause, result.error, policy=True)
-    elif not result.ok:  # the policy's doing once the harness has talked to the model
-        cause = f"harness failed (exit code {result.exit_code})"
-        _set_status(rollout, RolloutStatus.HARNESS_ERROR, cause, result.error, policy=bool(rollout.calls))
 
 
 def _transcript(calls: list[ModelCall]) -> list[dict[str, Any]]:
