@@ -606,6 +606,39 @@ async def test_a_workspace_that_makes_the_checker_raise_is_trained_as_a_failure(
     assert [(s.rollout_id, s.reward) for s in batch.samples] == [("garbage", 0.0)]
 
 
+DEEP = "ln -s ../../../../etc/passwd up; for i in $(seq 1500); do mkdir d && cd d || break; done"
+
+
+@pytest.mark.parametrize("pool_size", [None, 0], ids=["pooled", "fresh"])
+async def test_a_workspace_deeper_than_any_walk_allows_is_the_policys_failure(runner, pool_size) -> None:
+    """A folder 1,500 deep overflowed os.walk's recursion in the clean-up of a bound workspace: an
+    internal error, `harness_error` of the infrastructure, never trained, and the workspace half
+    cleaned. Walks are iterative now; a pooled copy leaves what is deeper than 64 folders behind, a
+    bound workspace that deep is not scored and is the policy's failure (trained with reward 0)."""
+    from harnessrl.config import Config
+    from harnessrl.train.loop import collect_trees
+
+    rollout = await runner(pool_size=pool_size).run(
+        RolloutJob(link_task(), "shell", "deep", options={"command": f"{CURL}; {DEEP}"})
+    )
+    detail = rollout.reward_detail["workspace"]
+    assert "traceback" not in rollout.reward_detail, rollout.reward_detail["traceback"]
+    if pool_size is None:
+        assert (rollout.status, rollout.reward) == (RolloutStatus.OK, 0.0), rollout.status_reason
+        assert any("deeper than 64 folders" in s for s in detail["skipped"]), detail
+    else:
+        assert (rollout.status, rollout.fault, rollout.reward) == (
+            RolloutStatus.HARNESS_ERROR,
+            "policy",
+            None,
+        )
+        assert detail["truncated"] == "folders deeper than 64"
+        assert [(s.rollout_id, s.reward) for s in collect_trees([rollout], Config()).samples] == [
+            ("deep", 0.0)
+        ]
+    assert (Path(rollout.workdir) / "workspace.diff").is_file()
+
+
 async def test_a_link_to_proc_self_mem_does_not_break_the_batch(runner) -> None:
     run = runner(pool_size=0)
     jobs = [

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
-import stat
 from pathlib import Path
 
-from harnessrl.sandbox.fscopy import read_bounded
+from harnessrl.sandbox.fscopy import MAX_DEPTH, read_bounded, walk
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import ModelCall, Rollout
 
@@ -32,16 +30,18 @@ MAX_DIFF_BYTES = 16 << 20
 
 
 def _files(root: Path) -> dict[str, Path]:
-    """Regular files under `root` (links and special files are not followed nor listed)."""
+    """Regular files under `root`, at most MAX_DEPTH folders down (links and special files are not
+    followed nor listed)."""
     found: dict[str, Path] = {}
     if not root.is_dir() or root.is_symlink():
         return found
-    for folder, _, files in os.walk(root):
-        for name in sorted(files):
-            path = Path(folder) / name
+    for rel, depth, entries in walk(root):
+        if depth >= MAX_DEPTH:  # its folders are entered no further
+            entries[:] = [e for e in entries if not e.is_dir(follow_symlinks=False)]
+        for entry in entries:
             try:
-                if stat.S_ISREG(os.lstat(path).st_mode):
-                    found[path.relative_to(root).as_posix()] = path
+                if entry.is_file(follow_symlinks=False):
+                    found[f"{rel}/{entry.name}" if rel else entry.name] = Path(entry.path)
             except OSError:
                 continue
             if len(found) >= MAX_DIFF_FILES:

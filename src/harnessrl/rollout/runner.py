@@ -264,7 +264,9 @@ class RolloutRunner:
             await asyncio.to_thread(write_artifacts, rdir, rollout, raw, initial, workspace)
         except Exception as e:
             log.exception("rollout %s: writing artifacts failed", rollout.rollout_id)
-            set_status(rollout, RolloutStatus.HARNESS_ERROR, f"artifacts could not be written: {e!r}")
+            # the diff reads the agent's files: whatever breaks it is the policy's to answer for
+            why = f"artifacts could not be written: {e!r}"
+            set_status(rollout, RolloutStatus.HARNESS_ERROR, why, policy=True)
             with contextlib.suppress(Exception):
                 head = rollout.model_dump(mode="json", exclude={"calls"})
                 (rdir / "rollout.json").write_text(json.dumps(head, indent=2) + "\n", encoding="utf-8")
@@ -350,18 +352,25 @@ class RolloutRunner:
         """Destroy the agent's sandbox, then make the final workspace safe to score and read on the
         host: a pooled sandbox's is copied out by `fscopy.copy_untrusted`'s rules, a bound one is
         cleaned in place (`sanitize_tree`). Either way links that leave the workspace and special
-        files are gone before the checker runs. A workspace over the caps is the policy's doing:
-        `harness_error`, with the report in `reward_detail["workspace"]`."""
+        files are gone before the checker runs. A workspace over the caps, or one that could not be
+        copied or cleaned at all, is the policy's doing: `harness_error`, never scored, with the
+        report in `reward_detail["workspace"]`."""
         pooled = sandbox.spec.workspace is None
         if pooled:
             await asyncio.to_thread(shutil.rmtree, workspace, True)
         report: TreeReport | None = None
         try:
             report = await sandbox.destroy(keep_workspace=workspace if pooled else None)
-        except Exception:  # teardown is best effort here: the finaliser still kills and removes
+        except Exception as e:  # teardown is best effort here: the finaliser still kills and removes
             log.exception("destroying sandbox %s failed", sandbox.id)
+            if pooled:
+                report = TreeReport(truncated=f"the final workspace could not be copied out: {e!r}")
         if not pooled:
-            report = await asyncio.to_thread(sanitize_tree, workspace, max_files=sandbox.spec.max_files)
+            try:
+                report = await asyncio.to_thread(sanitize_tree, workspace, max_files=sandbox.spec.max_files)
+            except Exception as e:
+                log.exception("cleaning the workspace of rollout %s failed", rollout.rollout_id)
+                report = TreeReport(truncated=f"the final workspace could not be cleaned: {e!r}")
         if report is None:
             return
         if report.skipped_count or report.truncated:

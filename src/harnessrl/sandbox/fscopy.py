@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,27 @@ class TreeReport:
             "skipped_count": self.skipped_count,
             "truncated": self.truncated,
         }
+
+
+def walk(root: Path) -> Iterator[tuple[str, int, list[os.DirEntry[str]]]]:
+    """Every folder under `root`, root first, as (its path relative to `root`, "" for root; its depth;
+    its entries by name). Without recursion (os.walk's recursion overflowed on a folder 1,500 deep
+    that an agent made) and without following links: only real folders are entered. Removing an entry
+    from the yielded list before going on keeps that folder from being entered. Unreadable folders
+    are passed over."""
+    stack = [("", 0, str(root))]
+    while stack:
+        rel, depth, path = stack.pop()
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        yield rel, depth, entries
+        for entry in reversed(entries):
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((f"{rel}/{entry.name}" if rel else entry.name, depth + 1, entry.path))
 
 
 def link_stays_inside(rel_dir: str, target: str) -> bool:
@@ -165,29 +187,30 @@ def copy_untrusted(src: Path, dst: Path, *, max_files: int, max_bytes: int) -> T
 
 def sanitize_tree(root: Path, *, max_files: int) -> TreeReport:
     """In place: remove links that leave `root` and everything that is not a regular file, folder or
-    link; count files and data bytes (the walk stops at `max_files`)."""
+    link; count files and data bytes. The walk stops at `max_files` or at a folder deeper than
+    MAX_DEPTH (`truncated` says which: what lies past it was never cleaned)."""
     report = TreeReport()
-    for folder, dirs, files in os.walk(root):
-        rel = os.path.relpath(folder, root)
-        rel = "" if rel == "." else rel
-        for name in (*dirs, *files):
-            path = os.path.join(folder, name)
-            relname = f"{rel}/{name}" if rel else name
+    for rel, depth, entries in walk(root):
+        if depth > MAX_DEPTH:
+            report.truncated = f"folders deeper than {MAX_DEPTH}"
+            return report
+        for entry in entries:
+            relname = f"{rel}/{entry.name}" if rel else entry.name
             report.files += 1
             if report.files > max_files:
                 report.truncated = f"more than {max_files} files"
                 return report
             with contextlib.suppress(FileNotFoundError):
-                st = os.lstat(path)
+                st = entry.stat(follow_symlinks=False)
                 if stat.S_ISLNK(st.st_mode):
-                    target = os.readlink(path)
+                    target = os.readlink(entry.path)
                     if not link_stays_inside(rel, target):
-                        os.unlink(path)
+                        os.unlink(entry.path)
                         report.skip(relname, f"link to {target!r} leaves the workspace: removed")
                 elif stat.S_ISREG(st.st_mode):
                     report.bytes += st.st_blocks * 512
                 elif not stat.S_ISDIR(st.st_mode):
-                    os.unlink(path)
+                    os.unlink(entry.path)
                     report.skip(relname, "not a regular file, folder or link: removed")
     return report
 

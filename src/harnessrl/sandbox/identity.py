@@ -82,11 +82,13 @@ def lease_uid(lock_dir: Path, base: int = UID_BASE, count: int = UID_COUNT) -> U
 
 def chown_tree(root: Path, uid: int) -> None:
     """lchown `root` and everything under it to uid:uid without following any link."""
+    from harnessrl.sandbox.fscopy import walk  # iterative: an agent's folders may be 1,500 deep
+
     os.lchown(root, uid, uid)
-    for folder, dirs, files in os.walk(root):
-        for name in (*dirs, *files):
+    for _, _, entries in walk(root):
+        for entry in entries:
             with contextlib.suppress(FileNotFoundError):
-                os.lchown(os.path.join(folder, name), uid, uid)
+                os.lchown(entry.path, uid, uid)
 
 
 def _mount(source: str, target: Path, fstype: str | None, flags: int, data: str | None) -> None:
