@@ -606,36 +606,49 @@ async def test_a_workspace_that_makes_the_checker_raise_is_trained_as_a_failure(
     assert [(s.rollout_id, s.reward) for s in batch.samples] == [("garbage", 0.0)]
 
 
+SURROGATE_BOMB = (
+    "python3 -c 'import json, os, urllib.request as u\n"
+    'body = {"model": "m", "messages": [{"role": "system", "content": "\\ud800" + "x" * 100}, '
+    '{"role": "user", "content": "hi"}]}\n'
+    'req = u.Request(os.environ["HARNESSRL_BASE_URL"] + "/v1/chat/completions", json.dumps(body).encode(), '
+    '{"content-type": "application/json", "authorization": "Bearer " + os.environ["HARNESSRL_API_KEY"]})\n'
+    "try:\n    u.urlopen(req)\nexcept Exception as e:\n    print(e)\n' > bomb.txt"
+)
+
+
+async def test_a_request_that_breaks_recording_is_refused_and_never_a_way_out(runner) -> None:
+    """A lone UTF-16 surrogate ("\\ud800", valid JSON, not Unicode) in a request sent with the rollout's
+    key: the record stage failed to digest it, the call was lost, and the rollout ended engine_error
+    of the infrastructure, never trained (with its real calls). Now it is a 400; and a call that
+    cannot be recorded is the policy's failure anyway (tests/test_proxy_robustness.py)."""
+    rollout = await runner(pool_size=0).run(
+        RolloutJob(link_task(), "shell", "bomb", options={"command": f"{CURL}; {SURROGATE_BOMB}"})
+    )
+    assert rollout.status is RolloutStatus.OK, rollout.status_reason
+    assert len(rollout.calls) == 1 and rollout.reward == 0.0
+    assert "HTTP Error 400" in (Path(rollout.workdir) / "workspace" / "bomb.txt").read_text()
+
+
 DEEP = "ln -s ../../../../etc/passwd up; for i in $(seq 1500); do mkdir d && cd d || break; done"
 
 
 @pytest.mark.parametrize("pool_size", [None, 0], ids=["pooled", "fresh"])
-async def test_a_workspace_deeper_than_any_walk_allows_is_the_policys_failure(runner, pool_size) -> None:
-    """A folder 1,500 deep overflowed os.walk's recursion in the clean-up of a bound workspace: an
-    internal error, `harness_error` of the infrastructure, never trained, and the workspace half
-    cleaned. Walks are iterative now; a pooled copy leaves what is deeper than 64 folders behind, a
-    bound workspace that deep is not scored and is the policy's failure (trained with reward 0)."""
-    from harnessrl.config import Config
-    from harnessrl.train.loop import collect_trees
-
+async def test_a_workspace_deeper_than_any_walk_allows_is_cut_down_to_size(runner, pool_size) -> None:
+    """A folder 1,500 deep overflowed os.walk's recursion in the clean-up of a bound workspace (an
+    internal error of the infrastructure, never trained, the workspace half cleaned), and
+    shutil.rmtree's wherever the host removed it. Walks are iterative; folders deeper than 64 are
+    left out of a pooled copy and removed from a bound workspace (by descriptors, any depth), and
+    the rollout is scored as usual."""
     rollout = await runner(pool_size=pool_size).run(
         RolloutJob(link_task(), "shell", "deep", options={"command": f"{CURL}; {DEEP}"})
     )
-    detail = rollout.reward_detail["workspace"]
     assert "traceback" not in rollout.reward_detail, rollout.reward_detail["traceback"]
-    if pool_size is None:
-        assert (rollout.status, rollout.reward) == (RolloutStatus.OK, 0.0), rollout.status_reason
-        assert any("deeper than 64 folders" in s for s in detail["skipped"]), detail
-    else:
-        assert (rollout.status, rollout.fault, rollout.reward) == (
-            RolloutStatus.HARNESS_ERROR,
-            "policy",
-            None,
-        )
-        assert detail["truncated"] == "folders deeper than 64"
-        assert [(s.rollout_id, s.reward) for s in collect_trees([rollout], Config()).samples] == [
-            ("deep", 0.0)
-        ]
+    assert (rollout.status, rollout.reward) == (RolloutStatus.OK, 0.0), rollout.status_reason
+    skipped = rollout.reward_detail["workspace"]["skipped"]
+    assert any("deeper than 64 folders" in s for s in skipped), skipped
+    ws = Path(rollout.workdir) / "workspace"
+    depth = max(len(Path(f).relative_to(ws).parts) for f, _, _ in os.walk(ws))  # now shallow enough
+    assert depth == 64
     assert (Path(rollout.workdir) / "workspace.diff").is_file()
 
 

@@ -49,7 +49,7 @@ def system_digest(messages: list[ChatMessage]) -> str:
     h = hashlib.sha256()
     for m in messages:
         if m.role in ("system", "developer"):
-            h.update(m.content.encode())
+            h.update(m.content.encode("utf-8", "surrogatepass"))  # never raises on odd text
             h.update(b"\x00")
     return h.hexdigest()[:16]
 
@@ -58,7 +58,7 @@ def tools_digest(tools: list[ToolSpec]) -> str:
     """Digest of the tool set (names, types, descriptions, schemas, in the order offered). Schema keys
     are hashed in the order the client sent them: a harness re-sends its tools the same way."""
     rows = [[t.name, t.type, t.description, t.parameters] for t in tools]
-    return digest(json.dumps(rows, ensure_ascii=False).encode())
+    return digest(json.dumps(rows, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 def headers_of_interest(headers: Mapping[str, str]) -> dict[str, str]:

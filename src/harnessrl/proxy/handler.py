@@ -20,6 +20,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -113,7 +114,25 @@ def parse_body(raw: bytes, content_type: str) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise RequestError("request body must be a JSON object")
     check_depth(raw, body)
+    check_surrogates(raw, body)
     return body
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def check_surrogates(raw: bytes, body: Any) -> None:
+    """A 400 when a string holds a lone UTF-16 surrogate (`"\\ud800"` alone is valid JSON but not
+    Unicode text: it cannot be encoded, and recording such a request failed, which made its rollout
+    lose a call). Only a body with a surrogate escape is encoded to check (pairs decode to one
+    character and pass)."""
+    if not _SURROGATE_ESCAPE.search(raw):
+        return
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        why = f"request body holds a lone UTF-16 surrogate ({e.reason}), not Unicode text"
+        raise RequestError(why) from None
 
 
 def check_depth(raw: bytes, body: Any, limit: int = MAX_JSON_DEPTH) -> None:

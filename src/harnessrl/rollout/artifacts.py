@@ -36,6 +36,8 @@ def _files(root: Path) -> dict[str, Path]:
     if not root.is_dir() or root.is_symlink():
         return found
     for rel, depth, entries in walk(root):
+        if entries is None:
+            continue
         if depth >= MAX_DEPTH:  # its folders are entered no further
             entries[:] = [e for e in entries if not e.is_dir(follow_symlinks=False)]
         for entry in entries:

@@ -59,7 +59,7 @@ from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.status import OVERFLOW_TAG, internal_error, set_status, settle
 from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.agent_env import resolve_agent_env
-from harnessrl.sandbox.fscopy import TreeReport, sanitize_tree
+from harnessrl.sandbox.fscopy import TreeReport, remove_tree, sanitize_tree
 from harnessrl.sandbox.pool import SandboxPool
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.tasks import materialize_workspace
@@ -420,7 +420,7 @@ class RolloutRunner:
 def _prepare_folder(task: Task, rdir: Path) -> None:
     """A fresh `rdir` with the task's `workspace/` and a pristine copy of it (`.initial/`, for the diff)."""
     if rdir.exists():
-        shutil.rmtree(rdir)
+        remove_tree(rdir)  # a previous run's workspace: the agent's, any depth
     rdir.mkdir(parents=True)
     materialize_workspace(task, rdir / "workspace")
     shutil.copytree(rdir / "workspace", rdir / ".initial", symlinks=True)

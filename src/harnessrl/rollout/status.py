@@ -77,8 +77,13 @@ def status_from_calls(rollout: Rollout, dropped: int, stopped: bool = False) -> 
     engine failure (these win over whatever the harness said: an OpenClaw whose every call failed
     reports "request timed out"). Calls still in flight at close are partial, not failures. True
     when one was set."""
-    if dropped:  # a rollout with a lost call must not be trained as if complete
-        set_status(rollout, RolloutStatus.ENGINE_ERROR, f"{dropped} calls could not be recorded")
+    if dropped:
+        # A rollout with a lost call must not be trained as if complete; and what broke recording
+        # came in a request over the rollout's endpoint, which its commands can send: the policy's
+        # failure, trained with reward 0 on the calls that were recorded (else one odd request was
+        # a way out of a 0). The proxy logs each with its traceback.
+        cause = f"{dropped} calls could not be recorded (see the proxy's log)"
+        set_status(rollout, RolloutStatus.ENGINE_ERROR, cause, policy=True)
         return True
     failed = [c for c in rollout.calls if c.error]
     over = [c for c in failed if OVERFLOW_TAG in c.tags]

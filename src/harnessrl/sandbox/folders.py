@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harnessrl.sandbox import identity
+from harnessrl.sandbox.fscopy import remove_tree
 
 log = logging.getLogger(__name__)
 AGENT_FILE = Path(__file__).with_name("_agent.py")
@@ -77,7 +78,7 @@ def remove_root(root: Path, mounted: bool) -> None:
         with contextlib.suppress(OSError):
             root.rmdir()
             return
-    shutil.rmtree(root, ignore_errors=True)
+    remove_tree(root)  # the agent's HOME and /tmp: any depth
 
 
 def _remove_stage(folder: Path) -> None:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,12 +52,12 @@ class TreeReport:
         }
 
 
-def walk(root: Path) -> Iterator[tuple[str, int, list[os.DirEntry[str]]]]:
+def walk(root: Path) -> Iterator[tuple[str, int, list[os.DirEntry[str]] | None]]:
     """Every folder under `root`, root first, as (its path relative to `root`, "" for root; its depth;
-    its entries by name). Without recursion (os.walk's recursion overflowed on a folder 1,500 deep
-    that an agent made) and without following links: only real folders are entered. Removing an entry
-    from the yielded list before going on keeps that folder from being entered. Unreadable folders
-    are passed over."""
+    its entries by name, or None when it cannot be read: a path past PATH_MAX, say). Without recursion
+    (os.walk's recursion overflowed on a folder 1,500 deep that an agent made) and without following
+    links: only real folders are entered. Removing an entry from the yielded list before going on
+    keeps that folder from being entered."""
     stack = [("", 0, str(root))]
     while stack:
         rel, depth, path = stack.pop()
@@ -63,12 +65,26 @@ def walk(root: Path) -> Iterator[tuple[str, int, list[os.DirEntry[str]]]]:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
+            yield rel, depth, None
             continue
         yield rel, depth, entries
         for entry in reversed(entries):
             with contextlib.suppress(OSError):
                 if entry.is_dir(follow_symlinks=False):
                     stack.append((f"{rel}/{entry.name}" if rel else entry.name, depth + 1, entry.path))
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a tree an agent may have made, whatever its depth, following no link and never crossing
+    into another file system (`rm -rf --one-file-system` walks by descriptors; shutil.rmtree recurses
+    once per folder and overflowed on a folder 1,500 deep). A missing path is fine."""
+    if not os.path.lexists(path):
+        return
+    rm = shutil.which("rm")
+    if rm is None:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    subprocess.run([rm, "-rf", "--one-file-system", "--", str(path)], capture_output=True, check=False)
 
 
 def link_stays_inside(rel_dir: str, target: str) -> bool:
@@ -186,16 +202,22 @@ def copy_untrusted(src: Path, dst: Path, *, max_files: int, max_bytes: int) -> T
 
 
 def sanitize_tree(root: Path, *, max_files: int) -> TreeReport:
-    """In place: remove links that leave `root` and everything that is not a regular file, folder or
-    link; count files and data bytes. The walk stops at `max_files` or at a folder deeper than
-    MAX_DEPTH (`truncated` says which: what lies past it was never cleaned)."""
+    """In place: remove links that leave `root`, everything that is not a regular file, folder or
+    link, and folders deeper than MAX_DEPTH (as `copy_untrusted` leaves them out); count files and
+    data bytes. The walk stops at `max_files`, or at a folder it cannot read (`truncated` says why:
+    what lies past it was never cleaned)."""
     report = TreeReport()
     for rel, depth, entries in walk(root):
-        if depth > MAX_DEPTH:
-            report.truncated = f"folders deeper than {MAX_DEPTH}"
+        if entries is None:
+            report.truncated = f"folder {rel or '.'!r} could not be read"
             return report
-        for entry in entries:
+        for entry in list(entries):
             relname = f"{rel}/{entry.name}" if rel else entry.name
+            if depth >= MAX_DEPTH and entry.is_dir(follow_symlinks=False):
+                remove_tree(Path(entry.path))
+                entries.remove(entry)
+                report.skip(relname, f"deeper than {MAX_DEPTH} folders: removed")
+                continue
             report.files += 1
             if report.files > max_files:
                 report.truncated = f"more than {max_files} files"

@@ -86,7 +86,7 @@ def chown_tree(root: Path, uid: int) -> None:
 
     os.lchown(root, uid, uid)
     for _, _, entries in walk(root):
-        for entry in entries:
+        for entry in entries or ():
             with contextlib.suppress(FileNotFoundError):
                 os.lchown(entry.path, uid, uid)
 

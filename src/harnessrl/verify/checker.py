@@ -38,6 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.tasks.files import materialize_checker
 from harnessrl.types import Task, VerifierError
 from harnessrl.verify.runner import DRIVER, CheckerJob, CommandRunner, LocalRunner, RunOutput, checker_env
@@ -148,7 +149,7 @@ def _remove_entries(ws: Path, names: list[str]) -> None:
         if path.is_symlink() or (path.exists() and not path.is_dir()):
             path.unlink()
         elif path.is_dir():
-            shutil.rmtree(path)
+            remove_tree(path)  # agent code the checker ran may have filled it, any depth
 
 
 def _place_reward(task: Task, ws: Path) -> list[str]:
