@@ -163,6 +163,28 @@ async def test_missing_file_scores_zero_without_asking(judge_server: tuple[FakeJ
     assert "=== report.md ===\n# Report\nTotal: 42" in user
 
 
+async def test_a_file_name_that_is_not_utf8_still_reaches_the_judge(
+    judge_server: tuple[FakeJudge, str], ws: Path
+) -> None:
+    """The agent names its files: `x\\xff` in the digest could not be encoded, every attempt failed
+    before sending, and the rollout ended verifier_error of the infrastructure (never trained)."""
+    import os
+
+    fake, url = judge_server
+    (ws / os.fsdecode(b"x\xff.txt")).write_text("odd\n")
+    judge = make_judge(url, retries=0)
+    try:
+        result = await judge.score(Task(id="t", prompt="p", rubric=[rule("digest", None)]), ws)
+    finally:
+        await judge.aclose()
+    assert (result.per_rule, result.errors) == ({"digest": 1.0}, {})
+    [sent] = fake.requests
+    assert (
+        "- x\\xff.txt" in sent["messages"][1]["content"]
+        and "=== x\\xff.txt ===\nodd" in sent["messages"][1]["content"]
+    )
+
+
 async def test_unreachable_judge_is_a_verifier_error(ws: Path) -> None:
     """An outage is not the policy's doing: it raises (the rollout ends verifier_error, never trained)
     instead of scoring the rule 0."""

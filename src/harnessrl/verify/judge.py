@@ -87,10 +87,17 @@ def _is_binary(path: Path) -> bool:
         return b"\x00" in fh.read(4096)
 
 
+def _shown(path: Path, root: Path) -> str:
+    """A workspace path as text the judge request can carry: bytes that are not UTF-8 (the agent
+    names its files) are shown as escapes, not left as surrogates that no encoder takes."""
+    name = path.relative_to(root).as_posix()
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def workspace_digest(workspace: Path, limit: int = EVIDENCE_CHARS) -> str:
     """File list plus the text of the first files (binary files listed only), at most `limit` chars."""
     files = sorted(p for p in workspace.rglob("*") if p.is_file() and not p.is_symlink())[:DIGEST_FILES]
-    parts = ["Files in the workspace:", *(f"- {p.relative_to(workspace).as_posix()}" for p in files)]
+    parts = ["Files in the workspace:", *(f"- {_shown(p, workspace)}" for p in files)]
     budget = limit - sum(len(p) + 1 for p in parts)
     for p in files:
         if budget <= 0:
@@ -98,7 +105,7 @@ def workspace_digest(workspace: Path, limit: int = EVIDENCE_CHARS) -> str:
         if _is_binary(p):
             continue
         body = _read_text(p, budget)
-        parts.append(f"\n=== {p.relative_to(workspace).as_posix()} ===\n{body}")
+        parts.append(f"\n=== {_shown(p, workspace)} ===\n{body}")
         budget -= len(body) + 10
     return "\n".join(parts)[:limit]
 
@@ -170,6 +177,8 @@ class RubricJudge:
                 if e.response.status_code in CONTENT_REFUSALS:
                     return 0.0, last
                 continue
+            except UnicodeError as e:  # the request could not be built from the agent's files
+                return 0.0, f"judge request could not be made from the workspace: {e}"
             except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as e:
                 last = f"judge request failed: {type(e).__name__}: {e}"
                 continue
