@@ -406,6 +406,65 @@ def test_programs_a_checker_starts_cannot_read_the_checkers_files(tmp_path: Path
     assert result.children_confined is True
 
 
+LAZY_IMPORT_CHECKER = """
+import json, os, subprocess, sys
+from datetime import datetime
+HIDDEN_TOTAL = 4115
+
+
+def grade(transcript, workspace_path):
+    run = [sys.executable, "-I", os.path.join(workspace_path, "report.py")]
+    out = subprocess.run(run, capture_output=True, text=True, timeout=20).stdout
+    tried = json.loads(out.splitlines()[0])
+    try:
+        data = json.loads(out.splitlines()[-1])
+        ok = data["total"] == HIDDEN_TOTAL and datetime.strptime(data["date"], "%Y-%m-%d").weekday() == 0
+    except Exception:
+        ok = False
+    return {"solved": float(ok), **{k: float(v == "done") for k, v in tried.items()}}
+"""
+PLANT = """
+import json, os
+tried = {}
+for name, act in [
+    ("rename_opt", lambda: os.rename("/opt", "/opt.moved")),
+    ("mkdir_root", lambda: os.mkdir("/planted")),
+    ("write_home", lambda: open(os.path.expanduser("~/planted.py"), "w").write("x")),
+    ("write_tmp", lambda: open("/tmp/ok.txt", "w").write("x")),
+    ("write_ws", lambda: open(os.path.join(os.path.dirname(__file__), "mine.txt"), "w").write("x")),
+]:
+    try:
+        act()
+        tried[name] = "done"
+    except OSError as e:
+        tried[name] = type(e).__name__
+print(json.dumps(tried))
+print(json.dumps({"total": 0, "date": "nonsense"}))
+"""
+
+
+@pytest.mark.skipif(not landlock_available(), reason="no Landlock in this kernel: children see the checker")
+def test_programs_a_checker_starts_cannot_plant_a_module_for_the_checker(tmp_path: Path) -> None:
+    """The checker sandbox's root and HOME are folders of its uid: confined agent code renamed /opt,
+    recreated the checker's folder with a `_strptime.py`, and the checker's next lazy import (a
+    `datetime.strptime`) ran it unconfined: it read check.py and forged the report (0.0 -> 1.0).
+    Children may change files only in the workspace, /tmp and /dev."""
+    task = Task(
+        id="lazy",
+        prompt="p",
+        checker=Checker(files=[TaskFile(path="reward/check.py", content=LAZY_IMPORT_CHECKER)]),
+        input_mount_dir="/root/.openclaw/workspace",
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "report.py").write_text(PLANT)
+    result = run_checker(task, ws, runner=SandboxCommandRunner())
+    assert (result.error, result.children_confined) == (None, True), result
+    done = {"rename_opt": 0.0, "mkdir_root": 0.0, "write_home": 0.0, "write_tmp": 1.0, "write_ws": 1.0}
+    assert result.metrics == {"solved": 0.0, **done}
+    assert (ws / "mine.txt").read_text() == "x"  # the workspace stays the child's to write
+
+
 STEAL_ROMAN = r"""
 import json, os, re, sys
 src = "".join(open(os.path.join(r, f)).read() for r, _, fs in os.walk("/opt/harnessrl/checker") for f in fs

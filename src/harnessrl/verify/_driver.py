@@ -24,12 +24,14 @@ the driver then exits with that code. Stdlib only: the checker's python may be a
 
 With `confine` (the sandboxed runner), programs a Python checker starts (the agent's code, its tests)
 cannot read, list or run anything in the driver's folder (the checker's files, with its expected
-answers), through Landlock, on kernels that have it: agent code that the checker ran read
-`check.py` and printed the answers the checker wanted (task_0040: 0.33 -> 1.0). The checker itself
-keeps reading its files; each child restricts itself right after fork (`subprocess` gets a
-`preexec_fn`, `os.fork` an at-fork hook, `os.system` goes through `subprocess`). The report says
-whether it held (`children_confined`). A shell entry's files are in the workspace anyway (upstream
-copies them there), so its children are not confined.
+answers), and may change files only in the workspace, /tmp and /dev, through Landlock, on kernels
+that have it: agent code that the checker ran read `check.py` and printed the answers the checker
+wanted (task_0040: 0.33 -> 1.0), and could rename a folder of the sandbox's writable root or HOME
+to plant a module the checker imported later. The checker itself keeps its access; each child
+restricts itself right after fork (`subprocess` gets a `preexec_fn`, `os.fork` an at-fork hook,
+`os.system` goes through `subprocess`). The report says whether it held (`children_confined`). A
+shell entry's files are in the workspace anyway (upstream copies them there), so its children are
+not confined.
 """
 
 import ast
@@ -50,7 +52,10 @@ from typing import Any
 MAX_STDOUT = 1 << 20
 # Landlock (the same numbers on every architecture): create_ruleset, add_rule, restrict_self
 LANDLOCK_CREATE, LANDLOCK_ADD, LANDLOCK_RESTRICT = 444, 445, 446
-LL_EXECUTE, LL_READ_FILE, LL_READ_DIR = 1, 4, 8
+LL_EXECUTE, LL_WRITE_FILE, LL_READ_FILE, LL_READ_DIR = 1, 2, 4, 8
+LL_ABI1_ALL = (1 << 13) - 1  # also remove / make dir, file, link, socket, fifo, device
+LL_REFER, LL_TRUNCATE = 1 << 13, 1 << 14  # Landlock ABI 2, 3
+LL_READ = LL_EXECUTE | LL_READ_FILE | LL_READ_DIR
 LL_PATH_BENEATH = 1
 _ruleset = -1
 _restricted = False
@@ -63,33 +68,45 @@ def _non_dumpable() -> None:
         pass
 
 
-def _ruleset_hiding(hidden: str) -> int:
-    """A Landlock ruleset that handles reading, listing and running files, and grants them everywhere
-    but under `hidden`: every sibling of every folder on the way from / to it. -1 without Landlock."""
+def _build_ruleset(hidden: str, writable: list[str]) -> int:
+    """A Landlock ruleset for the checker's children: reading, listing and running files everywhere
+    but under `hidden` (a rule on every sibling of every folder on the way from / to it), and
+    changing files only under `writable` (the workspace, /tmp, /dev): elsewhere they could rename a
+    folder the checker reads later and plant their own module in its place (the sandbox's root and
+    HOME are writable folders of its uid). -1 without Landlock."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    handled = ctypes.c_uint64(LL_EXECUTE | LL_READ_FILE | LL_READ_DIR)
+    abi = libc.syscall(LANDLOCK_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # _VERSION
+    if abi < 1:
+        return -1
+    every = LL_ABI1_ALL | (LL_REFER if abi >= 2 else 0) | (LL_TRUNCATE if abi >= 3 else 0)
+    handled = ctypes.c_uint64(every)
     fd = libc.syscall(LANDLOCK_CREATE, ctypes.byref(handled), ctypes.c_size_t(8), ctypes.c_uint32(0))
     if fd < 0:
         return -1
+
+    def allow(path: str, rights: int) -> None:
+        try:
+            pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            if not stat.S_ISDIR(os.fstat(pfd).st_mode):  # a file's rule takes file rights only
+                rights &= LL_EXECUTE | LL_WRITE_FILE | LL_READ_FILE | LL_TRUNCATE
+            rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, pfd))
+            if libc.syscall(LANDLOCK_ADD, fd, LL_PATH_BENEATH, rule, ctypes.c_uint32(0)) < 0:
+                raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")
+        finally:
+            os.close(pfd)
+
     parts = [p for p in os.path.realpath(hidden).split("/") if p]
     for depth, keep_out in enumerate(parts):
         parent = "/" + "/".join(parts[:depth])
         for name in os.listdir(parent):
-            if name == keep_out:
-                continue
-            try:
-                pfd = os.open(os.path.join(parent, name), os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                is_dir = stat.S_ISDIR(os.fstat(pfd).st_mode)
-                rights = LL_EXECUTE | LL_READ_FILE | (LL_READ_DIR if is_dir else 0)
-                rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, pfd))
-                if libc.syscall(LANDLOCK_ADD, fd, LL_PATH_BENEATH, rule, ctypes.c_uint32(0)) < 0:
-                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {parent}/{name}")
-            finally:
-                os.close(pfd)
+            if name != keep_out:
+                allow(os.path.join(parent, name), LL_READ)
+    for path in writable:
+        allow(path, every)
     return int(fd)
 
 
@@ -139,12 +156,13 @@ def _no_spawn(*_: Any, **__: Any) -> int:
     raise OSError(errno.ENOSYS, "posix_spawn is not available to checkers (its children must be confined)")
 
 
-def _confine_children(hidden: str) -> bool:
-    """From now on, every program this process starts cannot read `hidden`. False where Landlock is
-    missing (old kernel, disabled): children then see what the checker sees."""
+def _confine_children(hidden: str, workspace: str) -> bool:
+    """From now on, every program this process starts cannot read `hidden` and can change files only
+    in `workspace`, /tmp and /dev. False where Landlock is missing (old kernel, disabled): children
+    then see and may change what the checker may."""
     global _ruleset
     try:
-        _ruleset = _ruleset_hiding(hidden)
+        _ruleset = _build_ruleset(hidden, [workspace, "/tmp", "/dev"])
     except OSError:
         _ruleset = -1
     if _ruleset < 0:
@@ -227,7 +245,7 @@ def main() -> None:
         transcript = json.load(fh)
     sys.path.insert(0, os.path.dirname(os.path.abspath(entry)))
     confine = sys.argv[5:] == ["confine"] and not entry.endswith(".sh")
-    confined = confine and _confine_children(os.path.dirname(os.path.abspath(__file__)))
+    confined = confine and _confine_children(os.path.dirname(os.path.abspath(__file__)), workspace)
     real_stdout, captured = sys.stdout, _Capture()
     sys.stdout = captured
     try:
