@@ -259,3 +259,33 @@ def test_body_json_stays_valid_after_the_depth_scan(server: ThreadedProxyServer)
         headers={"content-type": "application/json"},
     )
     assert r.status_code == 200
+
+
+# -- one rollout's calls in flight -----------------------------------------------------------------------
+
+
+def test_one_rollout_cannot_fill_the_engine_with_calls() -> None:
+    """The engine's batch is shared: past `proxy.max_calls_in_flight` a rollout's calls get 429 in its
+    API's shape (its client retries), and another rollout's call still goes through."""
+    server = scripted_proxy(["done"], delay_s=3.0, config=ProxyConfig(max_calls_in_flight=2)).start()
+    try:
+        sessions = server.server.deps.sessions
+        greedy, other = sessions.open("greedy"), sessions.open("other")
+        codes: list[int] = []
+
+        def call(base: str) -> None:
+            codes.append(httpx.post(base + "/v1/messages", json=ANTHROPIC, timeout=60).status_code)
+
+        threads = [threading.Thread(target=call, args=(greedy.base_url,)) for _ in range(2)]
+        for t in threads:
+            t.start()
+        wait_for(lambda: len(sessions._by_rollout["greedy"].in_flight) == 2)
+        refused = httpx.post(greedy.base_url + "/v1/messages", json=ANTHROPIC, timeout=60)
+        assert refused.status_code == 429 and refused.json()["type"] == "error"
+        assert "max_calls_in_flight" in refused.json()["error"]["message"]
+        assert httpx.post(other.base_url + "/v1/messages", json=ANTHROPIC, timeout=60).status_code == 200
+        for t in threads:
+            t.join()
+        assert codes == [200, 200]
+    finally:
+        server.stop()

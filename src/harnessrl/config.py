@@ -161,6 +161,10 @@ class ProxyConfig(Section):
     while a tool runs)."""
     max_connections: int | None = Field(default=1024, ge=1)
     """Open connections (or requests in flight) past this get 503 (None = no cap)."""
+    max_calls_in_flight: int | None = Field(default=8, ge=1)
+    """Model calls of one rollout generating at once; more get 429 (the harness's client retries).
+    The engine's batch is shared by every rollout: one rollout's commands could otherwise fill it
+    with long generations and starve the others (None = no cap)."""
     keepalive_s: float = 2.0
     """Interval of SSE keep-alives while generating (must stay under 3 s)."""
     capture_dir: str | None = None

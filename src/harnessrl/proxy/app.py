@@ -175,6 +175,10 @@ class ProxyApp:
         raw = await read_body(request, headers, self.deps.config.max_body_bytes)
         if count_tokens:
             return json_response({"input_tokens": await self.count_tokens(dialect, raw, headers)})
+        limit = self.deps.config.max_calls_in_flight
+        if limit is not None and len(session.in_flight) >= limit:
+            busy = f"{len(session.in_flight)} calls of this rollout are generating"
+            raise RequestError(f"{busy} (proxy.max_calls_in_flight); retry when one has finished", status=429)
         call = await prepare(self.deps, dialect, session, headers, raw)
         req = call.req
         task = start(call)
