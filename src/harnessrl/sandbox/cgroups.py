@@ -58,9 +58,12 @@ def layout() -> tuple[str, tuple[Path, ...]]:
 
 def enforced() -> dict[str, str]:
     """What caps a sandbox as a whole on this machine (for docs, logs and the README's table)."""
+    from harnessrl.sandbox.identity import drops_privileges
+
     kind, _ = layout()
     if kind == "none":
-        return {"processes": "RLIMIT_NPROC (per sandbox uid)", "memory": "RLIMIT_DATA per process only"}
+        processes = "RLIMIT_NPROC (per sandbox uid)" if drops_privileges() else "none (ordinary user)"
+        return {"processes": processes, "memory": "RLIMIT_DATA per process only"}
     return {"processes": f"cgroup {kind} pids.max", "memory": f"cgroup {kind} memory limit (no swap)"}
 
 
