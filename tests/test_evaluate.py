@@ -105,3 +105,35 @@ def test_cli_embedded_model_through_whitebox(tmp_path: Path) -> None:
     assert s["rollouts"] == 2 and sum(s["statuses"].values()) == 2
     assert "Loading weights" not in res.stdout + res.stderr  # no progress bars in a log
     assert "Pass@1" in res.stdout and (out / "eval.md").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.harness
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is needed to install the harnesses")
+def test_cli_embedded_model_through_the_real_harnesses(tmp_path: Path) -> None:
+    """`harnessrl eval` with the embedded SmolLM2 through Claude Code (bare), Codex and OpenClaw on a
+    bundled test task, 2 runs each (16,384 tokens of context: Codex's and OpenClaw's first prompts are
+    ~9-10k). The small model mostly fails; the point is that every rollout is counted, by status, in
+    the denominator, and the report's numbers agree with its own outcomes."""
+    out = tmp_path / "ev"
+    harnesses = ["claude-code", "codex", "openclaw"]
+    args = ["eval", "--tasks", "bundled", "--split", "test", "--limit", "1", "--engine", "hf", "--runs", "2"]
+    args += [a for h in harnesses for a in ("--harness", h)] + ["--out", str(out)]
+    args += ["-o", "engine.sampling.max_tokens=64", "-o", "engine.context_length=16384"]
+    args += ["-o", "rollout.timeout_s=300", "-o", 'eval.harness_options={"claude-code" = {bare = true}}']
+    res = _cli(args, tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    report = json.loads((out / "eval.json").read_text())
+    entry = report["policies"]["default"]
+    assert sorted(entry["by_harness"]) == harnesses
+    outcomes = [o for o in report["outcomes"] if o["policy"] == "default"]
+    assert len(outcomes) == 6 and entry["summary"]["rollouts"] == 6
+    allowed = {"ok", "timeout", "harness_error", "engine_error"}
+    for h in harnesses:
+        mine = [o for o in outcomes if o["harness"] == h]
+        s = entry["by_harness"][h]
+        assert sum(s["statuses"].values()) == 2 and set(s["statuses"]) <= allowed, s["statuses"]
+        per_run = [float(sum(o["passed"] for o in mine if o["run"] == r)) for r in (0, 1)]
+        assert s["pass1"] == pytest.approx(sum(per_run) / 2)
+    assert "Loading weights" not in res.stdout + res.stderr
