@@ -19,8 +19,8 @@ For each rollout, in this order (every step's failure becomes a status, never an
        (`_until_overflow`)
     5. close the session (nothing inside can call any more): the captured calls (partial ones
        too: a call still generating is kept as a partial record)    -> engine_error if a call failed
-       in the engine or its record was lost (infra) or it overflowed the context (policy, unless
-       it was the first call: the harness's own prompt does not fit); this
+       in the engine (infra), or its record was lost or it overflowed the context (policy; an
+       overflow of the first call is infra: the harness's own prompt does not fit); this
        wins over the harness's own account (`status.status_from_calls`)
     6. score the final workspace with the task's checker in its own sandbox (reward files copied
        in only now)              -> verifier_error (the checker failed on the workspace: policy;

@@ -62,9 +62,9 @@ def settle(
     timeout_s: float | None = None,
 ) -> None:
     """Step 5, once the session is closed: the rollout's calls, and its status from the calls and the
-    harness's result (`engine_error` for a trajectory with a lost record or a call the engine failed,
-    which are not the policy's doing, or with a prompt over the context, which is after the first
-    call). `stopped`: the runner ended the harness at a context overflow."""
+    harness's result (`engine_error` for a trajectory with a call the engine failed, not the
+    policy's doing, or with a lost record or a prompt over the context after the first call, which
+    are). `stopped`: the runner ended the harness at a context overflow."""
     rollout.calls = list(calls)
     if stopped:
         status_from_calls(rollout, dropped, stopped=True)
