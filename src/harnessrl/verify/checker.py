@@ -101,15 +101,24 @@ def parse_stdout(stdout: str) -> tuple[Any, str | None]:
     return None, f"checker output is not JSON: {text[-200:]!r}"
 
 
-def _interpret(out: RunOutput, raw: bytes, timeout_s: float) -> tuple[Any, str, str | None]:
-    """-> (value, mode, error) from the process outcome and the driver's report. The report counts
-    only when the process itself exited 0 (a checker-run program that kills the driver, or forges a
-    report and exits, gains nothing)."""
+_UNREADABLE = object()
+
+
+def _parse_report(raw: bytes) -> Any:
+    """The driver's report as JSON; None when there is none, `_UNREADABLE` when it is not JSON."""
+    try:
+        return json.loads(raw) if raw else None
+    except (UnicodeDecodeError, ValueError):
+        return _UNREADABLE
+
+
+def _interpret(out: RunOutput, result: Any, timeout_s: float) -> tuple[Any, str, str | None]:
+    """-> (value, mode, error) from the process outcome and the driver's report (`_parse_report`). The
+    report counts only when the process itself exited 0 (a checker-run program that kills the
+    driver, or forges a report and exits, gains nothing)."""
     if out.timed_out:
         return None, "", f"checker timed out after {timeout_s:g} s"
-    try:
-        result = json.loads(raw) if raw else None
-    except (UnicodeDecodeError, ValueError):
+    if result is _UNREADABLE:
         return None, "", "checker driver sent an unreadable report"
     if not isinstance(result, dict):
         return None, "", f"checker process died (exit status {out.returncode}): {out.stderr[-300:].strip()}"
@@ -127,12 +136,8 @@ def _interpret(out: RunOutput, raw: bytes, timeout_s: float) -> tuple[Any, str, 
     return value, mode, err
 
 
-def _confined(raw: bytes) -> bool | None:
+def _confined(report: Any) -> bool | None:
     """The driver's `children_confined`, where it reported one."""
-    try:
-        report = json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
-        return None
     value = report.get("children_confined") if isinstance(report, dict) else None
     return value if isinstance(value, bool) else None
 
@@ -199,7 +204,8 @@ def run_checker(
             placed = _place_reward(task, ws)
         job = CheckerJob(tmp, entry, ws, task.input_mount_dir, python or sys.executable, limit)
         out, raw = (runner or LocalRunner()).run_checker(job)
-        value, mode, error = _interpret(out, raw, limit)
+        report = _parse_report(raw)
+        value, mode, error = _interpret(out, report, limit)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if task.checker.shell_entry:
@@ -216,5 +222,5 @@ def run_checker(
         stderr_tail=out.stderr[-TAIL_CHARS:],
         duration_s=time.monotonic() - started,
         timed_out=out.timed_out,
-        children_confined=_confined(raw),
+        children_confined=_confined(report),
     )
