@@ -81,10 +81,11 @@ def remove_root(root: Path, mounted: bool) -> None:
     remove_tree(root)  # the agent's HOME and /tmp: any depth
 
 
-def _remove_stage(folder: Path) -> None:
-    """Remove a dead process's staging folder: unmount each bind, then the empty mount points. Never
-    a recursive delete: a bind that would not unmount still shows its source's files. A folder that
-    another process's sweep removes first is no error (Ray workers starting together all sweep)."""
+def remove_stage(folder: Path) -> None:
+    """Remove a staging folder (a dead process's, or this one's at exit): unmount each bind, then the
+    empty mount points. Never a recursive delete: a bind that would not unmount still shows its
+    source's files. A folder that another process's sweep removes first is no error (Ray workers
+    starting together all sweep)."""
     try:
         entries = list(folder.iterdir())
     except OSError:
@@ -127,7 +128,7 @@ def sweep_stale(base: Path | None = None) -> int:
             removed += 1
     for folder in root.glob("hrl-stage-*"):
         if _owner_alive(folder) is False:
-            _remove_stage(folder)
+            remove_stage(folder)
     return removed
 
 

@@ -175,11 +175,8 @@ def _unstage_all() -> None:
     """At exit: take every bind this process staged down, and its staging folders with them (they
     made folders other uids cannot enter reachable for this process's sandboxes only; a killed
     process leaves them to the next process's sweep)."""
+    from harnessrl.sandbox.folders import remove_stage  # folders imports this module
+
     for base in {b for _, b in _staged}:
         unstage(base)
-        folder = stage_dir(base)
-        with contextlib.suppress(OSError):
-            for entry in folder.iterdir():  # mount points and the owner file: never a recursive delete
-                with contextlib.suppress(OSError):
-                    entry.rmdir() if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-            folder.rmdir()
+        remove_stage(stage_dir(base))
