@@ -289,3 +289,15 @@ def test_one_rollout_cannot_fill_the_engine_with_calls() -> None:
         assert codes == [200, 200]
     finally:
         server.stop()
+
+
+def test_only_a_lone_surrogate_is_refused() -> None:
+    """An escaped pair (an emoji from a client that escapes non-ASCII) is one character and passes
+    without re-encoding the body; a half alone, high or low, is a 400."""
+    from harnessrl.proxy.handler import parse_body
+    from harnessrl.types import RequestError
+
+    assert parse_body(b'{"a": "\\uD83D\\ude00 \\u00e9"}', "application/json") == {"a": "\U0001f600 \u00e9"}
+    for lone in (b'{"a": "x\\ud83d"}', b'{"a": "\\udE00y"}', b'{"a": "\\ud83d\\ud83d"}'):
+        with pytest.raises(RequestError, match="lone UTF-16 surrogate"):
+            parse_body(lone, "application/json")

@@ -118,15 +118,19 @@ def parse_body(raw: bytes, content_type: str) -> dict[str, Any]:
     return body
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE_ESCAPE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"  # a high half not followed by a low one
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"  # a low half alone
+)
 
 
 def check_surrogates(raw: bytes, body: Any) -> None:
     """A 400 when a string holds a lone UTF-16 surrogate (`"\\ud800"` alone is valid JSON but not
     Unicode text: it cannot be encoded, and recording such a request failed, which made its rollout
-    lose a call). Only a body with a surrogate escape is encoded to check (pairs decode to one
-    character and pass)."""
-    if not _SURROGATE_ESCAPE.search(raw):
+    lose a call). Only a body whose text shows an unpaired surrogate escape is encoded to check: an
+    escaped pair (an emoji from a client that escapes non-ASCII) decodes to one character and costs
+    nothing more."""
+    if not _LONE_SURROGATE_ESCAPE.search(raw):
         return
     try:
         json.dumps(body, ensure_ascii=False).encode("utf-8")
