@@ -952,3 +952,27 @@ def test_two_processes_with_different_base_folders_never_share_a_uid(sb_base: Pa
     assert identity.uid_lock_dir().parent in identity.LOCK_PARENTS
     st = os.lstat(identity.uid_lock_dir())
     assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o700)
+
+
+PROC_ONE = (
+    "ls /proc/self/fd > /dev/null && echo own-fd; "
+    "for d in fd fdinfo map_files; do ls /proc/1/$d > /dev/null 2>&1 && echo LISTED-$d; done; "
+    "for f in environ maps auxv syscall stack io; do cat /proc/1/$f > /dev/null 2>&1 && echo READ-$f; done; "
+    "readlink /proc/1/exe /proc/1/cwd /proc/1/root > /dev/null 2>&1 && echo LINKS; echo end"
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 19 item 6): the non-dumpable agent's /proc entries belong to its user "
+    "namespace's root, which is the commands' own uid; closing it needs bwrap --uid/--gid other than 0",
+)
+async def test_commands_cannot_list_the_agents_descriptors(sb_base: Path) -> None:
+    """The agent is non-dumpable, so its descriptors' targets, environment and memory map are refused
+    (a ptrace check); listing /proc/1/fd needs only the directory's permission, and the kernel gives
+    a non-dumpable process's /proc entries to root of its user namespace, which is uid 0 inside: the
+    commands' own uid. A command listed the agent's descriptor numbers (which commands are running,
+    how many descriptors the host passed)."""
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
+        _, out, _ = await run_in(sb, PROC_ONE)
+    assert out.split() == ["own-fd", "end"]
