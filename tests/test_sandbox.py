@@ -531,3 +531,39 @@ def test_staged_binds_are_taken_down_when_the_process_exits(sb_base: Path, tmp_p
     assert out[1] == "x" and staged_at.parent.name.startswith("hrl-stage-")
     assert not staged_at.parent.exists()
     assert str(staged_at) not in Path("/proc/self/mounts").read_text()
+
+
+FORK_CHAIN = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()  # out of the command's process group: only the namespace-wide kill reaches it
+    n = 0
+    while True:
+        try:
+            if os.fork():
+                os._exit(0)  # the parent goes, the child carries on under a new pid
+        except OSError:
+            continue
+        n += 1
+        with open("/tmp/alive.new", "w") as f:
+            f.write(str(n))
+        os.replace("/tmp/alive.new", "/tmp/alive")  # never seen half-written
+while not os.path.exists("/tmp/alive"):
+    time.sleep(0.01)
+"""
+
+
+async def test_a_fork_chain_is_dead_when_its_command_returns(sb_base: Path) -> None:
+    """A daemon that forks and exits in a loop (a new pid each time) out of the command's group is
+    killed by one kill(-1) and reaped before the reply: nothing of it runs once the command has
+    returned, and the next command finds only the agent and itself."""
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
+        res = await sb.exec(["python3", "-c", FORK_CHAIN], timeout_s=60)
+        alive = (sb.root / "tmp" / "alive").read_text()
+        await asyncio.sleep(0.3)
+        assert (sb.root / "tmp" / "alive").read_text() == alive
+        probe = "import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()), os.getpid())"
+        seen = await sb.exec(["python3", "-c", probe])
+    assert res.returncode == 0 and int(alive) > 0
+    pids, own = seen.stdout.rsplit(" ", 1)
+    assert pids == f"[1, {int(own)}]"

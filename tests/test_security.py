@@ -882,3 +882,97 @@ def test_copy_untrusted_caps_data_and_skips_specials(tmp_path: Path) -> None:
     assert report.truncated == "more than 6000 bytes of data"
     assert not (tmp_path / "dst" / "abs").exists() and not (tmp_path / "dst" / "fifo").exists()
     assert stat.S_ISREG(os.lstat(tmp_path / "dst" / "a").st_mode)
+
+
+# ---- issue 19 item 6: uid leases are machine-wide; /proc/1/fd ------------------------------------
+
+from typing import Any  # noqa: E402
+
+LEASE_HOLDER = """
+import asyncio, os, sys
+from harnessrl.sandbox import Sandbox, SandboxSpec, identity
+
+async def main():
+    if sys.argv[1] == "sandbox":  # a real sandbox in this process's own base folder
+        async with await Sandbox.create(SandboxSpec()) as sb:
+            print(sb.uid, flush=True)
+            await asyncio.to_thread(sys.stdin.read)
+    else:  # a lease that starts where the other process's did (pids equal mod 65536)
+        lease = identity.lease_uid(start=int(sys.argv[2]) - identity.UID_BASE)
+        print(lease.uid, flush=True)
+        await asyncio.to_thread(sys.stdin.read)
+
+asyncio.run(main())
+"""
+
+
+def _lease_holder(base: Path, *args: str) -> tuple[Any, int]:
+    """A python process that leases a uid with `base` as its sandbox base folder; (it, the uid)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HARNESSRL_SANDBOX_DIR": str(base), "PYTHONPATH": str(BUNDLED.parents[2])}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LEASE_HOLDER, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.strip().isdigit(), (line, proc.wait(60))
+    return proc, int(line)
+
+
+@ROOT_ONLY
+def test_two_processes_with_different_base_folders_never_share_a_uid(sb_base: Path) -> None:
+    """Leases were flocks under `<base>/hrl-uids`: two harnessrl processes with different
+    $HARNESSRL_SANDBOX_DIR drew from one range, and two whose pids were equal mod 65536 started on
+    the same uid, so their sandboxes shared RLIMIT_NPROC (one sandbox's fork bomb starved the other).
+    The lock folder is now one per machine: a lease starting on a uid another process's sandbox
+    holds gets another one; once that process is killed (SIGKILL: no clean-up) its uid is free."""
+    from harnessrl.sandbox.folders import sweep_stale
+
+    first, second = sb_base / "a", sb_base / "b"
+    procs = []
+    try:
+        holder, uid = _lease_holder(first, "sandbox")
+        procs.append(holder)
+        assert uid >= identity.UID_BASE
+        other, other_uid = _lease_holder(second, "lease", str(uid))
+        procs.append(other)
+        assert other_uid != uid
+        holder.kill()
+        holder.wait(60)
+        again, again_uid = _lease_holder(second, "lease", str(uid))
+        procs.append(again)
+        assert again_uid == uid
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait(60)
+        sweep_stale(first)
+    assert identity.uid_lock_dir().parent in identity.LOCK_PARENTS
+    st = os.lstat(identity.uid_lock_dir())
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o700)
+
+
+PROC_ONE = (
+    "ls /proc/self/fd > /dev/null && echo own-fd; "
+    "for d in fd fdinfo map_files; do ls /proc/1/$d > /dev/null 2>&1 && echo LISTED-$d; done; "
+    "for f in environ maps auxv syscall stack io; do cat /proc/1/$f > /dev/null 2>&1 && echo READ-$f; done; "
+    "readlink /proc/1/exe /proc/1/cwd /proc/1/root > /dev/null 2>&1 && echo LINKS; echo end"
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 19 item 6): the non-dumpable agent's /proc entries belong to its user "
+    "namespace's root, which is the commands' own uid; closing it needs bwrap --uid/--gid other than 0",
+)
+async def test_commands_cannot_list_the_agents_descriptors(sb_base: Path) -> None:
+    """The agent is non-dumpable, so its descriptors' targets, environment and memory map are refused
+    (a ptrace check); listing /proc/1/fd needs only the directory's permission, and the kernel gives
+    a non-dumpable process's /proc entries to root of its user namespace, which is uid 0 inside: the
+    commands' own uid. A command listed the agent's descriptor numbers (which commands are running,
+    how many descriptors the host passed)."""
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
+        _, out, _ = await run_in(sb, PROC_ONE)
+    assert out.split() == ["own-fd", "end"]

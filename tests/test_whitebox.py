@@ -249,3 +249,26 @@ async def test_command_timeout_and_step_limit_belong_to_the_harness(tmp_path: Pa
     assert slow.status is RolloutStatus.OK and "[command timed out after 1 s]" in prompts(slow)[-1]
     assert loop.status is RolloutStatus.HARNESS_ERROR and "step limit of 3 reached" in loop.status_reason
     assert len(loop.calls) == 3
+
+
+async def test_reference_commands_run_once_in_every_training_configuration(tmp_path: Path) -> None:
+    """Task_0001 appends a line, so a reference command sent twice costs reward (0.8). Under a sliding
+    window (context level 1) the last command's turn is dropped once the final answer and the
+    verification came after it, and the engine used to send command 1 again (whitebox:12012). All
+    18 training configurations (every level of every factor, every pair of levels twice), and the
+    window's narrowest setting under the plan and verify workflows."""
+    from harnessrl.scaling.designs import design_codes
+
+    task = next(t for t in load_tasks("bundled", split="train").tasks if t.id == "task_0001")
+    command = reference_command(task)
+    jobs = [RolloutJob(task, f"whitebox:{c}", f"r{c}") for c in design_codes("oa-18")]
+    narrow = {"window_turns": 1}
+    jobs += [RolloutJob(task, f"whitebox:{c}", f"w{c}", options=dict(narrow)) for c in ("00011", "20112")]
+    engine = ReferenceEngine(FMT, [(task.prompt, [command])])
+    rollouts = await run_jobs(tmp_path, engine, jobs)
+    assert len(rollouts) == 20
+    for job, r in zip(jobs, rollouts, strict=True):
+        sent = [c for c in r.calls if command in c.text + "".join(str(t.arguments) for t in c.tool_calls)]
+        assert (r.status, r.reward, len(sent)) == (RolloutStatus.OK, 1.0, 1), (job.harness, r.status_reason)
+        todo = (tmp_path / job.rollout_id / "workspace" / "notes" / "todo.txt").read_text()
+        assert todo.splitlines()[-2:] == ["- renew library card", "- buy coffee filters"], job.harness

@@ -25,7 +25,8 @@ Interpreter start-up is most of a sandbox's creation cost; these imports cut it 
   On timeout the group gets SIGTERM, then SIGKILL after grace_s. The host reads the output from its
   own descriptors: nothing in the sandbox names a path that the host opens.
 - After each command, if REAP_ALL is 1 (we are alone in a pid namespace), every other process in the
-  namespace is SIGKILLed, so daemonised children do not outlive the command that started them.
+  namespace is SIGKILLed and reaped before the reply, so daemonised children do not outlive the
+  command that started them.
 - Bridge: when LISTEN_PORT > 0, a TCP listener on 127.0.0.1:LISTEN_PORT whose connections are piped to
   the unix socket SOCK_PATH (served on the host by `forward.UnixToTcpForwarder`). This is the only
   way out of a sandbox without a network.
@@ -42,6 +43,7 @@ import sys
 import time
 
 BUF_LIMIT = 1 << 18
+REAP_WAIT_S = 2.0
 PR_SET_DUMPABLE = 4
 
 
@@ -253,13 +255,27 @@ class Agent:
 
     @staticmethod
     def kill_others() -> None:
-        me = os.getpid()
-        for name in os.listdir("/proc"):
-            if name.isdigit() and int(name) not in (1, me):
-                try:
-                    os.kill(int(name), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        """SIGKILL every other process of the namespace in one call, then reap them (at most
+        REAP_WAIT_S), so none still runs when the reply goes out. kill(-1) spares only the caller
+        (pid 1) and signals the others under the lock fork takes: a chain of forks cannot slip past
+        it as it could past a /proc listing. Only as pid 1 of a namespace: elsewhere kill(-1) would
+        reach every process of the uid."""
+        if os.getpid() != 1:
+            return
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:  # nobody else
+            return
+        deadline = time.monotonic() + REAP_WAIT_S
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:  # nobody left
+                return
+            if pid == 0:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.0005)
 
     # ---- bridge --------------------------------------------------------------------------------
     def on_accept(self) -> None:

@@ -17,14 +17,14 @@
  *   Agent to host: one flat JSON object: first {"ready", "pid", "dumpable"}, then per request
  *   {"id", "rc", "timed_out", "error"} once the command has exited (rc < 0: the killing signal).
  * - A command runs in its own session; on timeout its group gets SIGTERM, SIGKILL after grace_s.
- *   After it exits, with REAP_ALL 1, every other process of the namespace is SIGKILLed.
+ *   After it exits, with REAP_ALL 1, every other process of the namespace is SIGKILLed and reaped
+ *   before the reply (`kill_others`).
  * - Bridge: with LISTEN_PORT > 0, connections to 127.0.0.1:LISTEN_PORT are piped to the unix socket
  *   SOCK_PATH (served on the host by `forward.UnixToTcpForwarder`).
  * - stdin EOF (the host went away) kills the running command and ends the agent.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -48,6 +48,7 @@
 #define MAX_FRAME (64u << 20)
 #define MAX_FDS 64
 #define ERR_MAX 4000
+#define REAP_WAIT_S 2.0
 
 typedef struct {
     char *data;
@@ -429,18 +430,21 @@ static void on_stdin(void) {
     }
 }
 
+/* Every other process of the namespace SIGKILLed in one call, then reaped (at most REAP_WAIT_S), so
+ * none still runs when the reply goes out. kill(-1) spares only the caller (pid 1) and signals the
+ * others under the lock fork takes: a chain of forks cannot slip past it as it could past a /proc
+ * listing. Only as pid 1 of a namespace: elsewhere kill(-1) would reach every process of the uid. */
 static void kill_others(void) {
-    DIR *d = opendir("/proc");
-    if (!d) return;
-    pid_t me = getpid();
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        char *end;
-        long pid = strtol(e->d_name, &end, 10);
-        if (*end || end == e->d_name || pid == 1 || pid == me) continue;
-        kill((pid_t)pid, SIGKILL);
+    if (getpid() != 1 || kill(-1, SIGKILL) != 0) return; /* ESRCH: nobody else */
+    double deadline = now() + REAP_WAIT_S;
+    for (;;) {
+        pid_t pid = waitpid(-1, NULL, WNOHANG);
+        if (pid < 0) return; /* ECHILD: nobody left */
+        if (pid == 0) {
+            if (now() > deadline) return;
+            usleep(500);
+        }
     }
-    closedir(d);
 }
 
 static void on_child_exit(int status) {

@@ -41,32 +41,13 @@ _trusted: set[Path] = set()
 
 def ensure_base(base: Path) -> None:
     """Make the sandbox base folder (0711) if needed and refuse one that someone else could have
-    prepared or could change: it must be a real folder of this uid that nobody else may write, and
-    every folder above it must belong to root or this uid and be writable by nobody else unless
-    sticky (as /dev/shm and /tmp are). The base holds what the host runs and trusts (the built agent,
-    the uid lease locks, sandbox folders it mounts and chowns): in a shared /dev/shm another local
-    user could otherwise create `harnessrl` first and swap the agent binary between our check and
-    our run of it (root code execution, reproduced). PermissionError says what is wrong."""
+    prepared or could change (`identity.ensure_private_dir`). The base holds what the host runs and
+    trusts (the built agent, sandbox folders it mounts and chowns): in a shared /dev/shm another
+    local user could otherwise create `harnessrl` first and swap the agent binary between our check
+    and our run of it (root code execution, reproduced). PermissionError says what is wrong."""
     if base in _trusted:
         return
-    base.mkdir(mode=0o711, parents=True, exist_ok=True)
-    me = os.geteuid()
-    st = os.lstat(base)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != me or st.st_mode & 0o022:
-        raise PermissionError(
-            f"sandbox base folder {base} is not a folder of uid {me} that only it may write (it is "
-            f"{stat.filemode(st.st_mode)}, uid {st.st_uid}): someone else may have made it; remove it, "
-            "or pick another ($HARNESSRL_SANDBOX_DIR)"
-        )
-    given, real = Path(os.path.abspath(base)), base.resolve()
-    for parent in (*given.parents, *real.parents):  # a link on the way must be root's or ours too
-        st = os.lstat(parent)
-        shared = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX and not stat.S_ISLNK(st.st_mode)
-        if st.st_uid not in (0, me) or shared:
-            raise PermissionError(
-                f"sandbox base folder {base}: its parent {parent} ({stat.filemode(st.st_mode)}, uid "
-                f"{st.st_uid}) could be changed by another user; pick another ($HARNESSRL_SANDBOX_DIR)"
-            )
+    identity.ensure_private_dir(base, 0o711, "sandbox base folder", "pick another ($HARNESSRL_SANDBOX_DIR)")
     _trusted.add(base)
 
 

@@ -2,9 +2,10 @@
 
 A sandbox never runs as host root. When harnessrl itself runs as root (CI, containers), each live
 sandbox leases a host uid of its own from a range no account uses (`UID_BASE` ..), held by an
-`flock` on a lock file in the sandbox base folder, so two harnessrl processes on one machine never
-hand out the same uid. One uid per sandbox makes RLIMIT_NPROC a per-sandbox process cap and keeps
-sandboxes from signalling each other. When harnessrl runs as an ordinary user, sandboxes run as that
+`flock` on a lock file in one folder per machine (`uid_lock_dir()`, whatever the sandbox base
+folder), so two harnessrl processes on one machine never hand out the same uid, and a lease of a
+process that died frees itself. One uid per sandbox makes RLIMIT_NPROC a per-sandbox process cap
+and keeps sandboxes from signalling each other. When harnessrl runs as an ordinary user, sandboxes run as that
 user (already unprivileged): no lease, no chown, no host mounts.
 
 Running as root, the host also mounts, in its own mount namespace:
@@ -24,12 +25,17 @@ import ctypes.util
 import fcntl
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 UID_BASE = 2_000_000_000
 """First host uid handed to sandboxes (far above login and subordinate-uid ranges)."""
 UID_COUNT = 65536
+LOCK_PARENTS = (Path("/run"), Path("/dev/shm"), Path("/tmp"))
+"""The uid lease locks live in `harnessrl-uids` under the first of these that root may write: the
+same folder for every harnessrl process of the machine, whatever its `$HARNESSRL_SANDBOX_DIR`
+(leases kept per base folder let two processes with different base folders lease one uid)."""
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC = 0x2, 0x4, 0x1000, 0x4000
 MNT_DETACH = 0x2
 
@@ -62,14 +68,55 @@ class UidLease:
             self.fd = None
 
 
-def lease_uid(lock_dir: Path, base: int = UID_BASE, count: int = UID_COUNT) -> UidLease:
-    """A free uid in [base, base+count): the first whose lock file we can flock exclusively."""
+def uid_lock_dir() -> Path:
+    """The machine's one folder of uid lease locks (`LOCK_PARENTS`)."""
+    parent = next((p for p in LOCK_PARENTS if p.is_dir() and os.access(p, os.W_OK)), LOCK_PARENTS[-1])
+    return parent / "harnessrl-uids"
+
+
+def ensure_private_dir(path: Path, mode: int, what: str, remedy: str) -> None:
+    """Make `path` (with `mode`) if needed and refuse one that someone else could have prepared or
+    could change: it must be a real folder of this uid that nobody else may write, and every folder
+    above it must belong to root or this uid and be writable by nobody else unless sticky (as
+    /dev/shm and /tmp are). PermissionError says what is wrong (`what` names the folder's role) and
+    ends with `remedy`."""
+    path.mkdir(mode=mode, parents=True, exist_ok=True)
+    me = os.geteuid()
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != me or st.st_mode & 0o022:
+        raise PermissionError(
+            f"{what} {path} is not a folder of uid {me} that only it may write (it is "
+            f"{stat.filemode(st.st_mode)}, uid {st.st_uid}): someone else may have made it; remove it, or "
+            f"{remedy}"
+        )
+    given, real = Path(os.path.abspath(path)), path.resolve()
+    for parent in (*given.parents, *real.parents):  # a link on the way must be root's or ours too
+        st = os.lstat(parent)
+        shared = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX and not stat.S_ISLNK(st.st_mode)
+        if st.st_uid not in (0, me) or shared:
+            raise PermissionError(
+                f"{what} {path}: its parent {parent} ({stat.filemode(st.st_mode)}, uid "
+                f"{st.st_uid}) could be changed by another user; {remedy}"
+            )
+
+
+_lock_dirs: set[Path] = set()
+
+
+def lease_uid(base: int = UID_BASE, count: int = UID_COUNT, *, start: int | None = None) -> UidLease:
+    """A free uid in [base, base+count): the first, from `start` (default: one derived from the pid,
+    so processes rarely probe the same locks), whose lock file in `uid_lock_dir()` we can flock
+    exclusively. The lock is the lease: it is held by this open file, so it ends with `release()`
+    or with the process, however it dies. PermissionError when the lock folder is not root's own."""
     if not drops_privileges():
         return UidLease(os.getuid(), None)
-    lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    start = (os.getpid() * 7919) % count
+    lock_dir = uid_lock_dir()
+    if lock_dir not in _lock_dirs:
+        ensure_private_dir(lock_dir, 0o700, "uid lease folder", f"make {lock_dir.parent} root's own")
+        _lock_dirs.add(lock_dir)
+    first = (os.getpid() * 7919) % count if start is None else start % count
     for i in range(count):
-        uid = base + (start + i) % count
+        uid = base + (first + i) % count
         fd = os.open(lock_dir / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -194,7 +194,7 @@ class Sandbox:
         sweep_once(base)
         self.agent_file = self._agent_file()
         if self.isolated:
-            self.lease = identity.lease_uid(base / "hrl-uids")
+            self.lease = identity.lease_uid()
             if identity.drops_privileges() and self.spec.disk_mb is not None:
                 self.tmpfs = identity.mount_tmpfs(self.root, self.spec.disk_mb, self.spec.max_files)
         self._finalizer.detach()

@@ -12,7 +12,10 @@ correctly) and answers in the format the request implies:
   verification request a check command;
 - otherwise the next reference command: command i is sent as `echo ref-step-i; <command>`, so the
   highest `ref-step-i` in the prompt (in a kept turn, its output, or a summary) says how far it got;
-  after the last one, the final answer.
+  after the last one, the final answer. A turn that only ever follows the last command (the final
+  answer, the verification command) says all were sent: a sliding window drops the last command's
+  own turn once two more came after it, and the engine used to send command 1 again (a line appended
+  twice under `whitebox:12012`). Each reference command runs exactly once in every configuration.
 
 Outputs are exact ids through `ChatFormat.render_assistant`; log-probs are real with a `scorer`
 (`(prompt_ids, output_ids) -> log-probs`), else zeros, as in `engines.scripted`.
@@ -32,6 +35,7 @@ from harnessrl.protocols import GenerationResult, SamplingParams
 from harnessrl.types import ChatMessage, EngineError, ToolCall
 
 STEP = re.compile(r"ref-step-(\d+)")
+VERIFY_COMMAND = "echo ref-verify; ls -la"
 TOOL = re.compile(r'"name":\s*"(bash|run)"')
 MARK = "<|im_start|>"
 
@@ -48,16 +52,30 @@ def _segments(text: str) -> tuple[str, str]:
 def reference_turn(text: str, commands: Sequence[str], final: str = "done") -> ChatMessage:
     """The assistant turn answering a decoded prompt (module docstring)."""
     system, tail = _segments(text)
-    done = max((int(n) for n in STEP.findall(text)), default=0)
+    done = _sent(text, len(commands), final)
     if context.COMPACT_PROMPT[:30] in tail:
         return _text(f"Summary: working on the task; finished ref-step-{done} of {len(commands)}.")
     if workflow.PLAN_PROMPT[:30] in tail:
         return _text("1. Run the reference commands in order.\n2. Check the result.\n3. Answer.")
     if workflow.VERIFY_PROMPT[:30] in tail:
-        return _action(system, "echo ref-verify; ls -la")
+        return _action(system, VERIFY_COMMAND)
     if done < len(commands):
         return _action(system, f"echo ref-step-{done + 1}; {commands[done]}")
     return _text(final)
+
+
+def _sent(text: str, n: int, final: str) -> int:
+    """How many of the `n` reference commands the run has sent (module docstring)."""
+    answered = VERIFY_COMMAND in text or any(_content(p) == final for p in text.split(MARK))
+    return n if answered else max((int(i) for i in STEP.findall(text)), default=0)
+
+
+def _content(part: str) -> str | None:
+    """The text of an assistant turn of a ChatML prompt (an empty think block dropped), else None."""
+    if not part.startswith("assistant\n"):
+        return None
+    body = part.removeprefix("assistant\n").split("<|im_end|>")[0]
+    return re.sub(r"^<think>\s*</think>\s*", "", body).strip()
 
 
 def _text(text: str) -> ChatMessage:
