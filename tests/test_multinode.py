@@ -19,33 +19,18 @@ it as a program inside the head's namespace (`python test_multinode.py drive OUT
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-HEAD_IP, WORKER_IP = "10.231.0.1", "10.231.0.2"
+from harnessrl.rollout.netsim import HEAD_IP, WORKER_IP, Nodes, kill_raylet, run_in, two_node_cluster, why_not
+
 PY = sys.executable
-RAY = str(Path(PY).with_name("ray"))
-RAY_ENV = {
-    "RAY_USAGE_STATS_ENABLED": "0",
-    # A dead node is noticed within ~2 s instead of ~30 s (GCS health checks of each raylet).
-    "RAY_health_check_initial_delay_ms": "1000",
-    "RAY_health_check_period_ms": "500",
-    "RAY_health_check_timeout_ms": "1000",
-    "RAY_health_check_failure_threshold": "3",
-}
 CHECK = """
 import json, sys
 from pathlib import Path
@@ -66,100 +51,19 @@ VARIED = f'{CURL} && printf %s "$HARNESSRL_API_KEY" | md5sum > score.txt'
 """One model call, then a score derived from the rollout's token: groups have reward variance."""
 
 
-def why_not() -> str | None:
-    """Why this machine cannot run the two-node test, or None when it can."""
-    if os.geteuid() != 0:
-        return "needs root: it makes network namespaces and a veth link"
-    if shutil.which("ip") is None:
-        return "needs `ip` (iproute2) for network namespaces"
-    if shutil.which("bwrap") is None:
-        return "bubblewrap not installed"
-    if not Path(RAY).is_file():
-        return "Ray is not installed (harnessrl[ray]; scripts/setup installs it)"
-    return None
-
-
-@dataclass(frozen=True)
-class Nodes:
-    head: str
-    """Network namespace of the head node and the driver."""
-    worker: str
-    """Network namespace of the worker node."""
-    temp_dir: str
-
-
-def run_in(ns: str, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **RAY_ENV}
-    return subprocess.run(
-        ["ip", "netns", "exec", ns, *argv], env=env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def kill_namespace(ns: str) -> None:
-    """SIGKILL every process in a namespace (`ray stop` would stop every Ray on the machine)."""
-    for _ in range(3):
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid), signal.SIGKILL)
-        time.sleep(0.5)
-
-
-@contextlib.contextmanager
-def namespaces() -> Iterator[Nodes]:
-    tag = str(os.getpid() % 100_000)
-    head, worker = f"hrl-head-{tag}", f"hrl-work-{tag}"
-    veth_h, veth_w = f"hrlh{tag}", f"hrlw{tag}"
-    temp_dir = tempfile.mkdtemp(prefix="hrl-ray-", dir="/tmp")
-    steps = [
-        ["ip", "netns", "add", head],
-        ["ip", "netns", "add", worker],
-        ["ip", "link", "add", veth_h, "type", "veth", "peer", "name", veth_w],
-        ["ip", "link", "set", veth_h, "netns", head],
-        ["ip", "link", "set", veth_w, "netns", worker],
-        ["ip", "-n", head, "addr", "add", f"{HEAD_IP}/24", "dev", veth_h],
-        ["ip", "-n", worker, "addr", "add", f"{WORKER_IP}/24", "dev", veth_w],
-        ["ip", "-n", head, "link", "set", veth_h, "up"],
-        ["ip", "-n", worker, "link", "set", veth_w, "up"],
-        ["ip", "-n", head, "link", "set", "lo", "up"],
-        ["ip", "-n", worker, "link", "set", "lo", "up"],
-    ]
-    try:
-        for argv in steps:
-            subprocess.run(argv, check=True, capture_output=True, text=True, timeout=30)
-        yield Nodes(head, worker, temp_dir)
-    finally:
-        for ns in (worker, head):
-            kill_namespace(ns)
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)  # takes its veth end along
-        shutil.rmtree(temp_dir, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def nodes() -> Iterator[Nodes]:
     reason = why_not()
     if reason is not None:
         pytest.skip(reason)
-    with namespaces() as n:
-        common = ["--num-cpus=1", "--disable-usage-stats", f"--temp-dir={n.temp_dir}"]
-        head = run_in(
-            n.head, RAY, "start", "--head", f"--node-ip-address={HEAD_IP}", "--port=6379",
-            "--include-dashboard=false", *common,
-        )  # fmt: skip
-        assert head.returncode == 0, head.stdout + head.stderr
-        worker = run_in(
-            n.worker, RAY, "start", f"--address={HEAD_IP}:6379", f"--node-ip-address={WORKER_IP}", *common
-        )
-        assert worker.returncode == 0, worker.stdout + worker.stderr
+    with two_node_cluster() as n:
         yield n
 
 
 @pytest.mark.multinode
 def test_a_step_across_two_nodes_survives_a_lost_node(nodes: Nodes, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    proc = run_in(nodes.head, PY, __file__, "drive", str(tmp_path), nodes.worker, timeout=540)
+    proc = run_in(nodes.head, PY, __file__, "drive", str(tmp_path), nodes.worker, nodes.address, timeout=540)
     assert proc.returncode == 0 and out.is_file(), proc.stdout[-4000:] + proc.stderr[-8000:]
     got = json.loads(out.read_text())
 
@@ -226,17 +130,7 @@ print(json.dumps(out))
     return dict(json.loads(proc.stdout))
 
 
-def kill_raylet(ns: str) -> int:
-    """SIGKILL the raylet of the node in namespace `ns`; returns its pid."""
-    for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split():
-        with contextlib.suppress(OSError):
-            if Path(f"/proc/{pid}/comm").read_text().strip() == "raylet":
-                os.kill(int(pid), signal.SIGKILL)
-                return int(pid)
-    raise RuntimeError(f"no raylet in namespace {ns}")
-
-
-def drive(out_dir: Path, worker_ns: str) -> dict[str, Any]:
+def drive(out_dir: Path, worker_ns: str, address: str) -> dict[str, Any]:
     from harnessrl.chat.format import ChatFormat
     from harnessrl.config import Config
     from harnessrl.engines.models import load_model, load_tokenizer
@@ -281,7 +175,7 @@ def drive(out_dir: Path, worker_ns: str) -> dict[str, Any]:
                 "timeout_s": 300.0,
                 "backend": "ray",
                 "ray": {
-                    "address": f"{HEAD_IP}:6379",
+                    "address": address,
                     "workers": 2,
                     "worker_cpus": 1.0,
                     "retries": 1,
@@ -343,4 +237,4 @@ def drive(out_dir: Path, worker_ns: str) -> dict[str, Any]:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["drive"]:
     out = Path(sys.argv[2])
-    (out / "out.json").write_text(json.dumps(drive(out, sys.argv[3])))
+    (out / "out.json").write_text(json.dumps(drive(out, sys.argv[3], sys.argv[4])))
