@@ -166,20 +166,20 @@ def main() -> None:
         two = None if args.no_two_node else two_node_arm(args, Path(tmp) / "two-node")
     print(f"\n{args.rollouts} trivial rollouts each (curl + sleep {args.sleep} s + checker), real sandboxes")
     print(
-        f"{'backend':<10}{'workers x conc':>16}{'wall s':>10}{'ok':>6}{'rollouts/min':>15}{'vs asyncio':>12}"
+        f"{'backend':<12}{'workers x conc':>16}{'wall s':>10}{'ok':>6}{'rollouts/min':>15}{'vs asyncio':>12}"
     )
     for (backend, workers, conc), (wall, ok) in results.items():
         rate = 60.0 * args.rollouts / wall
         base_wall, _ = results[("asyncio", 1, workers * conc)]
         ratio = base_wall / wall
-        print(f"{backend:<10}{f'{workers} x {conc}':>16}{wall:>10.2f}{ok:>6}{rate:>15.1f}{ratio:>11.2f}x")
+        print(f"{backend:<12}{f'{workers} x {conc}':>16}{wall:>10.2f}{ok:>6}{rate:>15.1f}{ratio:>11.2f}x")
     if isinstance(two, tuple):
         wall, ok = two
         rate = 60.0 * args.rollouts / wall
         ratio = results[("asyncio", 1, 2 * c)][0] / wall
         local = results[("ray", 2, c)][0] / wall
         label = "ray 2 nodes"
-        print(f"{label:<10}{f'2 x {c}':>16}{wall:>10.2f}{ok:>6}{rate:>15.1f}{ratio:>11.2f}x")
+        print(f"{label:<12}{f'2 x {c}':>16}{wall:>10.2f}{ok:>6}{rate:>15.1f}{ratio:>11.2f}x")
         print(f"ray 2 nodes vs ray 2 workers on one node: {local:.2f}x the rate")
     elif two is not None:
         print(f"ray 2 nodes: not run ({two})")
