@@ -54,11 +54,17 @@ def calls(server: ThreadedProxyServer, rollout_id: str) -> list[ModelCall]:
 def test_probes_and_models(server: ThreadedProxyServer) -> None:
     assert httpx.head(server.url + "/").status_code == 200
     assert httpx.get(server.url + "/").json() == {"status": "ok"}
-    models = httpx.get(server.url + "/v1/models").json()
-    assert [m["id"] for m in models["data"]] == ["harnessrl"]
+    # Every route but the probe needs a live session's token (prefix or API key): a proxy listening
+    # beyond loopback answers nobody else.
+    assert httpx.get(server.url + "/v1/models").status_code == 401
+    assert httpx.get(server.url + "/v1/models/claude-x").status_code == 401
     assert httpx.get(server.url + "/r/nope/v1/models").status_code == 401
-    assert httpx.get(server.url + "/v1/models/claude-x").json()["id"] == "claude-x"
+    assert httpx.get(server.url + "/v1/models", headers={"x-api-key": "nope"}).status_code == 401
     info = open_session(server)
+    key = {"authorization": f"Bearer {info.token}"}
+    models = httpx.get(server.url + "/v1/models", headers=key).json()
+    assert [m["id"] for m in models["data"]] == ["harnessrl"]
+    assert httpx.get(server.url + "/v1/models/claude-x", headers=key).json()["id"] == "claude-x"
     assert httpx.head(info.base_url + "/").status_code == 200
     assert httpx.get(info.openai_base_url + "/models").json()["data"][0]["id"] == "harnessrl"
     assert httpx.get(server.url + "/r/nope/").status_code == 401

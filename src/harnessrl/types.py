@@ -315,6 +315,11 @@ def group_id(task_id: str, harness: str) -> str:
     return f"{task_id}/{harness}"
 
 
+WORKER_LOST = "rollout worker died"
+"""Start of the `status_reason` of a rollout whose Ray worker died under it on its last try
+(`sandbox_error`, infrastructure: never trained; `outcomes()` counts them as `lost`)."""
+
+
 class Rollout(BaseModel):
     """One task run through one harness: its calls, reward and status."""
 
@@ -346,6 +351,15 @@ class Rollout(BaseModel):
     """Directory holding this rollout's artifacts."""
     timings: dict[str, float] = Field(default_factory=dict)
     """Seconds per phase: `agent` (sandbox + harness + calls), `verify` (checker and judge)."""
+    node: str = ""
+    """Where its sandbox ran: the Ray node's address (`rollout.backend = "ray"`); "" on the local
+    asyncio backend."""
+    attempts: int = 1
+    """Times it was started: the Ray backend runs a rollout again when its worker dies
+    (`rollout.ray.retries`); a rollout lost with its last worker (`WORKER_LOST`) counts the tries made."""
+    artifacts_missing: bool = False
+    """The driver found no `rollout.json` in the rollout's folder after its worker wrote it (workers
+    on other machines whose `rollout.out_dir` is not a folder the driver shares)."""
 
     @property
     def status_label(self) -> str:

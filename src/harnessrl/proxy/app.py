@@ -4,8 +4,10 @@
 
 Routes, each also under `/r/<token>`: `POST /v1/messages` (+ `?beta=true`), `POST /v1/messages/count_tokens`,
 `POST /v1/chat/completions`, `POST /v1/responses`, `GET /v1/models[/<id>]`; plus `GET /` and `HEAD /`
-probes. Model routes need a session: the `/r/<token>` prefix, else the API key (`x-api-key` or
-`Authorization: Bearer`) as a token, else (open mode only) the default session; otherwise 401.
+probes. Every route but that health probe needs a live session: the `/r/<token>` prefix, else the
+API key (`x-api-key` or `Authorization: Bearer`) as a token, else (open mode only) the default
+session; otherwise 401. A proxy that listens beyond loopback (Ray workers on other machines) so
+answers nobody without a rollout's token but the probe.
 Order of checks: route (404) -> session (401) -> body size, after gzip/deflate decoding (413) -> JSON
 (400: also nesting deeper than 256 and integers too long to convert) -> fields (400) -> prompt length
 (400 in the API's "prompt is too long" shape, before any stream header).
@@ -123,11 +125,13 @@ class ProxyApp:
     async def dispatch(self, request: Request) -> Response:
         scope = request.scope
         token, route = split_path(scope.get("root_path", "") + scope["path"])  # = request.url.path
-        if route in ("/", "", MODELS) or route.startswith(MODELS + "/"):
+        if route in ("/", ""):  # the health probe: open, but a prefix must name a live session
             if token is not None and self.deps.sessions.by_path_token(token) is None:
                 return json_response(openai_error(401, "unknown session token"), 401)
-            if route in ("/", ""):
-                return json_response({"status": "ok"})
+            return json_response({"status": "ok"})
+        if route == MODELS or route.startswith(MODELS + "/"):
+            if self.resolve(token, header_dict(request)) is None:
+                return json_response(openai_error(401, "unknown session token or API key"), 401)
             return self.models(route.removeprefix(MODELS).strip("/"))
         dialect = DIALECTS.get("/v1/messages" if route == COUNT_TOKENS else route.rstrip("/"))
         if dialect is None:

@@ -96,9 +96,7 @@ def write_artifacts(
     rdir: Path, rollout: Rollout, raw: ExecResult | None, initial: Path, workspace: Path
 ) -> None:
     """Write everything but the workspace itself (already in place) for one finished rollout."""
-    head = rollout.model_dump(mode="json", exclude={"calls"})
-    head["n_calls"] = len(rollout.calls)
-    (rdir / "rollout.json").write_text(json.dumps(head, indent=2) + "\n", encoding="utf-8")
+    write_head(rdir, rollout)
     (rdir / "calls.jsonl").write_text(
         "".join(c.model_dump_json() + "\n" for c in rollout.calls), encoding="utf-8"
     )
@@ -107,6 +105,13 @@ def write_artifacts(
     (rdir / "workspace.diff").write_text(workspace_diff(initial, workspace), encoding="utf-8")
     reward = {"reward": rollout.reward, "status": rollout.status_label, "detail": rollout.reward_detail}
     (rdir / "reward.json").write_text(json.dumps(reward, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def write_head(rdir: Path, rollout: Rollout) -> None:
+    """`rollout.json`: the record without its calls (their count as `n_calls`)."""
+    head = rollout.model_dump(mode="json", exclude={"calls"})
+    head["n_calls"] = len(rollout.calls)
+    (rdir / "rollout.json").write_text(json.dumps(head, indent=2) + "\n", encoding="utf-8")
 
 
 def read_rollout(rdir: str | Path) -> Rollout:

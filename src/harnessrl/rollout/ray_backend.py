@@ -33,19 +33,28 @@ import logging
 import os
 import shutil
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from harnessrl.config import RayConfig
 from harnessrl.proxy.sessions import SessionStore
-from harnessrl.rollout.artifacts import write_artifacts
+from harnessrl.rollout.artifacts import write_artifacts, write_head
 from harnessrl.rollout.runner import AgentOutcome, RolloutJob, RolloutRunner, RunnerSettings, run_all
 from harnessrl.rollout.status import internal_error, settle
+from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.sandbox.spec import ExecResult
-from harnessrl.types import ModelCall, Rollout, RolloutStatus, group_id
+from harnessrl.types import WORKER_LOST, ModelCall, Rollout, RolloutStatus, group_id
 
 log = logging.getLogger(__name__)
 
+
+ATTEMPTS = ".attempts"
+"""Each try of a rollout runs in a folder of its own, `out_dir/.attempts/<rollout id>.<try>`, and the
+driver renames the finished one to `out_dir/<rollout id>`. A worker that lost its node may live on
+(a partitioned machine, or here a worker outliving its raylet for a while) and go on writing into
+its folder while the rollout runs again elsewhere: the two tries never share a path, and the rollout
+folder readers see holds exactly the try that was counted (`tests/test_multinode.py`)."""
 
 WORKER_LOOP = """Ray runs an async actor's methods on a uvloop loop by default. uvloop refuses to
 spawn a process while another spawn is under way in the process ("Racing with another loop to spawn
@@ -63,9 +72,18 @@ class RolloutWorker:
     def pid(self) -> int:
         return os.getpid()
 
-    async def agent(self, job: RolloutJob, token: str, server_url: str) -> tuple[Rollout, AgentOutcome]:
-        """Steps 1-4 (`RolloutRunner.prepare` and `agent`) with the driver's session token."""
-        rollout = await self.runner.prepare(job)
+    def node(self) -> str:
+        """The address of the Ray node this worker runs on."""
+        import ray
+
+        return str(ray.util.get_node_ip_address())
+
+    async def agent(
+        self, job: RolloutJob, token: str, server_url: str, folder: str
+    ) -> tuple[Rollout, AgentOutcome]:
+        """Steps 1-4 (`RolloutRunner.prepare` and `agent`) with the driver's session token, in the
+        attempt's own folder."""
+        rollout = await self.runner.prepare(job, Path(folder))
         try:
             outcome = await self.runner.agent(job, rollout, token, server_url)
         except Exception as e:
@@ -109,6 +127,8 @@ class RayRolloutRunner:
         self._dead: set[int] = set()
         """Workers out of restarts."""
         self._revivals: set[asyncio.Task[None]] = set()
+        self._nodes: list[str] = []
+        """Worker index -> the address of the node it runs on (asked again when a worker comes back)."""
         self._owns_cluster = False
         self._slots = asyncio.Semaphore(max(1, settings.concurrency) * cfg.workers)
 
@@ -134,7 +154,7 @@ class RayRolloutRunner:
         endpoint = (host, self.endpoint[1])
         self.workers = [actor.remote(self.settings, endpoint) for _ in range(self.cfg.workers)]
         self._load = [0] * len(self.workers)
-        await asyncio.gather(*(w.pid.remote() for w in self.workers))  # every actor is up
+        self._nodes = list(await asyncio.gather(*(w.node.remote() for w in self.workers)))  # all up
 
     async def worker_pid(self, rollout_id: str) -> int | None:
         """The process id of the worker running `rollout_id` (None when it is not running)."""
@@ -153,14 +173,16 @@ class RayRolloutRunner:
         from ray.exceptions import RayActorError
 
         error: BaseException | None = None
+        attempts = 0
         for attempt in range(self.cfg.retries + 1):
             index = await self._pick()
             if index is None:
                 break
+            attempts = attempt + 1
             self._load[index] += 1
             self._where[job.rollout_id] = index
             try:
-                done = await self._attempt(self.workers[index], job)
+                done = await self._attempt(index, job, attempts)
                 self._calls.pop(job.rollout_id, None)
                 return done
             except RayActorError as e:
@@ -170,7 +192,7 @@ class RayRolloutRunner:
             finally:
                 self._load[index] -= 1
                 self._where.pop(job.rollout_id, None)
-        return await self._lost(job, error)
+        return await self._lost(job, error, attempts)
 
     async def _pick(self) -> int | None:
         """The live worker with the fewest rollouts in flight; waits while every one is restarting;
@@ -201,21 +223,51 @@ class RayRolloutRunner:
             except RayActorError:  # restarting
                 await asyncio.sleep(0.2)
                 continue
+            with contextlib.suppress(RayActorError):  # a restart may land on another node
+                self._nodes[index] = await self.workers[index].node.remote()
             self._down.discard(index)
             return
 
-    async def _attempt(self, worker: Any, job: RolloutJob) -> Rollout:
+    async def _attempt(self, index: int, job: RolloutJob, attempts: int) -> Rollout:
+        worker = self.workers[index]
+        folder = self.settings.out_dir / ATTEMPTS / f"{job.rollout_id}.{attempts}"
         info = self.sessions.open(job.rollout_id)
         try:
-            rollout, outcome = await worker.agent.remote(job, info.token, self.sessions.server_url)
+            where = (info.token, self.sessions.server_url, str(folder))
+            rollout, outcome = await worker.agent.remote(job, *where)
         finally:
             closed = self.sessions.close(job.rollout_id)
             self._calls[job.rollout_id] = list(closed)
         settle(rollout, closed, closed.dropped, outcome.result)
+        rollout.node, rollout.attempts = self._nodes[index], attempts
         done: Rollout = await worker.complete.remote(job, rollout, outcome.raw)
+        await asyncio.to_thread(self._publish, done, folder)
         return done
 
-    async def _lost(self, job: RolloutJob, error: BaseException | None) -> Rollout:
+    def _publish(self, rollout: Rollout, folder: Path) -> None:
+        """Move a finished attempt's folder to `out_dir/<rollout id>` (one rename; see ATTEMPTS) and
+        record the new place; a folder that did not arrive is marked `artifacts_missing`."""
+        final = self.settings.out_dir / rollout.rollout_id
+        try:
+            if final.exists():
+                remove_tree(final)  # a previous run's folder of the same id: the agent's, any depth
+            os.rename(folder, final)
+        except OSError as e:
+            log.warning(
+                "rollout %s: its folder %s (written on node %s) cannot be moved to %s (%s): is "
+                "rollout.out_dir a folder every node shares?",
+                rollout.rollout_id,
+                folder,
+                rollout.node,
+                final,
+                e,
+            )
+            rollout.artifacts_missing = True
+            return
+        rollout.workdir = str(final)
+        write_head(final, rollout)
+
+    async def _lost(self, job: RolloutJob, error: BaseException | None, attempts: int) -> Rollout:
         """A rollout whose last worker died: `sandbox_error`, its folder holding what is known."""
         rdir = self.settings.out_dir / job.rollout_id
         rollout = Rollout(
@@ -225,10 +277,12 @@ class RayRolloutRunner:
             group_id=job.group_id or group_id(job.task.id, job.harness),
             calls=self._calls.pop(job.rollout_id, []),
             status=RolloutStatus.SANDBOX_ERROR,
-            status_reason=f"rollout worker died ({type(error).__name__}); the calls it made are kept"
+            status_reason=f"{WORKER_LOST} ({type(error).__name__}); the calls it made are kept"
             if error is not None
-            else "every rollout worker is dead",
+            else f"{WORKER_LOST}: every rollout worker is dead",
+            fault="infra",
             workdir=str(rdir),
+            attempts=attempts,
         )
 
         def write() -> None:

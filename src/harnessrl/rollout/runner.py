@@ -220,9 +220,10 @@ class RolloutRunner:
             internal_error(rollout, e)
         return await self.complete(job, rollout, None if outcome is None else outcome.raw)
 
-    async def prepare(self, job: RolloutJob) -> Rollout:
-        """Step 1: a fresh rollout folder with the task's workspace (in a thread) and its record."""
-        rdir = self.settings.out_dir / job.rollout_id
+    async def prepare(self, job: RolloutJob, rdir: Path | None = None) -> Rollout:
+        """Step 1: a fresh rollout folder (`out_dir/<rollout id>` unless given) with the task's
+        workspace (in a thread) and its record."""
+        rdir = rdir or self.settings.out_dir / job.rollout_id
         await asyncio.to_thread(_prepare_folder, job.task, rdir)  # file I/O off the proxy's loop
         return Rollout(
             rollout_id=job.rollout_id,

@@ -17,6 +17,10 @@ Scalars (`scalars(record)`; every tag a name that stays the same from step to st
     status/<label>                     rollouts per status label: ok, timeout, filtered:<reason>, ...
     mismatch/abs_mean, mismatch/abs_max, mismatch/frac_truncated (TIS truncation fraction), tis/mean,
     entropy, kl/k3, grad_norm, loss/total, lr                         from the trainer, when it stepped
+    rollouts/retried, rollouts/lost    extra tries of rollouts whose Ray worker died, and rollouts lost
+                                       with their last worker (`sandbox_error`, infrastructure)
+    rollouts/artifacts_missing         rollouts whose folder the driver did not find (Ray workers on
+                                       machines without the shared `rollout.out_dir`)
     time/<stage>                       seconds: rollouts, trees, advantages, train, weights, checkpoint,
                                        step; time/verify is the verify share of the rollouts stage
                                        (rollouts wall time x verify seconds / rollout seconds: rollouts
@@ -26,13 +30,13 @@ Scalars (`scalars(record)`; every tag a name that stays the same from step to st
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
 
-from harnessrl.types import Rollout, RolloutStatus
+from harnessrl.types import WORKER_LOST, Rollout, RolloutStatus
 
 PASS_THRESHOLD = 1.0
 """A rollout passes at this reward or above (the eval's default `pass_threshold`)."""
@@ -88,6 +92,22 @@ def outcomes(rollouts: Sequence[Rollout], pass_threshold: float = PASS_THRESHOLD
         "seconds": {
             phase: round(sum(r.timings.get(phase, 0.0) for r in rollouts), 3) for phase in ("agent", "verify")
         },
+        "workers": workers(rollouts),
+    }
+
+
+def workers(rollouts: Sequence[Rollout]) -> dict[str, Any]:
+    """Where the rollouts ran and what the rollout workers lost: rollouts per node (Ray backend),
+    extra tries after a worker died, rollouts lost with their last worker, folders not found."""
+    return {
+        "by_node": dict(sorted(Counter(r.node for r in rollouts if r.node).items())),
+        "retried": sum(r.attempts - 1 for r in rollouts),
+        "lost": sum(
+            1
+            for r in rollouts
+            if r.status is RolloutStatus.SANDBOX_ERROR and r.status_reason.startswith(WORKER_LOST)
+        ),
+        "artifacts_missing": sum(1 for r in rollouts if r.artifacts_missing),
     }
 
 
@@ -121,6 +141,8 @@ def scalars(record: Mapping[str, Any]) -> dict[str, float]:
     _put(out, "tokens/per_call_mean", got.get("tokens_per_call_mean"))
     if tree.get("tokens_unique"):
         out["tokens/dedup_ratio"] = tree["tokens_per_call"] / tree["tokens_unique"]
+    for key in ("retried", "lost", "artifacts_missing"):
+        _put(out, f"rollouts/{key}", (got.get("workers") or {}).get(key))
     for label, n in (record.get("status") or {}).items():
         _put(out, f"status/{label}", n)
     for key in TRAINER_KEYS:
