@@ -41,7 +41,15 @@ from pydantic import BaseModel, Field
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.tasks.files import materialize_checker
 from harnessrl.types import Task, VerifierError
-from harnessrl.verify.runner import DRIVER, CheckerJob, CommandRunner, LocalRunner, RunOutput, checker_env
+from harnessrl.verify.runner import (
+    DRIVER,
+    TAMPERED,
+    CheckerJob,
+    CommandRunner,
+    LocalRunner,
+    RunOutput,
+    checker_env,
+)
 
 __all__ = ["CheckResult", "checker_env", "metrics_from_value", "parse_stdout", "run_checker"]
 TAIL_CHARS = 2000
@@ -79,7 +87,7 @@ def metrics_from_value(value: Any) -> tuple[dict[str, float], str | None]:
     for key, v in value.items():
         try:
             number = float(v)  # the canonical wrapper's arithmetic: "1.0" and True count
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: a 400-digit int
             number = math.nan
         if not math.isfinite(number):
             return {}, f"metric {key!r} is not a finite number: {v!r}"
@@ -88,7 +96,8 @@ def metrics_from_value(value: Any) -> tuple[dict[str, float], str | None]:
 
 
 def parse_stdout(stdout: str) -> tuple[Any, str | None]:
-    """The JSON a `main()` checker printed: all of stdout, else its last non-empty line."""
+    """The JSON a `main()` checker printed: all of stdout, else its last non-empty line. Never raises:
+    JSON nested past the recursion limit or an int over 4,300 digits is output that is not JSON."""
     text = stdout.strip()
     if not text:
         return None, "checker printed nothing"
@@ -96,7 +105,7 @@ def parse_stdout(stdout: str) -> tuple[Any, str | None]:
     for candidate in (text, lines[-1]):
         try:
             return json.loads(candidate), None
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, the int digit limit; deep nesting
             continue
     return None, f"checker output is not JSON: {text[-200:]!r}"
 
@@ -104,11 +113,12 @@ def parse_stdout(stdout: str) -> tuple[Any, str | None]:
 _UNREADABLE = object()
 
 
-def _parse_report(raw: bytes) -> Any:
-    """The driver's report as JSON; None when there is none, `_UNREADABLE` when it is not JSON."""
+def _parse_report(raw: bytes | None) -> Any:
+    """The driver's report as JSON; None when there is none (or the channel was not sealed),
+    `_UNREADABLE` when it is not JSON. Never raises."""
     try:
         return json.loads(raw) if raw else None
-    except (UnicodeDecodeError, ValueError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError, huge ints; deep nesting
         return _UNREADABLE
 
 
@@ -118,13 +128,17 @@ def _interpret(out: RunOutput, result: Any, timeout_s: float) -> tuple[Any, str,
     driver, or forges a report and exits, gains nothing)."""
     if out.timed_out:
         return None, "", f"checker timed out after {timeout_s:g} s"
+    if out.returncode == TAMPERED:
+        return None, "", "checker report channel was tampered with (a program the checker ran wrote to it)"
+    if result is None and out.returncode == 0:
+        return None, "", "checker exited 0 without a sealed report"
     if result is _UNREADABLE:
         return None, "", "checker driver sent an unreadable report"
     if not isinstance(result, dict):
         return None, "", f"checker process died (exit status {out.returncode}): {out.stderr[-300:].strip()}"
     mode = str(result.get("mode", ""))
     if result.get("error"):
-        last = str(result["error"]).strip().splitlines()[-1]
+        last = (str(result["error"]).strip().splitlines() or ["?"])[-1]
         return None, mode, f"checker raised: {last}"
     if "exit_status" in result:
         return None, mode, f"checker exited with status {result['exit_status']}"
@@ -204,15 +218,19 @@ def run_checker(
             placed = _place_reward(task, ws)
         job = CheckerJob(tmp, entry, ws, task.input_mount_dir, python or sys.executable, limit)
         out, raw = (runner or LocalRunner()).run_checker(job)
-        report = _parse_report(raw)
-        value, mode, error = _interpret(out, report, limit)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if task.checker.shell_entry:
             _remove_entries(ws, placed)
+    report: Any = None
     metrics: dict[str, float] = {}
-    if error is None:
-        metrics, error = metrics_from_value(value)
+    try:  # the checker ran on the agent's workspace: whatever its answer does here is the policy's
+        report = _parse_report(raw)
+        value, mode, error = _interpret(out, report, limit)
+        if error is None:
+            metrics, error = metrics_from_value(value)
+    except Exception as e:  # a parser bug must not turn into an infrastructure fault
+        mode, error = "", f"checker answer unreadable: {type(e).__name__}"
     return CheckResult(
         score=sum(metrics.values()) / len(metrics) if metrics and error is None else 0.0,
         metrics=metrics if error is None else {},
