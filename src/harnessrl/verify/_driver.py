@@ -54,7 +54,6 @@ import io
 import json
 import os
 import runpy
-import select
 import signal
 import socket
 import stat
@@ -264,7 +263,22 @@ def _end_entry(pgid: int, sandboxed: bool) -> int:
     return 1
 
 
+def _read_into(sock: socket.socket, tail: bytearray) -> None:
+    """Keep the last MAX_STDOUT bytes that arrive on `sock` until its read side is shut or closed."""
+    while True:
+        try:
+            chunk = sock.recv(1 << 16)
+        except OSError:
+            return
+        if not chunk:
+            return
+        tail += chunk
+        del tail[:-MAX_STDOUT]
+
+
 def _shell(entry: str, sandboxed: bool) -> dict[str, Any]:
+    import threading
+
     host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         proc = subprocess.Popen(
@@ -273,26 +287,12 @@ def _shell(entry: str, sandboxed: bool) -> dict[str, Any]:
     finally:
         child.close()
     tail = bytearray()
+    reader = threading.Thread(target=_read_into, args=(host, tail), daemon=True)
+    reader.start()
     with host:
-        host.setblocking(False)
-        open_ = True
-        while open_:
-            done = proc.poll() is not None  # what is in the socket by now was written before bash exited
-            while True:
-                try:
-                    chunk = host.recv(1 << 16)
-                except BlockingIOError:
-                    break
-                if not chunk:  # every writer closed it: nothing more can come
-                    open_ = False
-                    break
-                tail += chunk
-                del tail[:-MAX_STDOUT]
-            if done:
-                break
-            if open_:
-                select.select([host], [], [], 0.01)
         proc.wait()
+        host.shutdown(socket.SHUT_RD)  # bash has exited: later writes get EPIPE, queued bytes stay
+        reader.join()
     left = _end_entry(proc.pid, sandboxed)
     out = tail.decode("utf-8", errors="replace")
     if left:

@@ -33,6 +33,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from pydantic import BaseModel, Field
 
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.tasks.files import materialize_checker
-from harnessrl.types import Task, VerifierError
+from harnessrl.types import Task, TaskError, VerifierError
 from harnessrl.verify.runner import (
     DRIVER,
     TAMPERED,
@@ -51,7 +52,14 @@ from harnessrl.verify.runner import (
     checker_env,
 )
 
-__all__ = ["CheckResult", "checker_env", "metrics_from_value", "parse_stdout", "run_checker"]
+__all__ = [
+    "CheckResult",
+    "checker_env",
+    "metrics_from_value",
+    "parse_stdout",
+    "refuse_shell_entries",
+    "run_checker",
+]
 TAIL_CHARS = 2000
 
 
@@ -154,6 +162,20 @@ def _confined(report: Any) -> bool | None:
     """The driver's `children_confined`, where it reported one."""
     value = report.get("children_confined") if isinstance(report, dict) else None
     return value if isinstance(value, bool) else None
+
+
+def refuse_shell_entries(tasks: Sequence[Task], allow: bool) -> None:
+    """TaskError naming the tasks scored by their own `reward.sh` (`Checker.shell_entry`) unless
+    `allow`: training refuses them by default (`VerifyConfig.allow_shell_entries`), since programs
+    the script runs from the workspace share its stdout while it runs (docs/SECURITY.md)."""
+    ids = [t.id for t in tasks if t.checker is not None and t.checker.shell_entry]
+    if ids and not allow:
+        shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+        raise TaskError(
+            f"{len(ids)} task(s) are scored by their own reward.sh, whose answer code from the workspace "
+            f"can forge while it runs: {shown}. Training refuses them by default; leave them out, or "
+            "set verify.allow_shell_entries=true (-o verify.allow_shell_entries=true) to train on them"
+        )
 
 
 def _top_names(task: Task) -> list[str]:
