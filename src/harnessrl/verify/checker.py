@@ -3,10 +3,12 @@
 The checker files are written into a fresh temporary folder that is never inside the workspace (the
 agent has finished by then, and never saw them), and `_driver.py` runs the entry in a separate python
 process through a `CommandRunner` (own process group, killed whole on timeout; the sandboxed runner
-mounts the folder read-only and the workspace at the task's own mount dir, as upstream does). The
-driver reports through a channel the runner opened before any checker code ran (see `_driver.py`);
-a report counts only with exit status 0. The workspace path is passed to the checker as argv[1]:
-`reward.sh` hard-codes `/root/.openclaw/workspace`, so the hook command itself is never run.
+mounts the folder read-only and a bounded copy of the workspace at the task's own mount dir, as
+upstream does). The driver reports through a channel the runner opened before any checker code ran,
+and seals it (see `_driver.py`); a report counts only when sealed and with exit status 0 (exit
+status `TAMPERED`: another process wrote to the channel). The workspace path is passed to the
+checker as argv[1]: `reward.sh` hard-codes `/root/.openclaw/workspace`, so the hook command itself
+is never run.
 
 Score = equal-weight mean of the metric values (not clipped: a checker decides its own range). Each
 metric value goes through `float(v)`, as the canonical `reward.sh` wrapper does
@@ -14,15 +16,20 @@ metric value goes through `float(v)`, as the canonical `reward.sh` wrapper does
 their float value, so a checker scores here what it scored upstream. A checker that raises, exits
 non-zero, hangs past its timeout, prints no JSON, or returns a non-dict, an empty dict or a value
 `float()` refuses (or a non-finite one) scores 0.0 with the reason in `error`. A bare number printed
-by a `main()` checker counts as one metric `score` (as `reward.sh` accepts it).
+by a `main()` checker counts as one metric `score` (as `reward.sh` accepts it). Reading the answer
+never raises, whatever the bytes (deep nesting, huge ints, a 400-digit score): the checker ran on the
+agent's workspace, so an answer that cannot be read is its failure, scored 0.0 with the reason.
 
 A task whose `reward.sh` is not the canonical wrapper (`Checker.shell_entry`) is scored by running
 that script with bash, as upstream runs it: its reward folder is first copied into the final
 workspace (upstream copies `reward/` next to the workspace files after the agent finished; an entry
 of the agent's own with that name is removed first) and removed again afterwards, and the script's
 output is read like a `main()` checker's: all of stdout as JSON, else its last non-empty line (a
-number or a JSON dict). Its hard-coded paths (`/root/.openclaw/workspace/...`) hold only in the
-checker sandbox, which mounts the workspace at the task's mount dir; `LocalRunner` cannot run it.
+number or a JSON dict), of what arrived before bash exited (`_driver.py`). Programs the script runs
+from the workspace share its stdout while it runs, so training refuses such tasks by default
+(`refuse_shell_entries`, `VerifyConfig.allow_shell_entries`). Its hard-coded paths
+(`/root/.openclaw/workspace/...`) hold only in the checker sandbox, which mounts the workspace at the
+task's mount dir; `LocalRunner` cannot run it.
 """
 
 from __future__ import annotations
