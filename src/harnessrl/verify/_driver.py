@@ -49,6 +49,7 @@ not confined.
 import ast
 import ctypes
 import errno
+import fcntl
 import importlib.util
 import io
 import json
@@ -60,6 +61,7 @@ import stat
 import struct
 import subprocess
 import sys
+import threading
 import traceback
 from typing import Any
 
@@ -277,8 +279,6 @@ def _read_into(sock: socket.socket, tail: bytearray) -> None:
 
 
 def _shell(entry: str, sandboxed: bool) -> dict[str, Any]:
-    import threading
-
     host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         proc = subprocess.Popen(
@@ -334,8 +334,6 @@ def _run(entry: str, workspace: str, transcript: Any, captured: _Capture, sandbo
 def _deliver(fd: int, data: bytes) -> bool:
     """Write the report at offset 0 of the channel, seal it, read it back: True when the sealed
     channel holds exactly `data` (no other process wrote, sealed or mapped it)."""
-    import fcntl
-
     try:
         if os.pwrite(fd, data, 0) != len(data):
             return False
