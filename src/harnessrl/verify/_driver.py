@@ -9,7 +9,7 @@
 - Otherwise ENTRY is run as `__main__` with argv[1] = WORKSPACE, exactly as `reward.sh` would, and
   what it prints is reported the same way ("script").
 - ENTRY ending in `.sh` (a task's own `reward.sh`, `Checker.shell_entry`) is run with `bash ENTRY`
-  in this process's cwd, stdin closed, its stdout captured through a pipe; reported as
+  in this process's cwd, stdin closed, its stdout captured through a socket; reported as
   {"mode": "shell", "stdout": ...} (and `exit_status` when bash exits non-zero: upstream's
   `set -euo pipefail` scripts fail that way).
 
@@ -43,7 +43,7 @@ to plant a module the checker imported later. The checker itself keeps its acces
 restricts itself right after fork (`subprocess` gets a `preexec_fn`, `os.fork` an at-fork hook,
 `os.system` goes through `subprocess`). The report says whether it held (`children_confined`). A
 shell entry's files are in the workspace anyway (upstream copies them there), so its children are
-not confined.
+not confined; for it, `confine` says the driver runs in the sandbox's pid namespace (`_end_entry`).
 """
 
 import ast

@@ -82,7 +82,8 @@ def driver_argv(
 ) -> list[str]:
     """`_driver.py`'s command line, in paths as the checker sees them. `confine`: programs the checker
     starts may not read `folder` (Landlock; for the sandbox's fixed layout, where no folder above it
-    gains entries later: a rule covers only what exists when it is made)."""
+    gains entries later: a rule covers only what exists when it is made); for a shell entry, that the
+    driver may kill every other process of its pid namespace once bash exits."""
     task = f"{folder}/task/{entry}"
     return [
         python,
