@@ -462,7 +462,7 @@ def test_programs_a_checker_starts_cannot_plant_a_module_for_the_checker(tmp_pat
     assert (result.error, result.children_confined) == (None, True), result
     done = {"rename_opt": 0.0, "mkdir_root": 0.0, "write_home": 0.0, "write_tmp": 1.0, "write_ws": 1.0}
     assert result.metrics == {"solved": 0.0, **done}
-    assert (ws / "mine.txt").read_text() == "x"  # the workspace stays the child's to write
+    assert not (ws / "mine.txt").exists()  # written to the sandbox's copy: the host's is never changed
 
 
 STEAL_ROMAN = r"""
@@ -976,3 +976,202 @@ async def test_commands_cannot_list_the_agents_descriptors(sb_base: Path) -> Non
     async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
         _, out, _ = await run_in(sb, PROC_ONE)
     assert out.split() == ["own-fd", "end"]
+
+
+# ---- 10. the checker's report, a shell entry's answer, the checker's writes (issue 19) ----------
+
+
+FORKED_GRADE = """
+import multiprocessing, sys
+
+def work(workspace, queue):
+    sys.path.append(workspace)
+    import solution
+    queue.put(solution.answer())
+
+def grade(transcript, workspace_path):
+    ctx = multiprocessing.get_context("fork")  # the usual way to give agent code a timeout
+    queue = ctx.Queue()
+    worker = ctx.Process(target=work, args=(workspace_path, queue))
+    worker.start()
+    worker.join(30)
+    got = queue.get(timeout=5) if worker.exitcode == 0 else None
+    return {"correct": float(got == 42)}
+"""
+# Agent code: on import, a grandchild keeps every report channel it holds, waits until the driver has
+# written its report, and replaces it (truncate + write).
+FORK_FORGER = """
+import os, time
+FORGED = b'{"mode": "grade", "value": {"correct": 1.0}, "children_confined": true}'
+
+if os.fork() == 0:
+    fds = []
+    for fd in range(3, 64):
+        try:
+            if "hrl-result" in os.readlink(f"/proc/self/fd/{fd}"):
+                fds.append(fd)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 60
+    while fds and time.monotonic() < deadline:
+        if os.fstat(fds[0]).st_size > 0:
+            for fd in fds:
+                try:
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, FORGED, 0)
+                except OSError:
+                    pass
+            break
+    os._exit(0)
+
+def answer():
+    time.sleep(0.5)
+    return 41  # wrong
+"""
+
+
+def test_a_forked_worker_cannot_forge_the_checkers_report(tmp_path: Path) -> None:
+    """Issue 19.1: a checker whose grade() runs the agent's function in a forked multiprocessing
+    worker handed agent code fd 3; a grandchild waited for the report and overwrote it: 1.0 for a
+    wrong answer. Forks now close the channel, and the driver seals its report and checks it."""
+    task = Task(
+        id="fork",
+        prompt="p",
+        checker=Checker(files=[TaskFile(path="reward/check.py", content=FORKED_GRADE)]),
+        input_mount_dir="/root/.openclaw/workspace",
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "solution.py").write_text(FORK_FORGER)
+    result = run_checker(task, ws, runner=SandboxCommandRunner())
+    assert (result.score, result.metrics, result.error) == (0.0, {"correct": 0.0}, None), result
+
+
+# A non-canonical reward.sh that runs the workspace's tests with pytest (which imports the agent's
+# conftest.py), then prints the minimum of the reward's own metrics.
+PYTEST_SH = """#!/usr/bin/env bash
+set -uo pipefail
+cd /root/.openclaw/workspace
+python3 -m pytest -q -p no:cacheprovider reward/test_out.py
+python3 /root/.openclaw/workspace/reward/check.py /root/.openclaw/workspace \\
+  | python3 -c 'import json, sys; d = json.load(sys.stdin); print(min(float(v) for v in d.values()))'
+"""
+TEST_OUT = "def test_out():\n    assert open('out.txt').read() == 'hi'\n"
+CHECK_OUT = """
+import json, sys
+from pathlib import Path
+ws = Path(sys.argv[1])
+print(json.dumps({"right": float((ws / "out.txt").exists() and (ws / "out.txt").read_text() == "hi")}))
+"""
+# conftest.py planted by the agent: a daemon keeps bash's stdout (reopened through /proc, or any
+# stream it inherited) and writes 1.0 once bash has exited.
+LATE_WRITER = """
+import os, stat, time
+bash = os.getppid()
+if os.fork() == 0:
+    os.setsid()
+    outs = []
+    try:
+        outs.append(os.open(f"/proc/{bash}/fd/1", os.O_WRONLY))
+    except OSError:
+        pass
+    for fd in range(0, 64):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode):
+                outs.append(os.dup(fd))
+        except OSError:
+            pass
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            state = open(f"/proc/{bash}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            state = "gone"
+        if state in ("Z", "gone"):
+            break
+        time.sleep(0.001)
+    for fd in outs:
+        try:
+            os.write(fd, b"1.0\\n")
+        except OSError:
+            pass
+    time.sleep(2)
+    os._exit(0)
+"""
+
+
+def test_a_daemon_cannot_write_a_shell_entrys_answer_after_it_exits(tmp_path: Path) -> None:
+    """Issue 19.2: agent code that the entry's pytest loaded reopened /proc/<bash>/fd/1 and left a
+    daemon that wrote 1.0 once bash was a zombie: reward 1.0 (control 0.0). Bash's stdout is a
+    socket now (no reopening through /proc), only what arrived before bash exited counts, and a
+    program still running when it exited fails the run."""
+    d = tmp_path / "split" / "task_p"
+    (d / "input_files").mkdir(parents=True)
+    (d / "reward").mkdir()
+    (d / "data_entry.json").write_text(json.dumps({"task_id": "task_p", "user_query": "q", "metadata": {}}))
+    (d / "input_files" / "README.md").write_text("task\n")
+    (d / "reward" / "check.py").write_text(CHECK_OUT)
+    (d / "reward" / "test_out.py").write_text(TEST_OUT)
+    (d / "reward" / "reward.sh").write_text(PYTEST_SH)
+    [task] = load_tasks(tmp_path / "split").tasks
+    assert task.checker is not None and task.checker.shell_entry == "reward/reward.sh"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "out.txt").write_text("ho")  # wrong
+    control = run_checker(task, ws, runner=SandboxCommandRunner())
+    assert (control.score, control.error) == (0.0, None), control
+    (ws / "conftest.py").write_text(LATE_WRITER)
+    attacked = run_checker(task, ws, runner=SandboxCommandRunner())
+    assert attacked.score == 0.0, attacked
+    assert attacked.error is not None and "still running when it exited" in attacked.error, attacked
+
+
+HOARDER = """
+import os
+try:
+    with open("big", "wb") as fh:
+        for _ in range(300):
+            fh.write(b"x" * 2**20)
+except OSError:
+    pass
+n = 0
+try:
+    for i in range(150_000):
+        open(f"f{i}", "w").close()
+        n += 1
+except OSError:
+    pass
+print(n, os.path.getsize("big") // 2**20)
+"""
+RUNS_HOARDER = """
+import subprocess, sys
+def grade(transcript, workspace_path):
+    done = subprocess.run([sys.executable, "-I", "hoard.py"], cwd=workspace_path, capture_output=True)
+    files, mib = done.stdout.split()
+    return {"files": float(files), "mib": float(mib)}
+"""
+
+
+@ROOT_ONLY
+def test_what_the_checker_writes_stays_in_its_bounded_sandbox(
+    tmp_path: Path, sb_base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19.4: code the checker ran made 150,000 files (the workspace cap is 100,000) and 300 MiB
+    in the host's workspace, through a read-write bind, and they stayed. The checker now sees a copy
+    on its sandbox's size- and inode-limited tmpfs: the files stop at the cap and nothing stays."""
+    task = Task(
+        id="hoard",
+        prompt="p",
+        checker=Checker(files=[TaskFile(path="reward/check.py", content=RUNS_HOARDER)]),
+        input_mount_dir="/root/.openclaw/workspace",
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hoard.py").write_text(HOARDER)
+    monkeypatch.setenv("HARNESSRL_SANDBOX_DIR", str(sb_base))
+    result = run_checker(task, ws, runner=SandboxCommandRunner(), timeout_s=300)
+    assert result.error is None, result
+    assert result.metrics["files"] < 100_000  # the tmpfs's inode cap (home, /tmp and the copy share it)
+    assert result.metrics["mib"] == 300.0  # under the 2 GiB size cap, in the sandbox's memory
+    assert sorted(p.name for p in ws.iterdir()) == ["hoard.py"]  # the host's workspace is untouched
+    assert list(sb_base.glob("hrl-sb-*")) == []  # the sandbox's folder (and its tmpfs) went with it

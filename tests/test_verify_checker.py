@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
+import importlib.util
 import json
+import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -160,7 +163,7 @@ class RecordingRunner:
     def run(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> RunOutput:
         return self.inner.run(argv, cwd, env, timeout_s)
 
-    def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes]:
+    def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes | None]:
         self.jobs.append(job)
         return self.inner.run_checker(job)
 
@@ -231,3 +234,73 @@ def test_score_matches_reward_sh(shared_fixtures: Path, tmp_path: Path) -> None:
         ours = run_checker(task, ws)
         assert ours.score == _reward_sh_score(task, ws, tmp_path)
     assert [run_checker(task, ws).score, _reward_sh_score(task, ws, tmp_path)] == [0.25, 0.25]
+
+
+# A checker that forks at the C level (no Python at-fork hook runs: what code imported into the
+# checker's own process could do), so the child keeps the report channel, and forges through it.
+C_FORK = """
+import ctypes, os, time
+FORGED = b'{"mode": "grade", "value": {"x": 1.0}}' + b" " * PAD
+
+def grade(transcript, workspace_path):
+    fd = next(n for n in range(3, 64) if "hrl-result" in os.path.realpath(f"/proc/self/fd/{n}"))
+    if ctypes.CDLL(None).fork() == 0:
+        try:
+            if WHEN == "after":
+                while os.fstat(fd).st_size == 0:
+                    pass
+            os.pwrite(fd, FORGED, 0)
+            if SEAL:
+                import fcntl
+                fcntl.fcntl(fd, 1033, 15)
+        except OSError:
+            pass
+        os._exit(0)
+    if WHEN != "after":
+        time.sleep(1.0)
+    return {"x": 0.0}
+"""
+TAMPERED_ERROR = "checker report channel was tampered with (a program the checker ran wrote to it)"
+
+
+@pytest.mark.parametrize(
+    ("when", "seal", "pad"), [("first", True, 0), ("first", False, 200), ("after", False, 0)]
+)
+def test_a_process_holding_the_channel_cannot_forge_the_report(
+    ws: Path, when: str, seal: bool, pad: int
+) -> None:
+    """The driver writes its report at offset 0, seals the channel and reads it back; the host takes
+    only a sealed channel of a driver that exited 0. A report written first (sealed or longer) makes
+    the driver fail; one written after the seal cannot be; a write between the two fails it."""
+    code = f"WHEN, SEAL, PAD = {when!r}, {seal!r}, {pad!r}\n" + C_FORK
+    result = run_checker(task_with(code), ws)
+    assert result.score == 0.0
+    if when == "first":
+        assert (result.metrics, result.error) == ({}, TAMPERED_ERROR)
+    else:  # the child lost the race with the seal (the usual case), or won it and failed the run
+        assert (result.metrics, result.error) in (({"x": 0.0}, None), ({}, TAMPERED_ERROR))
+
+
+def test_an_unsealed_channel_is_no_report() -> None:
+    from harnessrl.verify.runner import read_report, result_channel
+
+    fd = result_channel()
+    try:
+        os.write(fd, b'{"mode": "grade", "value": {"x": 1.0}}')
+        assert read_report(fd) is None
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK)
+        assert read_report(fd) is None  # F_SEAL_SEAL missing: more seals could still be added
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL)
+        assert read_report(fd) == b'{"mode": "grade", "value": {"x": 1.0}}'
+    finally:
+        os.close(fd)
+
+
+def test_the_driver_and_the_host_agree_on_the_tampered_status() -> None:
+    from harnessrl.verify import runner
+
+    spec = importlib.util.spec_from_file_location("hrl_driver_under_test", runner.DRIVER)
+    assert spec is not None and spec.loader is not None
+    driver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(driver)
+    assert (driver.TAMPERED, driver.SEALS) == (runner.TAMPERED, runner.SEALS)

@@ -82,3 +82,26 @@ def test_numeric_strings_count_as_their_float_value(tmp_path: Path) -> None:
         {"a": 1.0, "b": 0.0, "c": 1.0, "d": 1.0},
         0.75,
     )
+
+
+def test_training_refuses_shell_entry_tasks_unless_allowed(tmp_path: Path) -> None:
+    """Programs a task's own reward.sh runs from the workspace share its stdout while it runs, so
+    training refuses such tasks by default, naming them and the switch (evaluation runs them)."""
+    from harnessrl.config import Config
+    from harnessrl.train.loop import TrainLoop
+    from harnessrl.types import TaskError
+    from harnessrl.verify.checker import refuse_shell_entries
+
+    task = make_split(tmp_path, MIN_SH)
+    plain = Task(
+        id="plain", prompt="p", checker=Checker(files=[TaskFile(path="reward/check.py", content=CHECK)])
+    )
+    with pytest.raises(TaskError) as refused:
+        TrainLoop(Config(), [plain, task], trainer=None, engine=None)  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        "1 task(s) are scored by their own reward.sh, whose answer code from the workspace can forge while "
+        "it runs: task_a. Training refuses them by default; leave them out, or set "
+        "verify.allow_shell_entries=true (-o verify.allow_shell_entries=true) to train on them"
+    )
+    refuse_shell_entries([plain, task], allow=True)
+    refuse_shell_entries([plain], allow=False)

@@ -53,6 +53,12 @@ class VerifyConfig(Section):
     rubric_weight: float = 0.3
     """Weight of the rubric score for hybrid tasks."""
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    allow_shell_entries: bool = False
+    """Train on tasks scored by their own non-canonical `reward.sh` (`Checker.shell_entry`). Off by
+    default: programs such a script runs from the workspace (pytest loads the agent's `conftest.py`)
+    share its stdout while it runs and can change its answer (docs/SECURITY.md), so training refuses
+    them with a message naming them. Evaluation runs them either way (`reward_detail.code.mode` is
+    `shell`)."""
 
 
 class SamplingConfig(Section):

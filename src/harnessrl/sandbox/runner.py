@@ -3,9 +3,15 @@
 Checkers (`run_checker`) see what upstream ClawGym gives them: the final workspace at the task's
 mount dir (`/root/.openclaw/workspace`), cwd `/`, HOME `/root`, the checker files read-only at
 `/opt/harnessrl/checker`, the checker's python and its packages read-only, no network, and a result
-channel (a memory file the host opened) as fd 3. The sandbox has its own unprivileged uid, so the
-workspace is handed to that uid first; nothing the checker or the agent's code it runs can do
-reaches the host's copy of the checker files.
+channel (a sealable memory file the host opened, `verify.runner.result_channel`) as fd 3. The
+workspace they see is a copy of the final one on the sandbox's own size- and inode-limited tmpfs
+(`SandboxSpec.disk_mb`, `max_files`, as a rollout's), made by `fscopy.copy_untrusted`'s rules and
+caps and handed to the sandbox's unprivileged uid: code the checker runs once wrote 150,000 files and
+300 MiB through a read-write bind of the host's workspace, and they stayed. What it writes now goes
+with the sandbox, the host's workspace is never changed (a judge that reads it after the checker sees
+what the agent left), and nothing the checker or the agent's code it runs can do reaches the host's
+copy of the checker files. A workspace that does not fit under the caps is never scored (returncode
+125, the checker's failure on the agent's workspace).
 
 Other commands (`run`: reference solutions) see `cwd` read-write at its own path and the folders of
 the absolute paths on the command line (the final workspace; a script's folder) read-write at their
@@ -26,10 +32,18 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from harnessrl.sandbox.bwrap import python_prefixes
+from harnessrl.sandbox.fscopy import copy_untrusted
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import SandboxSpec
 from harnessrl.types import SandboxError, VerifierError
-from harnessrl.verify.runner import MAX_RESULT_BYTES, CheckerJob, RunOutput, checker_env, driver_argv, read_fd
+from harnessrl.verify.runner import (
+    CheckerJob,
+    RunOutput,
+    checker_env,
+    driver_argv,
+    read_report,
+    result_channel,
+)
 
 CHECKER_DIR = "/opt/harnessrl/checker"
 T = TypeVar("T")
@@ -98,10 +112,10 @@ class SandboxCommandRunner:
             memory_mb=self.memory_mb,
             agent=self.agent,
         )
-        out, _ = _sync(self._run(spec, list(argv), dict(env), str(Path(cwd).resolve()), timeout_s, False))
+        out, _ = _sync(self._run(spec, list(argv), dict(env), str(Path(cwd).resolve()), timeout_s))
         return out
 
-    def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes]:
+    def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes | None]:
         if self.agent_env is not None:
             job = dataclasses.replace(job, python=str(self.agent_env / "bin" / "python"))
         if self.backend == "local":
@@ -110,7 +124,6 @@ class SandboxCommandRunner:
             return LocalRunner().run_checker(job)
         binds, prefix = self._env_binds()
         spec = SandboxSpec(
-            workspace=job.workspace,
             mount_dir=job.mount_dir,
             home_dir="/root",
             ro_mounts=((job.folder, CHECKER_DIR),),
@@ -122,7 +135,7 @@ class SandboxCommandRunner:
         )
         argv = driver_argv(job.python, CHECKER_DIR, job.entry, job.mount_dir, 3, confine=True)
         env = checker_env("/root", job.python)
-        return _sync(self._run(spec, argv, env, "/", job.timeout_s, True))
+        return _sync(self._run(spec, argv, env, "/", job.timeout_s, job.workspace))
 
     async def _run(
         self,
@@ -131,30 +144,55 @@ class SandboxCommandRunner:
         env: dict[str, str],
         cwd: str,
         timeout_s: float,
-        channel: bool,
-    ) -> tuple[RunOutput, bytes]:
-        result_fd = os.memfd_create("hrl-result", os.MFD_CLOEXEC) if channel else None
+        checker_workspace: Path | None = None,
+    ) -> tuple[RunOutput, bytes | None]:
+        """Run `argv` in a fresh sandbox. With `checker_workspace` (a checker run): copy that folder in
+        as the sandbox's workspace first and hand the command a result channel as fd 3."""
+        channel = checker_workspace is not None
+        result_fd = result_channel() if channel else None
         try:
             try:
                 sb = await Sandbox.create(spec)
             except SandboxError as e:
                 if channel:  # the checker never ran: its failure says nothing about the workspace
                     raise VerifierError(f"the checker's sandbox could not be created: {e}") from e
-                return RunOutput(125, "", f"sandbox error: {e}", False), b""
+                return RunOutput(125, "", f"sandbox error: {e}", False), None
             try:
                 async with sb:
+                    if checker_workspace is not None:
+                        refused = await asyncio.to_thread(_load_workspace, sb, checker_workspace)
+                        if refused:
+                            return RunOutput(125, "", refused, False), None
                     extra = () if result_fd is None else (result_fd,)
                     res = await sb.exec(
                         argv, env=env, cwd=cwd, timeout_s=timeout_s, grace_s=1.0, extra_fds=extra
                     )
             except SandboxError as e:  # it died under the command (the command's doing, or its code's)
-                return RunOutput(125, "", f"sandbox error: {e}", False), b""
-            raw = b"" if result_fd is None else read_fd(result_fd, MAX_RESULT_BYTES)
+                return RunOutput(125, "", f"sandbox error: {e}", False), None
+            raw = None if result_fd is None else read_report(result_fd)
         finally:
             if result_fd is not None:
                 os.close(result_fd)
         stderr = res.stderr if not res.error else f"{res.stderr}{res.error}\n"
         return RunOutput(res.returncode, res.stdout, stderr, res.timed_out), raw
+
+
+def _load_workspace(sb: Sandbox, source: Path) -> str:
+    """Copy `source` (the final workspace, the agent's) into `sb`'s own workspace, on its tmpfs, under
+    the spec's caps, and hand it to the sandbox's uid. Returns why it was refused, or ""."""
+    stage = sb.root / "ws-in"  # on the same filesystem as the workspace: entries move by rename
+    max_bytes = (sb.spec.disk_mb or 1 << 20) * 2**20
+    try:
+        report = copy_untrusted(source, stage, max_files=sb.spec.max_files, max_bytes=max_bytes)
+        if report.truncated:
+            return f"the workspace does not fit in the checker's sandbox: {report.truncated}"
+        for entry in os.scandir(stage):
+            os.rename(entry.path, sb.host_workspace / entry.name)
+        stage.rmdir()
+    except OSError as e:  # ENOSPC, EDQUOT: the sandbox's own tmpfs is full
+        return f"the workspace does not fit in the checker's sandbox: {e}"
+    sb.hand_over(sb.host_workspace)
+    return ""
 
 
 def _sync(coro: Coroutine[Any, Any, T]) -> T:

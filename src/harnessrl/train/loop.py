@@ -80,6 +80,7 @@ from harnessrl.train.schedule import ScheduleSpec, SpaceSpec, schedule_step
 from harnessrl.train.staleness import apply_bound
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import Rollout, RolloutStatus, Task, TreeSample
+from harnessrl.verify.checker import refuse_shell_entries
 
 TREE_KEYS = (
     "calls",
@@ -281,6 +282,7 @@ class TrainLoop:
     ) -> None:
         if not tasks:
             raise ValueError("no tasks to train on")
+        refuse_shell_entries(tasks, cfg.verify.allow_shell_entries)
         self.cfg = cfg
         self.tasks = list(tasks)
         self.trainer = trainer

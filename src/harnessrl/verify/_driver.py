@@ -9,18 +9,30 @@
 - Otherwise ENTRY is run as `__main__` with argv[1] = WORKSPACE, exactly as `reward.sh` would, and
   what it prints is reported the same way ("script").
 - ENTRY ending in `.sh` (a task's own `reward.sh`, `Checker.shell_entry`) is run with `bash ENTRY`
-  in this process's cwd, stdin closed, its stdout captured through a pipe; reported as
+  in this process's cwd, stdin closed, its stdout captured through a socket; reported as
   {"mode": "shell", "stdout": ...} (and `exit_status` when bash exits non-zero: upstream's
   `set -euo pipefail` scripts fail that way).
 
-The report goes, once, to RESULT_FD: a descriptor the host opened before this process started. The
-driver first makes it non-inheritable and itself non-dumpable, so programs a checker starts (the
-agent's code, its unit tests) can neither inherit it nor reopen it through /proc/<pid>/fd, and
-cannot forge a result; killing the driver only makes the run fail (the host requires exit status 0
-and a report). For the same reason stdout is captured in this process (`sys.stdout`): a child that
-writes to the inherited fd 1 is not taken as the checker's answer. Any exception is reported as
+The report goes, once, to RESULT_FD: a sealable memory file the host opened before this process
+started. The driver first makes it non-inheritable, closes it in every Python-level fork
+(`os.register_at_fork`: a `multiprocessing` worker running the agent's code forked a grandchild that
+waited for the report and overwrote it) and makes itself non-dumpable, so programs a checker starts
+can neither inherit it, keep it across a fork, nor reopen it through /proc/<pid>/fd. It then writes
+the report at offset 0, seals the file (no write, grow or shrink, no further seals) and reads it back:
+a channel that held more or other bytes, could not be written or sealed (a process that kept the
+descriptor sealed it first, or mapped it) is a tampered channel, and the driver exits with
+`TAMPERED` instead of 0. The host takes a report only from a sealed channel of a driver that exited
+0, so what it reads is exactly what this process computed; killing the driver only makes the run
+fail. For the same reason stdout is captured in this process (`sys.stdout`): a child that writes to
+the inherited fd 1 is not taken as the checker's answer. Any exception is reported as
 {"mode": ..., "error": traceback}; a SystemExit with a non-zero code as {"exit_status": code}, and
 the driver then exits with that code. Stdlib only: the checker's python may be any python3.
+
+A shell entry's stdout is a stream socket (a socket cannot be reopened through /proc/<pid>/fd, as a
+pipe can: a daemon reopened bash's stdout and wrote the answer after bash exited), read while bash
+runs; when bash exits, a program it started that is still running is an anomaly (the run fails and
+everything but this process is killed: every process of the sandbox when sandboxed, bash's process
+group otherwise), and only what arrived before bash exited counts.
 
 With `confine` (the sandboxed runner), programs a Python checker starts (the agent's code, its tests)
 cannot read, list or run anything in the driver's folder (the checker's files, with its expected
@@ -31,25 +43,34 @@ to plant a module the checker imported later. The checker itself keeps its acces
 restricts itself right after fork (`subprocess` gets a `preexec_fn`, `os.fork` an at-fork hook,
 `os.system` goes through `subprocess`). The report says whether it held (`children_confined`). A
 shell entry's files are in the workspace anyway (upstream copies them there), so its children are
-not confined.
+not confined; for it, `confine` says the driver runs in the sandbox's pid namespace (`_end_entry`).
 """
 
 import ast
 import ctypes
 import errno
+import fcntl
 import importlib.util
 import io
 import json
 import os
 import runpy
+import signal
+import socket
 import stat
 import struct
 import subprocess
 import sys
+import threading
 import traceback
 from typing import Any
 
 MAX_STDOUT = 1 << 20
+TAMPERED = 86
+"""Exit status of a driver whose report channel was written, sealed or mapped by another process."""
+# fcntl's memfd sealing (the same numbers on every architecture; named in `fcntl` since 3.8)
+F_ADD_SEALS, F_GET_SEALS = 1033, 1034
+SEALS = 1 | 2 | 4 | 8  # F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_WRITE
 # Landlock (the same numbers on every architecture): create_ruleset, add_rule, restrict_self
 LANDLOCK_CREATE, LANDLOCK_ADD, LANDLOCK_RESTRICT = 444, 445, 446
 LL_EXECUTE, LL_WRITE_FILE, LL_READ_FILE, LL_READ_DIR = 1, 2, 4, 8
@@ -199,21 +220,94 @@ class _Capture(io.StringIO):
         return len(s)
 
 
-def _shell(entry: str) -> dict[str, Any]:
-    import subprocess
+def _survivors(own: int) -> list[int]:
+    """Processes of this pid namespace other than pid 1 (the sandbox agent) and `own`, not zombies."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (1, own):
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
 
-    proc = subprocess.run(["bash", entry], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, check=False)
-    out = proc.stdout[:MAX_STDOUT].decode("utf-8", errors="replace")
+
+def _in_sandbox() -> bool:
+    """True in the checker sandbox's pid namespace: this process's parent is its pid 1, the agent."""
+    try:
+        with open("/proc/1/cmdline", "rb") as fh:
+            return os.getppid() == 1 and b"/opt/harnessrl/agent" in fh.read()
+    except OSError:
+        return False
+
+
+def _end_entry(pgid: int, sandboxed: bool) -> int:
+    """Kill whatever the entry left running -> how many processes were still running. Sandboxed (a
+    pid namespace of its own), every process but pid 1 and this one (`kill(-1)`: atomic against
+    forks); otherwise bash's process group (a `setsid` child escapes: no isolation anyway)."""
+    if sandboxed and _in_sandbox():
+        left = len(_survivors(os.getpid()))
+        for _ in range(3):
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                break
+        return left
+    try:
+        os.killpg(pgid, 0)
+    except OSError:
+        return 0
+    os.killpg(pgid, signal.SIGKILL)
+    return 1
+
+
+def _read_into(sock: socket.socket, tail: bytearray) -> None:
+    """Keep the last MAX_STDOUT bytes that arrive on `sock` until its read side is shut or closed."""
+    while True:
+        try:
+            chunk = sock.recv(1 << 16)
+        except OSError:
+            return
+        if not chunk:
+            return
+        tail += chunk
+        del tail[:-MAX_STDOUT]
+
+
+def _shell(entry: str, sandboxed: bool) -> dict[str, Any]:
+    host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        proc = subprocess.Popen(
+            ["bash", entry], stdin=subprocess.DEVNULL, stdout=child.fileno(), start_new_session=True
+        )
+    finally:
+        child.close()
+    tail = bytearray()
+    reader = threading.Thread(target=_read_into, args=(host, tail), daemon=True)
+    reader.start()
+    with host:
+        proc.wait()
+        host.shutdown(socket.SHUT_RD)  # bash has exited: later writes get EPIPE, queued bytes stay
+        reader.join()
+    left = _end_entry(proc.pid, sandboxed)
+    out = tail.decode("utf-8", errors="replace")
+    if left:
+        why = f"{left} program(s) the entry started were still running when it exited (killed)"
+        return {"mode": "shell", "error": f"EntryError: {why}", "stdout": out}
     if proc.returncode != 0:
         return {"mode": "shell", "exit_status": proc.returncode if proc.returncode > 0 else 1, "stdout": out}
     return {"mode": "shell", "stdout": out}
 
 
-def _run(entry: str, workspace: str, transcript: Any, captured: _Capture) -> dict[str, Any]:
+def _run(entry: str, workspace: str, transcript: Any, captured: _Capture, sandboxed: bool) -> dict[str, Any]:
     mode = "script"
     if entry.endswith(".sh"):
         try:
-            return _shell(entry)
+            return _shell(entry, sandboxed)
         except BaseException:
             return {"mode": "shell", "error": traceback.format_exc()[-4000:]}
     try:
@@ -237,27 +331,51 @@ def _run(entry: str, workspace: str, transcript: Any, captured: _Capture) -> dic
     return {"mode": mode, "stdout": captured.getvalue()}
 
 
+def _deliver(fd: int, data: bytes) -> bool:
+    """Write the report at offset 0 of the channel, seal it, read it back: True when the sealed
+    channel holds exactly `data` (no other process wrote, sealed or mapped it)."""
+    try:
+        if os.pwrite(fd, data, 0) != len(data):
+            return False
+        fcntl.fcntl(fd, F_ADD_SEALS, SEALS)  # EPERM: sealed already; EBUSY: someone mapped it writable
+        sealed = fcntl.fcntl(fd, F_GET_SEALS) & SEALS == SEALS
+        return sealed and os.fstat(fd).st_size == len(data) and os.pread(fd, len(data) + 1, 0) == data
+    except OSError:
+        return False
+
+
+def _close_in_child(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
 def main() -> None:
     entry, workspace, transcript_path, result_fd = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     os.set_inheritable(result_fd, False)
+    os.register_at_fork(after_in_child=lambda: _close_in_child(result_fd))
     _non_dumpable()
     with open(transcript_path, encoding="utf-8") as fh:
         transcript = json.load(fh)
     sys.path.insert(0, os.path.dirname(os.path.abspath(entry)))
-    confine = sys.argv[5:] == ["confine"] and not entry.endswith(".sh")
+    sandboxed = sys.argv[5:] == ["confine"]
+    confine = sandboxed and not entry.endswith(".sh")
     confined = confine and _confine_children(os.path.dirname(os.path.abspath(__file__)), workspace)
     real_stdout, captured = sys.stdout, _Capture()
     sys.stdout = captured
     try:
-        report = _run(entry, workspace, transcript, captured)
+        report = _run(entry, workspace, transcript, captured, sandboxed)
     finally:
         sys.stdout = real_stdout
     report["children_confined"] = confined
     try:
         data = json.dumps(report, default=repr).encode()
-    except (TypeError, ValueError) as e:  # e.g. a circular value
+    except (TypeError, ValueError, RecursionError) as e:  # a circular value, a 5,000-digit int
         data = json.dumps({"mode": report.get("mode"), "error": f"unreportable value: {e}"}).encode()
-    os.write(result_fd, data)
+    if not _deliver(result_fd, data):
+        sys.stderr.write("harnessrl driver: the report channel was tampered with\n")
+        os._exit(TAMPERED)
     sys.stdout.write(captured.getvalue())  # for the logs only
     sys.stdout.flush()
     if "exit_status" in report:

@@ -3,10 +3,12 @@
 The checker files are written into a fresh temporary folder that is never inside the workspace (the
 agent has finished by then, and never saw them), and `_driver.py` runs the entry in a separate python
 process through a `CommandRunner` (own process group, killed whole on timeout; the sandboxed runner
-mounts the folder read-only and the workspace at the task's own mount dir, as upstream does). The
-driver reports through a channel the runner opened before any checker code ran (see `_driver.py`);
-a report counts only with exit status 0. The workspace path is passed to the checker as argv[1]:
-`reward.sh` hard-codes `/root/.openclaw/workspace`, so the hook command itself is never run.
+mounts the folder read-only and a bounded copy of the workspace at the task's own mount dir, as
+upstream does). The driver reports through a channel the runner opened before any checker code ran,
+and seals it (see `_driver.py`); a report counts only when sealed and with exit status 0 (exit
+status `TAMPERED`: another process wrote to the channel). The workspace path is passed to the
+checker as argv[1]: `reward.sh` hard-codes `/root/.openclaw/workspace`, so the hook command itself
+is never run.
 
 Score = equal-weight mean of the metric values (not clipped: a checker decides its own range). Each
 metric value goes through `float(v)`, as the canonical `reward.sh` wrapper does
@@ -14,15 +16,20 @@ metric value goes through `float(v)`, as the canonical `reward.sh` wrapper does
 their float value, so a checker scores here what it scored upstream. A checker that raises, exits
 non-zero, hangs past its timeout, prints no JSON, or returns a non-dict, an empty dict or a value
 `float()` refuses (or a non-finite one) scores 0.0 with the reason in `error`. A bare number printed
-by a `main()` checker counts as one metric `score` (as `reward.sh` accepts it).
+by a `main()` checker counts as one metric `score` (as `reward.sh` accepts it). Reading the answer
+never raises, whatever the bytes (deep nesting, huge ints, a 400-digit score): the checker ran on the
+agent's workspace, so an answer that cannot be read is its failure, scored 0.0 with the reason.
 
 A task whose `reward.sh` is not the canonical wrapper (`Checker.shell_entry`) is scored by running
 that script with bash, as upstream runs it: its reward folder is first copied into the final
 workspace (upstream copies `reward/` next to the workspace files after the agent finished; an entry
 of the agent's own with that name is removed first) and removed again afterwards, and the script's
 output is read like a `main()` checker's: all of stdout as JSON, else its last non-empty line (a
-number or a JSON dict). Its hard-coded paths (`/root/.openclaw/workspace/...`) hold only in the
-checker sandbox, which mounts the workspace at the task's mount dir; `LocalRunner` cannot run it.
+number or a JSON dict), of what arrived before bash exited (`_driver.py`). Programs the script runs
+from the workspace share its stdout while it runs, so training refuses such tasks by default
+(`refuse_shell_entries`, `VerifyConfig.allow_shell_entries`). Its hard-coded paths
+(`/root/.openclaw/workspace/...`) hold only in the checker sandbox, which mounts the workspace at the
+task's mount dir; `LocalRunner` cannot run it.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +48,25 @@ from pydantic import BaseModel, Field
 
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.tasks.files import materialize_checker
-from harnessrl.types import Task, VerifierError
-from harnessrl.verify.runner import DRIVER, CheckerJob, CommandRunner, LocalRunner, RunOutput, checker_env
+from harnessrl.types import Task, TaskError, VerifierError
+from harnessrl.verify.runner import (
+    DRIVER,
+    TAMPERED,
+    CheckerJob,
+    CommandRunner,
+    LocalRunner,
+    RunOutput,
+    checker_env,
+)
 
-__all__ = ["CheckResult", "checker_env", "metrics_from_value", "parse_stdout", "run_checker"]
+__all__ = [
+    "CheckResult",
+    "checker_env",
+    "metrics_from_value",
+    "parse_stdout",
+    "refuse_shell_entries",
+    "run_checker",
+]
 TAIL_CHARS = 2000
 
 
@@ -79,7 +102,7 @@ def metrics_from_value(value: Any) -> tuple[dict[str, float], str | None]:
     for key, v in value.items():
         try:
             number = float(v)  # the canonical wrapper's arithmetic: "1.0" and True count
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: a 400-digit int
             number = math.nan
         if not math.isfinite(number):
             return {}, f"metric {key!r} is not a finite number: {v!r}"
@@ -88,7 +111,8 @@ def metrics_from_value(value: Any) -> tuple[dict[str, float], str | None]:
 
 
 def parse_stdout(stdout: str) -> tuple[Any, str | None]:
-    """The JSON a `main()` checker printed: all of stdout, else its last non-empty line."""
+    """The JSON a `main()` checker printed: all of stdout, else its last non-empty line. Never raises:
+    JSON nested past the recursion limit or an int over 4,300 digits is output that is not JSON."""
     text = stdout.strip()
     if not text:
         return None, "checker printed nothing"
@@ -96,7 +120,7 @@ def parse_stdout(stdout: str) -> tuple[Any, str | None]:
     for candidate in (text, lines[-1]):
         try:
             return json.loads(candidate), None
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, the int digit limit; deep nesting
             continue
     return None, f"checker output is not JSON: {text[-200:]!r}"
 
@@ -104,11 +128,12 @@ def parse_stdout(stdout: str) -> tuple[Any, str | None]:
 _UNREADABLE = object()
 
 
-def _parse_report(raw: bytes) -> Any:
-    """The driver's report as JSON; None when there is none, `_UNREADABLE` when it is not JSON."""
+def _parse_report(raw: bytes | None) -> Any:
+    """The driver's report as JSON; None when there is none (or the channel was not sealed),
+    `_UNREADABLE` when it is not JSON. Never raises."""
     try:
         return json.loads(raw) if raw else None
-    except (UnicodeDecodeError, ValueError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError, huge ints; deep nesting
         return _UNREADABLE
 
 
@@ -118,13 +143,18 @@ def _interpret(out: RunOutput, result: Any, timeout_s: float) -> tuple[Any, str,
     driver, or forges a report and exits, gains nothing)."""
     if out.timed_out:
         return None, "", f"checker timed out after {timeout_s:g} s"
+    own_exit = isinstance(result, dict) and result.get("exit_status") == TAMPERED  # its own sys.exit(86)
+    if out.returncode == TAMPERED and not own_exit:
+        return None, "", "checker report channel was tampered with (a program the checker ran wrote to it)"
+    if result is None and out.returncode == 0:
+        return None, "", "checker exited 0 without a sealed report"
     if result is _UNREADABLE:
         return None, "", "checker driver sent an unreadable report"
     if not isinstance(result, dict):
         return None, "", f"checker process died (exit status {out.returncode}): {out.stderr[-300:].strip()}"
     mode = str(result.get("mode", ""))
     if result.get("error"):
-        last = str(result["error"]).strip().splitlines()[-1]
+        last = (str(result["error"]).strip().splitlines() or ["?"])[-1]
         return None, mode, f"checker raised: {last}"
     if "exit_status" in result:
         return None, mode, f"checker exited with status {result['exit_status']}"
@@ -140,6 +170,20 @@ def _confined(report: Any) -> bool | None:
     """The driver's `children_confined`, where it reported one."""
     value = report.get("children_confined") if isinstance(report, dict) else None
     return value if isinstance(value, bool) else None
+
+
+def refuse_shell_entries(tasks: Sequence[Task], allow: bool) -> None:
+    """TaskError naming the tasks scored by their own `reward.sh` (`Checker.shell_entry`) unless
+    `allow`: training refuses them by default (`VerifyConfig.allow_shell_entries`), since programs
+    the script runs from the workspace share its stdout while it runs (docs/SECURITY.md)."""
+    ids = [t.id for t in tasks if t.checker is not None and t.checker.shell_entry]
+    if ids and not allow:
+        shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+        raise TaskError(
+            f"{len(ids)} task(s) are scored by their own reward.sh, whose answer code from the workspace "
+            f"can forge while it runs: {shown}. Training refuses them by default; leave them out, or "
+            "set verify.allow_shell_entries=true (-o verify.allow_shell_entries=true) to train on them"
+        )
 
 
 def _top_names(task: Task) -> list[str]:
@@ -204,15 +248,19 @@ def run_checker(
             placed = _place_reward(task, ws)
         job = CheckerJob(tmp, entry, ws, task.input_mount_dir, python or sys.executable, limit)
         out, raw = (runner or LocalRunner()).run_checker(job)
-        report = _parse_report(raw)
-        value, mode, error = _interpret(out, report, limit)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if task.checker.shell_entry:
             _remove_entries(ws, placed)
+    report: Any = None
     metrics: dict[str, float] = {}
-    if error is None:
-        metrics, error = metrics_from_value(value)
+    try:  # the checker ran on the agent's workspace: whatever its answer does here is the policy's
+        report = _parse_report(raw)
+        value, mode, error = _interpret(out, report, limit)
+        if error is None:
+            metrics, error = metrics_from_value(value)
+    except Exception as e:  # a parser bug must not turn into an infrastructure fault
+        mode, error = "", f"checker answer unreadable: {type(e).__name__}"
     return CheckResult(
         score=sum(metrics.values()) / len(metrics) if metrics and error is None else 0.0,
         metrics=metrics if error is None else {},

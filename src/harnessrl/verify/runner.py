@@ -6,10 +6,12 @@ command in its own process group and, on timeout, kill the whole group (checkers
 other children); it never raises for a failing command: the outcome is data in `RunOutput`.
 
 Checkers go through `run_checker(job)`: the runner starts `_driver.py` on the entry and hands it a
-result channel (a descriptor the runner opened before any checker code ran; the driver reports only
-through it), and returns the process outcome with what came through the channel. Where the checker
-sees its files, the workspace, its cwd and HOME is the runner's business: the sandboxed runner gives
-the upstream ClawGym layout (`/`, `/root`, the task's mount dir), `LocalRunner` the host paths.
+result channel (a sealable memory file the runner opened before any checker code ran, `result_channel`;
+the driver reports only through it and seals it), and returns the process outcome with what came
+through the channel: its bytes only when the driver sealed it, None otherwise (`read_report`).
+Where the checker sees its files, the workspace, its cwd and HOME is the runner's business: the
+sandboxed runner gives the upstream ClawGym layout (`/`, `/root`, the task's mount dir, on a bounded
+copy of the workspace), `LocalRunner` the host paths.
 
 `LocalRunner` gives no isolation: the command sees the host filesystem and network, and a child that
 calls `setsid` leaves the process group and outlives the kill (a PID-namespace sandbox closes that).
@@ -20,6 +22,7 @@ JSON starts, and the tail of stderr).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -32,6 +35,11 @@ from typing import NamedTuple, Protocol
 DRIVER = Path(__file__).resolve().parent / "_driver.py"
 MAX_RESULT_BYTES = 2 * 1024 * 1024
 """Most of the driver's result message read back (metrics, and a main() checker's captured stdout)."""
+SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+"""What the driver seals its report with (`_driver._deliver`)."""
+TAMPERED = 86
+"""The driver's exit status when its channel was written, sealed or mapped by another process
+(`_driver.TAMPERED`)."""
 
 
 class RunOutput(NamedTuple):
@@ -64,8 +72,8 @@ class CommandRunner(Protocol):
 
     def run(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> RunOutput: ...
 
-    def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes]:
-        """Run the driver on the job's entry; (process outcome, bytes from the result channel)."""
+    def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes | None]:
+        """Run the driver on the job's entry; (process outcome, `read_report` of the result channel)."""
         ...
 
 
@@ -74,7 +82,8 @@ def driver_argv(
 ) -> list[str]:
     """`_driver.py`'s command line, in paths as the checker sees them. `confine`: programs the checker
     starts may not read `folder` (Landlock; for the sandbox's fixed layout, where no folder above it
-    gains entries later: a rule covers only what exists when it is made)."""
+    gains entries later: a rule covers only what exists when it is made); for a shell entry, that the
+    driver may kill every other process of its pid namespace once bash exits."""
     task = f"{folder}/task/{entry}"
     return [
         python,
@@ -109,6 +118,20 @@ def read_fd(fd: int, limit: int, tail: bool = False) -> bytes:
     return os.pread(fd, min(limit, size), start)
 
 
+def result_channel() -> int:
+    """A fresh channel for one checker run: a memory file that can be sealed, closed on exec."""
+    return os.memfd_create("hrl-result", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+
+
+def read_report(fd: int) -> bytes | None:
+    """The driver's report from its channel, once the checker's processes are gone: the bytes when
+    the channel carries every seal (`SEALS`), at most `MAX_RESULT_BYTES`; None when it does not (the
+    driver never finished its report, and nothing in the channel counts)."""
+    if fcntl.fcntl(fd, fcntl.F_GET_SEALS) & SEALS != SEALS:
+        return None
+    return read_fd(fd, MAX_RESULT_BYTES)
+
+
 class LocalRunner:
     """Plain subprocesses on this machine, no isolation. Stray children are killed when it returns."""
 
@@ -119,8 +142,8 @@ class LocalRunner:
         out, _ = self._run(argv, cwd, env, timeout_s, None)
         return out
 
-    def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes]:
-        result_fd = os.memfd_create("hrl-result", os.MFD_CLOEXEC)
+    def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes | None]:
+        result_fd = result_channel()
         try:
             argv = driver_argv(job.python, str(job.folder), job.entry, str(job.workspace), result_fd)
             with tempfile.TemporaryDirectory(prefix="harnessrl-check-cwd-") as cwd:
@@ -131,7 +154,7 @@ class LocalRunner:
 
     def _run(
         self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float, result_fd: int | None
-    ) -> tuple[RunOutput, bytes]:
+    ) -> tuple[RunOutput, bytes | None]:
         out_fd, err_fd = (os.memfd_create(n, os.MFD_CLOEXEC) for n in ("hrl-out", "hrl-err"))
         try:
             proc = subprocess.Popen(
@@ -152,7 +175,7 @@ class LocalRunner:
             finally:
                 _kill_group(proc.pid)
                 proc.wait()
-            result = b"" if result_fd is None else read_fd(result_fd, MAX_RESULT_BYTES)
+            result = None if result_fd is None else read_report(result_fd)
             return RunOutput(
                 returncode=proc.returncode,
                 stdout=read_fd(out_fd, self.max_output_bytes).decode("utf-8", errors="replace"),
