@@ -14,7 +14,7 @@ from harnessrl.tasks import load_tasks, materialize_workspace
 from harnessrl.types import Checker, Task, TaskFile, VerifierError
 from harnessrl.verify import LocalRunner, RunOutput, run_checker
 from harnessrl.verify.checker import parse_stdout
-from harnessrl.verify.runner import CheckerJob, driver_argv
+from harnessrl.verify.command_runner import CheckerJob, driver_argv
 
 
 def task_with(code: str, entry: str = "reward/check.py", extra: list[TaskFile] | None = None) -> Task:

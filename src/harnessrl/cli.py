@@ -28,9 +28,9 @@ _GROUPS: list[tuple[str, str, str]] = [
     ("harnessrl.trace.cli", "app", "tree"),
     ("harnessrl.rollout.cli", "rollout", "rollout"),
     ("harnessrl.train.cli", "train", "train"),
-    ("harnessrl.train.sft_cli", "sft", "sft"),
+    ("harnessrl.experiments.sft_cli", "sft", "sft"),
     ("harnessrl.evaluate.cli", "eval_cmd", "eval"),
-    ("harnessrl.train.quickstart", "quickstart", "quickstart"),
+    ("harnessrl.experiments.quickstart", "quickstart", "quickstart"),
     ("harnessrl.proxy.cli", "serve", "serve"),
     ("harnessrl.proxy.cli", "calls_app", "calls"),
     ("harnessrl.report.cli", "plot", "plot"),
@@ -40,7 +40,7 @@ _GROUPS: list[tuple[str, str, str]] = [
 # (module, function, group, name): a command that joins a group defined in another package, e.g.
 # `tasks check` runs checkers, so it lives in verify/ (tasks/ never imports verify/).
 _GROUP_COMMANDS: list[tuple[str, str, str, str]] = [
-    ("harnessrl.verify.taskcheck", "check", "tasks", "check"),
+    ("harnessrl.verify.cli", "check", "tasks", "check"),
 ]
 
 

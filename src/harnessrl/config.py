@@ -498,7 +498,7 @@ class QuickstartConfig(Section):
 
 
 class AblationConfig(Section):
-    """`scripts/scaling_ablation` (`harnessrl.train.ablation`): one GRPO run per harness-space design
+    """`scripts/scaling_ablation` (`harnessrl.experiments.ablation`): one GRPO run per harness-space design
     from one shared cold start, each evaluated on in-space held-out and out-of-space harnesses."""
 
     out_dir: str = "runs/scaling-ablation"

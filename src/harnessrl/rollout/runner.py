@@ -75,7 +75,7 @@ from harnessrl.types import (
     group_id,
 )
 from harnessrl.verify import RubricJudge, score_task
-from harnessrl.verify.runner import CommandRunner
+from harnessrl.verify.command_runner import CommandRunner
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -181,7 +181,7 @@ class RolloutRunner:
     def _default_checker_runner(self) -> CommandRunner | None:
         if self.settings.sandbox.backend != "bwrap":
             return None  # LocalRunner: a separate process, no isolation (the local backend warned already)
-        from harnessrl.sandbox.runner import SandboxCommandRunner
+        from harnessrl.verify.sandboxed import SandboxCommandRunner
 
         return SandboxCommandRunner(agent_env=self.agent_env, agent=self.settings.sandbox.agent)
 

@@ -41,7 +41,14 @@ from pydantic import BaseModel, Field
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.tasks.files import materialize_checker
 from harnessrl.types import Task, VerifierError
-from harnessrl.verify.runner import DRIVER, CheckerJob, CommandRunner, LocalRunner, RunOutput, checker_env
+from harnessrl.verify.command_runner import (
+    DRIVER,
+    CheckerJob,
+    CommandRunner,
+    LocalRunner,
+    RunOutput,
+    checker_env,
+)
 
 __all__ = ["CheckResult", "checker_env", "metrics_from_value", "parse_stdout", "run_checker"]
 TAIL_CHARS = 2000

@@ -29,7 +29,14 @@ from harnessrl.sandbox.bwrap import python_prefixes
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import SandboxSpec
 from harnessrl.types import SandboxError, VerifierError
-from harnessrl.verify.runner import MAX_RESULT_BYTES, CheckerJob, RunOutput, checker_env, driver_argv, read_fd
+from harnessrl.verify.command_runner import (
+    MAX_RESULT_BYTES,
+    CheckerJob,
+    RunOutput,
+    checker_env,
+    driver_argv,
+    read_fd,
+)
 
 CHECKER_DIR = "/opt/harnessrl/checker"
 T = TypeVar("T")
@@ -105,7 +112,7 @@ class SandboxCommandRunner:
         if self.agent_env is not None:
             job = dataclasses.replace(job, python=str(self.agent_env / "bin" / "python"))
         if self.backend == "local":
-            from harnessrl.verify.runner import LocalRunner
+            from harnessrl.verify.command_runner import LocalRunner
 
             return LocalRunner().run_checker(job)
         binds, prefix = self._env_binds()

@@ -36,7 +36,7 @@ from typing import Annotated, Any
 import typer
 
 from harnessrl.config import Config, ConfigError, HarnessSpaceConfig, load_config
-from harnessrl.train.quickstart import Stages, _inputs, _load, evaluate_policy, generate_splits
+from harnessrl.experiments.quickstart import Stages, _inputs, _load, evaluate_policy, generate_splits
 from harnessrl.types import Task
 
 ABLATION_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "scaling" / "ablation.toml"
@@ -254,8 +254,8 @@ def main(
     from harnessrl.evaluate.cli import console, quiet_loading
 
     if combine:
-        from harnessrl.train.ablation_seeds import combine as combine_runs
-        from harnessrl.train.ablation_seeds import combined_markdown
+        from harnessrl.experiments.ablation_seeds import combine as combine_runs
+        from harnessrl.experiments.ablation_seeds import combined_markdown
 
         try:
             print(combined_markdown(combine, combine_runs(combine, reference), reference))
