@@ -22,13 +22,15 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from harnessrl.config import Config
 from harnessrl.evaluate.stats import Outcome, breakdown, space_group, summarize
 from harnessrl.protocols import Engine
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner
 from harnessrl.types import EngineError, Rollout, RolloutStatus, Task
+
+if TYPE_CHECKING:  # the assembled Config imports every section, this package's too
+    from harnessrl.config import Config
 
 
 @dataclass(frozen=True)

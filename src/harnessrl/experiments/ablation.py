@@ -35,8 +35,9 @@ from typing import Annotated, Any
 
 import typer
 
-from harnessrl.config import Config, ConfigError, HarnessSpaceConfig, load_config
+from harnessrl.config import Config, ConfigError, load_config
 from harnessrl.experiments.quickstart import Stages, _inputs, _load, evaluate_policy, generate_splits
+from harnessrl.scaling.config import HarnessSpaceConfig
 from harnessrl.types import Task
 
 ABLATION_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "scaling" / "ablation.toml"

@@ -111,9 +111,9 @@ def choose_trees(heads: Sequence[RolloutHead], limit: int) -> list[RolloutHead]:
 
 def write_trees(run: RunData, limit: int) -> dict[str, str]:
     """Tree views of the chosen rollouts under RUN_DIR/trees; rollout_id -> relative link."""
-    from harnessrl.config import TraceConfig
     from harnessrl.trace.build import trace_rollout
     from harnessrl.trace.cli import engine_line
+    from harnessrl.trace.config import TraceConfig
     from harnessrl.trace.decode import choose_decoder
     from harnessrl.trace.load import TraceInputError, load_rollout
     from harnessrl.trace.render import render_html

@@ -36,9 +36,9 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from harnessrl.config import RayConfig
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
+from harnessrl.rollout.config import RayConfig
 from harnessrl.rollout.runner import AgentOutcome, RolloutJob, RolloutRunner, RunnerSettings, run_all
 from harnessrl.rollout.status import internal_error, settle
 from harnessrl.sandbox.spec import ExecResult

@@ -50,7 +50,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from harnessrl.config import SandboxConfig, VerifyConfig
 from harnessrl.harnesses.base import Endpoint, HarnessResult, McpServer
 from harnessrl.harnesses.registry import get_harness
 from harnessrl.harnesses.run import harness_binds, run_harness
@@ -59,6 +58,7 @@ from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.status import OVERFLOW_TAG, internal_error, set_status, settle
 from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.agent_env import resolve_agent_env
+from harnessrl.sandbox.config import SandboxConfig
 from harnessrl.sandbox.fscopy import TreeReport, remove_tree, sanitize_tree
 from harnessrl.sandbox.pool import SandboxPool
 from harnessrl.sandbox.spec import ExecResult
@@ -76,6 +76,7 @@ from harnessrl.types import (
 )
 from harnessrl.verify import RubricJudge, score_task
 from harnessrl.verify.command_runner import CommandRunner
+from harnessrl.verify.config import VerifyConfig
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -22,8 +22,9 @@ from typing import Annotated
 
 import typer
 
-from harnessrl.config import ConfigError, TraceConfig, load_config
+from harnessrl.config import ConfigError, load_config
 from harnessrl.trace.build import trace_rollout
+from harnessrl.trace.config import TraceConfig
 from harnessrl.trace.decode import Decode, choose_decoder, load_tokenizer
 from harnessrl.trace.load import TraceInputError, load_rollout
 from harnessrl.trace.render import render_html, render_text

@@ -69,12 +69,14 @@ from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
 
-from harnessrl.config import Config, ConfigError, HarnessSpaceConfig, TrainerConfig
+from harnessrl.config import Config, ConfigError
 from harnessrl.progress import Progress
 from harnessrl.protocols import Engine
 from harnessrl.rl.algo import ALGORITHMS
 from harnessrl.rollout.session import RolloutStack, Runner
+from harnessrl.scaling.config import HarnessSpaceConfig
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
+from harnessrl.train.config import TrainerConfig
 from harnessrl.train.metrics import MetricsSink, outcomes
 from harnessrl.train.schedule import ScheduleSpec, SpaceSpec, schedule_step
 from harnessrl.train.staleness import apply_bound

@@ -36,10 +36,11 @@ from typing import Any
 
 import torch
 
-from harnessrl.config import Config, TrainerConfig
+from harnessrl.config import Config
 from harnessrl.protocols import Engine
 from harnessrl.rl.forward import packed_forward
 from harnessrl.rl.packing import TreeLayout, layout_tree, pack_by_budget
+from harnessrl.train.config import TrainerConfig
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import Rollout, RolloutStatus, Task, TreeNode, TreeSample
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from harnessrl.config import VerifyConfig
 from harnessrl.types import Task, VerifierError
 from harnessrl.verify.checker import run_checker
 from harnessrl.verify.command_runner import CommandRunner
+from harnessrl.verify.config import VerifyConfig
 from harnessrl.verify.judge import RubricJudge
 
 
