@@ -50,6 +50,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from harnessrl.formats.rollout_dir import write_rollout_head
 from harnessrl.harnesses.base import Endpoint, HarnessResult, McpServer
 from harnessrl.harnesses.registry import get_harness
 from harnessrl.harnesses.run import harness_binds, run_harness
@@ -97,6 +98,8 @@ class RolloutJob:
     mcp_servers: tuple[McpServer, ...] = ()
     seed: int | None = None
     """Sampling seed of the rollout's calls (`proxy.sessions.Session.seed`); None = the engine's."""
+    run: int = 0
+    """Which repeat of its (task, harness) pair this is: eval's run index r (0 for a single run)."""
 
 
 @dataclass
@@ -269,8 +272,7 @@ class RolloutRunner:
             why = f"artifacts could not be written: {e!r}"
             set_status(rollout, RolloutStatus.HARNESS_ERROR, why, policy=True)
             with contextlib.suppress(Exception):
-                head = rollout.model_dump(mode="json", exclude={"calls"})
-                (rdir / "rollout.json").write_text(json.dumps(head, indent=2) + "\n", encoding="utf-8")
+                write_rollout_head(rdir, rollout)
         finally:
             await asyncio.to_thread(shutil.rmtree, initial, True)
 
