@@ -114,7 +114,7 @@ async def _sft(cfg: Config, tasks: list[Task], folder: Path, echo: Callable[[str
 
 
 async def _arm(cfg: Config, arm: str, tasks: list[Task], start: str, folder: Path) -> str:
-    from harnessrl.train.checkpoint import latest_checkpoint
+    from harnessrl.formats.checkpoints import latest_checkpoint
     from harnessrl.train.loop import train
 
     engine = cfg.engine.model_copy(update={"model": start})
@@ -252,7 +252,7 @@ def main(
     """One GRPO run per harness-space design from a shared cold start; prints the paper's table."""
     from rich.table import Table
 
-    from harnessrl.evaluate.cli import console, quiet_loading
+    from harnessrl.progress import console, quiet_loading
 
     if combine:
         from harnessrl.experiments.ablation_seeds import combine as combine_runs
