@@ -80,17 +80,29 @@ class Config(Section):
     """The whole run configuration."""
 
     tasks: TasksConfig = Field(default_factory=TasksConfig)
+    """The task set."""
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    """Scoring: code checkers, the rubric judge, hybrid weights."""
     engine: EngineConfig = Field(default_factory=EngineConfig)
+    """The policy's inference engine."""
     proxy: ProxyConfig = Field(default_factory=ProxyConfig)
+    """The model-API proxy the harnesses call."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """The sandboxes of rollouts and checkers."""
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    """How rollouts run: harness, concurrency, timeout, backend."""
     train: TrainConfig = Field(default_factory=TrainConfig)
+    """The RL loop (`harnessrl train`) and its trainer."""
     trace: TraceConfig = Field(default_factory=TraceConfig)
+    """Prefix-tree filters."""
     eval: EvalConfig = Field(default_factory=EvalConfig)
+    """`harnessrl eval`."""
     sft: SftConfig = Field(default_factory=SftConfig)
+    """Cold-start SFT (`harnessrl sft`)."""
     quickstart: QuickstartConfig = Field(default_factory=QuickstartConfig)
+    """`harnessrl quickstart`."""
     ablation: AblationConfig = Field(default_factory=AblationConfig)
+    """The harness-scaling ablation (`scripts/scaling_ablation`)."""
 
 
 class ConfigError(ValueError):

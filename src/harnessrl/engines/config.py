@@ -93,5 +93,6 @@ class EngineConfig(Section):
     script: str | None = None
     """For `scripted`: a JSON/JSONL file of assistant turns to replay."""
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    """Sampling of every call: temperature, top_p and the ceiling on generated tokens."""
     vllm: VLLMConfig = Field(default_factory=VLLMConfig)
     """For `vllm`: managed server or an existing one, weight hand-off (`engines/vllm.py`)."""

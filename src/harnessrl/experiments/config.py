@@ -45,6 +45,7 @@ class AblationConfig(Section):
     heldout_per_family: int = Field(default=1, ge=1)
     """Held-out instances per family: the evaluation tasks."""
     task_seed: int = 0
+    """Seed of the generated task instances."""
     sft_codes: list[str] = Field(default_factory=lambda: ["00000", "11100", "22200"])
     """White-box configurations of the shared cold-start demonstrations (every arm starts from it).
     The default shows each level of prompt, tool interface and observation once, with full context

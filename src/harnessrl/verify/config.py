@@ -32,3 +32,4 @@ class VerifyConfig(Section):
     rubric_weight: float = 0.3
     """Weight of the rubric score for hybrid tasks."""
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    """The rubric judge (rubric and hybrid tasks)."""
