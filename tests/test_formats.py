@@ -21,7 +21,7 @@ from harnessrl.evaluate.stats import Outcome
 from harnessrl.formats import FormatError
 from harnessrl.formats.calls import CALLS_FILE, append_call, read_calls, write_calls
 from harnessrl.formats.eval_report import EVAL_FILE, read_eval
-from harnessrl.formats.metrics import METRICS_FILE, read_metrics
+from harnessrl.formats.metrics import METRICS_FILE, read_metrics, truncate_metrics
 from harnessrl.formats.rollout_dir import ROLLOUT_FILE, read_rollout, read_rollout_head, write_rollout
 from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.testing import scripted_deps
@@ -205,6 +205,11 @@ def test_metrics_jsonl_round_trip_and_hostile_copies(tmp_path: Path) -> None:
         f"{hostile}:6: not JSON, skipped",
     ]
     assert read_metrics(tmp_path / "missing.jsonl") == ([], [])
+    # a resumed run keeps the steps before its checkpoint, byte for byte, and drops what is not a record
+    assert truncate_metrics(hostile, 2) == 2
+    assert hostile.read_bytes() == first + json.dumps(again, sort_keys=True).encode() + b"\n"
+    assert truncate_metrics(tmp_path / "fresh.jsonl", 0) == 0
+    assert (tmp_path / "fresh.jsonl").read_bytes() == b""
 
 
 def test_eval_json_round_trip_and_hostile_copies(tmp_path: Path) -> None:

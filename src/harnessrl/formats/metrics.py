@@ -1,6 +1,7 @@
 """`metrics.jsonl`: one JSON object per training step, and its flat scalars.
 
     append_metrics(path, record)            the one writer (`train.metrics.MetricsSink`)
+    truncate_metrics(path, before_step)     a resumed run drops the steps it will log again
     records, notes = read_metrics(path)     the one reader (`harnessrl plot`, `harnessrl report`)
 
 A record is a JSON object with an integer `step`; `train/loop.py` fills it, `train/metrics.py` adds its
@@ -128,3 +129,13 @@ def read_metrics(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             notes.append(f"{path}:{n}: step {rec['step']} logged again, this line kept")
         out[rec["step"]] = rec
     return list(out.values()), notes
+
+
+def truncate_metrics(path: Path, before_step: int) -> int:
+    """Keep only the records of steps before `before_step` (a resumed run logs the rest again);
+    lines that are not records go with them. Writes `path` (empty when missing); returns how many
+    records were kept."""
+    records, _ = read_metrics(path)
+    kept = [r for r in records if r["step"] < before_step]
+    path.write_text("".join(metrics_line(r) for r in kept), encoding="utf-8")
+    return len(kept)

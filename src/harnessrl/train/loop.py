@@ -61,7 +61,6 @@ step waits for all of its rollouts).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -70,6 +69,7 @@ from statistics import fmean, pstdev
 from typing import Any
 
 from harnessrl.config import Config, ConfigError
+from harnessrl.formats.metrics import truncate_metrics
 from harnessrl.progress import Progress
 from harnessrl.protocols import Engine
 from harnessrl.rl.algo import ALGORITHMS
@@ -451,11 +451,7 @@ class TrainLoop:
         self.trainer.load(path)
         start = self.trainer.state.data_position
         await self.engine.update_weights(self.trainer.weights())
-        kept = []
-        if self.metrics_path.is_file():
-            lines = self.metrics_path.read_text(encoding="utf-8").splitlines()
-            kept = [line for line in lines if line.strip() and json.loads(line)["step"] < start]
-        self.metrics_path.write_text("".join(line + "\n" for line in kept))
+        truncate_metrics(self.metrics_path, start)
         self.echo(f"resume: {path} (optimizer step {self.trainer.state.step}); next step {start}")
         return start
 
