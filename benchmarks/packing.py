@@ -35,7 +35,7 @@ import torch
 from harnessrl.rl.forward import packed_forward, token_logprobs
 from harnessrl.rl.packing import TreeLayout, layout_tree, pack
 from harnessrl.rl.synthetic import call_token_counts, rollout_tree
-from harnessrl.train.models import load_causal_lm, tiny_causal_lm
+from harnessrl.train.causal_lm import load_causal_lm, tiny_causal_lm
 from harnessrl.types import TreeSample
 
 

@@ -31,7 +31,7 @@ from harnessrl.config import LossConfig, TrainerConfig
 from harnessrl.engines.models import load_model
 from harnessrl.rl.advantages import broadcast, grpo_advantages
 from harnessrl.rl.packing import layout_tree
-from harnessrl.train.models import tiny_causal_lm
+from harnessrl.train.causal_lm import tiny_causal_lm
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import TreeNode, TreeSample
 

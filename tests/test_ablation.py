@@ -1,4 +1,4 @@
-"""The harness-scaling ablation (`harnessrl.train.ablation`, `scripts/scaling_ablation`): the arms'
+"""The harness-scaling ablation (`harnessrl.experiments.ablation`, `scripts/scaling_ablation`): the arms'
 designs, the evaluation configurations (held out from every arm and the cold start), the table, and
 (slow) every stage end to end on a toy scale with reuse."""
 
@@ -11,8 +11,15 @@ from pathlib import Path
 import pytest
 
 from harnessrl.config import ConfigError, load_config
+from harnessrl.experiments.ablation import (
+    ABLATION_CONFIG,
+    arm_space,
+    cell,
+    eval_configs,
+    run_ablation,
+    table_rows,
+)
 from harnessrl.scaling import design_codes, orthogonal_array
-from harnessrl.train.ablation import ABLATION_CONFIG, arm_space, cell, eval_configs, run_ablation, table_rows
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -84,7 +91,7 @@ def fake_run(out: Path, configs: list[str], passed: dict[str, list[int]]) -> Pat
 def test_seeds_combine_paired_within_each_run(tmp_path: Path) -> None:
     """Each run has its own evaluation configurations; differences are paired within a run, then
     averaged over runs (se over runs) and pooled over all pairs (se over pairs)."""
-    from harnessrl.train.ablation_seeds import combine, combined_markdown
+    from harnessrl.experiments.ablation_seeds import combine, combined_markdown
 
     one = fake_run(tmp_path / "s0", ["00100", "00200"], {"cold-start": [0, 1, 0, 0], "oa-18": [1, 1, 0, 1]})
     two = fake_run(tmp_path / "s1", ["10100", "20200"], {"cold-start": [1, 1, 0, 0], "oa-18": [1, 1, 0, 0]})

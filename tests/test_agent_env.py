@@ -10,9 +10,9 @@ import pytest
 
 from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.agent_env import resolve_agent_env
-from harnessrl.sandbox.runner import SandboxCommandRunner
 from harnessrl.types import Checker, Task, TaskFile
 from harnessrl.verify import run_checker
+from harnessrl.verify.sandboxed import SandboxCommandRunner
 
 ENV = resolve_agent_env("auto")
 pytestmark = [

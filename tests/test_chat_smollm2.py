@@ -25,7 +25,7 @@ def tok() -> Any:
 
     from harnessrl.engines import models
 
-    if (models.cache_root() / models.DEFAULT_NAME / models.MARKER).is_file():
+    if (models.model_cache() / models.DEFAULT_NAME / models.MARKER).is_file():
         return models.load_tokenizer("default")
     gguf = models.smollm2_gguf()
     return AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)

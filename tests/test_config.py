@@ -1,10 +1,17 @@
 from __future__ import annotations
 
+import ast
+import inspect
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
-from harnessrl.config import ConfigError, load_config
+import harnessrl
+from harnessrl.config import Config, ConfigError, load_config
 
 
 def test_defaults_validate() -> None:
@@ -54,3 +61,62 @@ def test_flag_overrides_skip_unset_and_quote_strings() -> None:
     assert extra == ["rollout.n=4", 'engine.model="/ckpt/a \\"b\\""', "rollout.timeout_s=2.5"]
     cfg = load_config(None, extra)
     assert (cfg.rollout.n, cfg.engine.model, cfg.rollout.timeout_s) == (4, '/ckpt/a "b"', 2.5)
+
+
+def _documented(cls: type[BaseModel]) -> dict[str, bool]:
+    """Field name -> whether a string literal follows its annotation in the class body."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+    assert isinstance(body, ast.ClassDef)
+    out = {}
+    for stmt, after in zip(body.body, [*body.body[1:], None], strict=True):
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            out[stmt.target.id] = (
+                isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            )
+    return out
+
+
+def _sections(cls: type[BaseModel], seen: dict[str, type[BaseModel]]) -> dict[str, type[BaseModel]]:
+    seen[f"{cls.__module__}.{cls.__qualname__}"] = cls
+    for field in cls.model_fields.values():
+        for t in [field.annotation, *getattr(field.annotation, "__args__", ())]:
+            if isinstance(t, type) and issubclass(t, BaseModel) and t not in seen.values():
+                _sections(t, seen)
+    return seen
+
+
+def test_every_config_field_has_a_docstring() -> None:
+    sections = _sections(Config, {})
+    assert len(sections) == 23
+    missing = [
+        f"{name}.{f}" for name, cls in sections.items() for f, ok in _documented(cls).items() if not ok
+    ]
+    assert missing == []
+    assert sum(len(cls.model_fields) for cls in sections.values()) == 181
+
+
+def test_section_modules_are_leaves() -> None:
+    """Each package's config.py imports only pydantic, typing and other section modules, so that
+    harnessrl.config can assemble them without importing what they configure (and the import-linter
+    contracts may leave its imports of them out)."""
+    root = Path(harnessrl.__file__).parent
+    modules = sorted(root.glob("*/config.py"))
+    assert len(modules) == 12
+    allowed = {"__future__", "typing", "pydantic", "harnessrl.config_section"}
+    for path in modules:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                for name in names:
+                    ok = name in allowed or (name.startswith("harnessrl.") and name.endswith(".config"))
+                    assert ok, f"{path}: imports {name}"
+
+
+def test_config_imports_first_in_a_fresh_interpreter() -> None:
+    """Importing harnessrl.config before anything else must not re-enter it through a package."""
+    code = "import harnessrl.config as c; print(len(c.Config.model_fields))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "12\n"

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import harnessrl
+from harnessrl.cache import cache_root
 from harnessrl.engines import models
 from harnessrl.engines.hf import HFEngine
 from harnessrl.engines.models import (
@@ -22,7 +24,9 @@ from harnessrl.engines.models import (
     teacher_force_logprobs,
     tiny_qwen3,
 )
+from harnessrl.harnesses.install import harness_dir
 from harnessrl.protocols import GenerationResult, SamplingParams
+from harnessrl.sandbox.agent_env import default_agent_env
 from harnessrl.types import EngineError
 
 
@@ -101,10 +105,15 @@ def test_resolve_and_load_errors(tmp_path: Path) -> None:
 
 
 def test_cache_root_follows_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """One cache root for every cache: models, harnesses and the agent environment share it."""
     monkeypatch.setenv("HARNESSRL_CACHE", str(tmp_path))
-    assert models.cache_root() == tmp_path / "models"
+    assert models.model_cache() == tmp_path / "models"
+    assert harness_dir() == tmp_path / "harnesses"
+    assert default_agent_env() == tmp_path / "agent-env"
     monkeypatch.delenv("HARNESSRL_CACHE")
-    assert models.cache_root() == Path.home() / ".cache" / "harnessrl" / "models"
+    checkout = Path(harnessrl.__file__).resolve().parents[2]
+    assert cache_root() == checkout / ".cache"  # running from this checkout
+    assert models.model_cache() == checkout / ".cache" / "models"
 
 
 _CONVERTER = """

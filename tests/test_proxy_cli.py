@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harnessrl.cli import app
-from harnessrl.proxy.cli import read_calls
+from harnessrl.formats.calls import read_calls
 from harnessrl.types import ModelCall, ToolCall
 
 REPO = Path(__file__).resolve().parents[1]
@@ -184,4 +184,4 @@ def test_calls_show_rejects_garbage(tmp_path: Path) -> None:
     path.write_text('{"not": "a call"}\n')
     result = CliRunner().invoke(app, ["calls", "show", str(path)])
     assert result.exit_code == 1
-    assert f"error: {path}:1: not a model call" in result.output
+    assert f"error: {path}:1: not a ModelCall" in result.output

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harnessrl.config import load_config
-from harnessrl.train.quickstart import QUICKSTART_CONFIG, run_quickstart
+from harnessrl.experiments.quickstart import QUICKSTART_CONFIG, run_quickstart
 
 pytestmark = [
     pytest.mark.slow,

@@ -14,7 +14,7 @@ from harnessrl.rl.forward import packed_forward, path_logprobs
 from harnessrl.rl.losses import Metrics, policy_loss, tis_weights, value_loss
 from harnessrl.rl.packing import layout_tree, pack
 from harnessrl.rl.synthetic import rollout_tree
-from harnessrl.train.models import tiny_causal_lm
+from harnessrl.train.causal_lm import tiny_causal_lm
 
 torch.set_num_threads(1)
 

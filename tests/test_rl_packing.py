@@ -10,7 +10,7 @@ import torch
 from harnessrl.rl.forward import packed_forward, path_logprobs, set_attention
 from harnessrl.rl.packing import first_fit, layout_tree, pack, pack_by_budget, tree_attention_mask
 from harnessrl.rl.synthetic import rollout_tree
-from harnessrl.train.models import tiny_causal_lm
+from harnessrl.train.causal_lm import tiny_causal_lm
 from harnessrl.types import TreeNode, TreeSample
 
 torch.set_num_threads(1)

@@ -12,8 +12,8 @@ from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.bwrap import bwrap_path, python_prefixes
 from harnessrl.sandbox.folders import default_base_dir
 from harnessrl.sandbox.pool import SandboxPool
-from harnessrl.sandbox.runner import SandboxCommandRunner, named_dirs
 from harnessrl.tasks.loader import load_tasks
+from harnessrl.verify.sandboxed import SandboxCommandRunner, named_dirs
 from harnessrl.verify.selfcheck import self_check
 
 pytestmark = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")

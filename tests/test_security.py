@@ -23,10 +23,10 @@ from harnessrl.rollout import RolloutJob, RolloutRunner, RunnerSettings
 from harnessrl.sandbox import Sandbox, SandboxSpec, cgroups, identity
 from harnessrl.sandbox.fscopy import copy_untrusted
 from harnessrl.sandbox.protocol import ProtocolError, check_exec_reply, read_reply
-from harnessrl.sandbox.runner import SandboxCommandRunner
 from harnessrl.tasks import load_tasks, materialize_workspace
 from harnessrl.types import Checker, RolloutStatus, SandboxError, Task, TaskFile
 from harnessrl.verify import run_checker
+from harnessrl.verify.sandboxed import SandboxCommandRunner
 
 pytestmark = [
     pytest.mark.security,

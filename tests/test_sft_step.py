@@ -9,7 +9,7 @@ import torch
 
 from harnessrl.config import Config
 from harnessrl.rl.packing import layout_tree
-from harnessrl.train.models import tiny_causal_lm
+from harnessrl.train.causal_lm import tiny_causal_lm
 from harnessrl.train.sft import (
     SftData,
     mean_nll,

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from harnessrl.cli import app
 from harnessrl.tasks import load_tasks
 from harnessrl.tasks.generate import (
-    FAMILIES,
     HELD_OUT_FAMILIES,
+    TASK_FAMILIES,
     TRAIN_FAMILIES,
     generate,
     instances,
@@ -34,7 +34,7 @@ EXPECT = {
 
 
 def test_registry() -> None:
-    assert list(FAMILIES) == list(EXPECT)
+    assert list(TASK_FAMILIES) == list(EXPECT)
     assert TRAIN_FAMILIES == (
         "count_matches",
         "csv_field",
@@ -44,11 +44,11 @@ def test_registry() -> None:
         "create_file",
     )
     assert HELD_OUT_FAMILIES == ("json_field",)
-    for name, fam in FAMILIES.items():
+    for name, fam in TASK_FAMILIES.items():
         assert fam.name == name and 3 <= len(fam.metrics) <= 5
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("family", list(TASK_FAMILIES))
 def test_family_checkers_separate_right_from_wrong(family: str, tmp_path: Path) -> None:
     for seed in (0, 1, 2):
         generate([family], 2, seed, tmp_path)
@@ -71,7 +71,7 @@ def test_family_checkers_separate_right_from_wrong(family: str, tmp_path: Path) 
 
 
 def test_prompts_are_short_and_answers_one_line() -> None:
-    for family in FAMILIES:
+    for family in TASK_FAMILIES:
         for inst in instances(family, "train", 7, 30):
             assert len(inst.prompt) <= 100, inst.prompt
             assert inst.prompt.count(". ") <= 1
@@ -88,12 +88,12 @@ def _tree(root: Path) -> dict[str, tuple[bytes, int]]:
 
 def test_generation_is_byte_deterministic(tmp_path: Path) -> None:
     for out in ("a", "b"):
-        generate(list(FAMILIES), 3, 11, tmp_path / out)
+        generate(list(TASK_FAMILIES), 3, 11, tmp_path / out)
         generate(list(TRAIN_FAMILIES), 2, 11, tmp_path / out, split="heldout")
     a, b = _tree(tmp_path / "a"), _tree(tmp_path / "b")
     assert len(a) == (7 * 3 + 6 * 2) * 6 + 5  # 5 task files + 1 input each; move_file (5 tasks) has 2
     assert a == b
-    generate(list(FAMILIES), 3, 12, tmp_path / "c")
+    generate(list(TASK_FAMILIES), 3, 12, tmp_path / "c")
     c = _tree(tmp_path / "c")
     assert {k.replace("_s12_", "_s11_"): v[0] for k, v in c.items()} != {k: v[0] for k, v in a.items()}
 
@@ -134,7 +134,7 @@ def test_split_holds_out_prompts_and_a_family(tmp_path: Path) -> None:
 
 
 def test_generated_set_passes_sandboxed_tasks_check(tmp_path: Path) -> None:
-    generate(list(FAMILIES), 1, 5, tmp_path)
+    generate(list(TASK_FAMILIES), 1, 5, tmp_path)
     res = CliRunner().invoke(app, ["tasks", "check", str(tmp_path), "-j", "2"])
     assert res.exit_code == 0, res.output
     assert res.output.splitlines()[-2:] == ["7 task(s) loaded, 0 rejected", "7 ok, 0 failed (sandboxed)"]

@@ -12,7 +12,7 @@ from harnessrl.rl.advantages import broadcast, grpo_advantages, ppo_advantages
 from harnessrl.rl.forward import packed_forward
 from harnessrl.rl.packing import TreeLayout, layout_tree, pack
 from harnessrl.rl.synthetic import rollout_tree
-from harnessrl.train.models import tiny_causal_lm
+from harnessrl.train.causal_lm import tiny_causal_lm
 from harnessrl.train.trainer import Trainer
 
 torch.set_num_threads(1)

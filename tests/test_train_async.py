@@ -22,8 +22,8 @@ from harnessrl.chat.format import ChatFormat
 from harnessrl.config import Config
 from harnessrl.engines.models import load_model, load_tokenizer
 from harnessrl.engines.scripted import ScriptedEngine
+from harnessrl.formats.calls import read_calls
 from harnessrl.rollout.producer import StepProducer
-from harnessrl.trace.load import read_calls
 from harnessrl.train.loop import TrainLoop, build_trainer, train
 from harnessrl.train.staleness import apply_bound, staleness
 from harnessrl.train.trainer import Trainer

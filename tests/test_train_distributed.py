@@ -22,7 +22,7 @@ from harnessrl.rl.packing import layout_tree
 from harnessrl.rl.synthetic import rollout_tree
 from harnessrl.train import distributed as dp
 from harnessrl.config import TrainerConfig
-from harnessrl.train.models import tiny_causal_lm
+from harnessrl.train.causal_lm import tiny_causal_lm
 from harnessrl.train.trainer import Trainer
 
 if "RANK" in os.environ:

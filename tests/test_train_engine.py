@@ -11,7 +11,7 @@ from harnessrl.engines.hf import HFEngine
 from harnessrl.protocols import SamplingParams
 from harnessrl.rl.advantages import broadcast
 from harnessrl.rl.packing import layout_tree
-from harnessrl.train.models import tiny_causal_lm
+from harnessrl.train.causal_lm import tiny_causal_lm
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import TreeNode, TreeSample
 

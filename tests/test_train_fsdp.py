@@ -29,7 +29,7 @@ from harnessrl.rl.packing import layout_tree
 from harnessrl.rl.synthetic import rollout_tree
 from harnessrl.train import distributed as dp
 from harnessrl.train.checkpoint import latest_checkpoint
-from harnessrl.train.models import tiny_causal_lm
+from harnessrl.train.causal_lm import tiny_causal_lm
 from harnessrl.train.trainer import Trainer
 
 out, mode, lora, phase, ckpt = sys.argv[1:6]
@@ -140,8 +140,8 @@ def test_merge_lora_from_tensors_equals_peft_delta() -> None:
     from peft.tuners.lora import LoraLayer
 
     from harnessrl.config import LoraSettings
+    from harnessrl.train.causal_lm import tiny_causal_lm
     from harnessrl.train.lora import apply_lora, lora_scalings, merged_state_dict
-    from harnessrl.train.models import tiny_causal_lm
 
     model = apply_lora(tiny_causal_lm(vocab_size=53, seed=0), LoraSettings(r=4, alpha=8))
     with torch.no_grad():

@@ -16,7 +16,7 @@ import torch
 from harnessrl.config import TrainerConfig
 from harnessrl.rl.advantages import broadcast, grpo_advantages
 from harnessrl.rl.packing import layout_tree
-from harnessrl.train.models import tiny_causal_lm
+from harnessrl.train.causal_lm import tiny_causal_lm
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import TreeNode, TreeSample
 

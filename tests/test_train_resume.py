@@ -19,8 +19,8 @@ from harnessrl.config import TrainerConfig
 from harnessrl.rl.advantages import broadcast, grpo_advantages
 from harnessrl.rl.packing import layout_tree
 from harnessrl.rl.synthetic import rollout_tree
+from harnessrl.train.causal_lm import tiny_causal_lm
 from harnessrl.train.checkpoint import TrainState, latest_checkpoint, prune_checkpoints, save_checkpoint
-from harnessrl.train.models import tiny_causal_lm
 from harnessrl.train.trainer import Trainer
 
 TASKS = [f"task{i}" for i in range(64)]

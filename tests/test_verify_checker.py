@@ -17,7 +17,7 @@ from harnessrl.tasks import load_tasks, materialize_workspace
 from harnessrl.types import Checker, Task, TaskFile, VerifierError
 from harnessrl.verify import LocalRunner, RunOutput, run_checker
 from harnessrl.verify.checker import parse_stdout
-from harnessrl.verify.runner import CheckerJob, driver_argv
+from harnessrl.verify.command_runner import CheckerJob, driver_argv
 
 
 def task_with(code: str, entry: str = "reward/check.py", extra: list[TaskFile] | None = None) -> Task:
@@ -282,7 +282,7 @@ def test_a_process_holding_the_channel_cannot_forge_the_report(
 
 
 def test_an_unsealed_channel_is_no_report() -> None:
-    from harnessrl.verify.runner import read_report, result_channel
+    from harnessrl.verify.command_runner import read_report, result_channel
 
     fd = result_channel()
     try:

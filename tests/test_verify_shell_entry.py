@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harnessrl.sandbox.runner import SandboxCommandRunner
 from harnessrl.tasks import load_tasks
 from harnessrl.types import Checker, Task, TaskFile
 from harnessrl.verify import run_checker
+from harnessrl.verify.sandboxed import SandboxCommandRunner
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 

@@ -1,16 +1,26 @@
 """The command line: parse config -> build objects -> call the library. No logic lives here.
 
-Each command group is registered from its own module (`harnessrl.tasks.cli`, ...) so that the
-parts of the project can grow independently; this file only wires them together.
+Each command group lives in its own package's `cli` module (`harnessrl.tasks.cli`, ...); this file
+imports them plainly and wires them together, so a command module that fails to import fails the
+whole command line loudly instead of dropping its commands. No library module imports a `cli` module
+(an import-linter contract in pyproject.toml).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import Any
-
 import typer
+
+from harnessrl.evaluate import cli as evaluate_cli
+from harnessrl.experiments import quickstart, sft_cli
+from harnessrl.harnesses import cli as harnesses_cli
+from harnessrl.proxy import cli as proxy_cli
+from harnessrl.report import cli as report_cli
+from harnessrl.rollout import cli as rollout_cli
+from harnessrl.scaling import cli as scaling_cli
+from harnessrl.tasks import cli as tasks_cli
+from harnessrl.trace import cli as trace_cli
+from harnessrl.train import cli as train_cli
+from harnessrl.verify import cli as verify_cli
 
 app = typer.Typer(
     name="harnessrl",
@@ -19,29 +29,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-
-# (module, attribute, name): each module defines a typer.Typer (a group) or a function (a command).
-_GROUPS: list[tuple[str, str, str]] = [
-    ("harnessrl.tasks.cli", "app", "tasks"),
-    ("harnessrl.harnesses.cli", "app", "harness"),
-    ("harnessrl.scaling.cli", "app", "harness-space"),
-    ("harnessrl.trace.cli", "app", "tree"),
-    ("harnessrl.rollout.cli", "rollout", "rollout"),
-    ("harnessrl.train.cli", "train", "train"),
-    ("harnessrl.train.sft_cli", "sft", "sft"),
-    ("harnessrl.evaluate.cli", "eval_cmd", "eval"),
-    ("harnessrl.train.quickstart", "quickstart", "quickstart"),
-    ("harnessrl.proxy.cli", "serve", "serve"),
-    ("harnessrl.proxy.cli", "calls_app", "calls"),
-    ("harnessrl.report.cli", "plot", "plot"),
-    ("harnessrl.report.cli", "report", "report"),
-]
-
-# (module, function, group, name): a command that joins a group defined in another package, e.g.
-# `tasks check` runs checkers, so it lives in verify/ (tasks/ never imports verify/).
-_GROUP_COMMANDS: list[tuple[str, str, str, str]] = [
-    ("harnessrl.verify.taskcheck", "check", "tasks", "check"),
-]
 
 
 @app.callback()
@@ -57,28 +44,17 @@ def version() -> None:
     typer.echo(__version__)
 
 
-def _import(module: str, attr: str) -> typer.Typer | Callable[..., Any] | None:
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except ModuleNotFoundError as e:
-        if e.name and e.name.startswith("harnessrl"):
-            return None  # that part of the project is not built yet
-        raise
-
-
-def _register() -> None:
-    groups: dict[str, typer.Typer] = {}
-    for module, attr, name in _GROUPS:
-        obj = _import(module, attr)
-        if isinstance(obj, typer.Typer):
-            app.add_typer(obj, name=name)
-            groups[name] = obj
-        elif obj is not None:
-            app.command(name=name)(obj)
-    for module, attr, group, name in _GROUP_COMMANDS:
-        func = _import(module, attr)
-        if func is not None and group in groups:
-            groups[group].command(name=name)(func)
-
-
-_register()
+app.add_typer(tasks_cli.app, name="tasks")
+tasks_cli.app.command(name="check")(verify_cli.check)  # it runs checkers, so it lives in verify/
+app.add_typer(harnesses_cli.app, name="harness")
+app.add_typer(scaling_cli.app, name="harness-space")
+app.add_typer(trace_cli.app, name="tree")
+app.command(name="rollout")(rollout_cli.rollout)
+app.command(name="train")(train_cli.train)
+app.command(name="sft")(sft_cli.sft)
+app.command(name="eval")(evaluate_cli.eval_cmd)
+app.command(name="quickstart")(quickstart.quickstart)
+app.command(name="serve")(proxy_cli.serve)
+app.add_typer(proxy_cli.calls_app, name="calls")
+app.command(name="plot")(report_cli.plot)
+app.command(name="report")(report_cli.report)

@@ -12,6 +12,9 @@ What it shows: rollouts done / failed (any status but ok) / running, sampled tok
 batches left, this one's ETA included). `running` is min(concurrency, not yet done): exact for
 `RolloutRunner.run_many`, which queues every job at once behind its concurrency slots. Every method
 is cheap and never raises into the caller's loop: progress must not break a run.
+
+`console()` and `quiet_loading()` set up the terminal for the commands that show it (`eval`, `sft`,
+the experiments).
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessrl.types import Rollout, RolloutStatus
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass
@@ -165,3 +171,26 @@ class Progress:
         bar = ProgressBar(total=max(st.total, 1), completed=st.done, width=30)
         grid.add_row(bar, Text(self.line()))  # Text: no markup ("[eval codex]" is not a style tag)
         return grid
+
+
+def quiet_loading() -> None:
+    """No model-loading progress bars when stdout is not a terminal (they would fill logs)."""
+    if sys.stdout.isatty():
+        return
+    import os
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # transformers is only needed by the embedded engine
+        pass
+
+
+def console() -> Console:
+    """A rich console: the terminal's, or 200 columns of soft-wrapped text in a log."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=200, soft_wrap=True)

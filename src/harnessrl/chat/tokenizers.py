@@ -64,11 +64,10 @@ def vocab_digest(size: int, token_of: Callable[[int], str | None]) -> str:
 
 
 def hf_vocab_digest(tok: Any) -> str:
-    """`vocab_digest` of a transformers tokenizer (added tokens included); '' if it cannot be read."""
-    try:
-        return vocab_digest(len(tok), lambda i: tok.convert_ids_to_tokens(i))
-    except Exception:
-        return ""
+    """`vocab_digest` of a transformers tokenizer (added tokens included). Whatever stops it from being
+    read propagates: a call recorded without a digest would let `tree show` decode its ids with any
+    tokenizer, unchecked."""
+    return vocab_digest(len(tok), lambda i: tok.convert_ids_to_tokens(i))
 
 
 def tokenizer_spec(tok: Any) -> str:

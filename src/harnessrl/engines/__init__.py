@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from harnessrl.config import EngineConfig
+from harnessrl.engines.config import EngineConfig
 from harnessrl.types import ChatMessage, EngineError
 
 if TYPE_CHECKING:

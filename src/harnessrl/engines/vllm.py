@@ -51,7 +51,7 @@ from typing import Any
 
 import httpx
 
-from harnessrl.config import EngineConfig
+from harnessrl.engines.config import EngineConfig
 from harnessrl.engines.vllm_server import SERVED_NAME, ServerSpec, VLLMServer, default_vllm_python
 from harnessrl.protocols import GenerationResult, SamplingParams
 from harnessrl.types import EngineError, FinishReason

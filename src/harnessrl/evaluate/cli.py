@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -11,27 +10,8 @@ import typer
 from rich.console import Console
 
 from harnessrl.config import Config, ConfigError, flag_overrides, load_config
+from harnessrl.progress import console, quiet_loading
 from harnessrl.types import EngineError, TaskError
-
-
-def quiet_loading() -> None:
-    """No model-loading progress bars when stdout is not a terminal (they would fill logs)."""
-    if sys.stdout.isatty():
-        return
-    import os
-
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TQDM_DISABLE", "1")
-    try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-    except ImportError:  # transformers is only needed by the embedded engine
-        pass
-
-
-def console() -> Console:
-    return Console() if sys.stdout.isatty() else Console(width=200, soft_wrap=True)
 
 
 def eval_cmd(

@@ -11,11 +11,12 @@ configurations were evaluated, and the train x eval transfer table when several 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+
+from harnessrl.formats.eval_report import write_eval
 
 
 def fmt(x: float | None, digits: int = 3) -> str:
@@ -106,7 +107,6 @@ def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]
     """`eval.json` and `eval.md` under `out_dir`; returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "eval.json", "markdown": out / "eval.md"}
-    paths["json"].write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    paths = {"json": write_eval(out, report), "markdown": out / "eval.md"}
     paths["markdown"].write_text(markdown(report), encoding="utf-8")
     return paths

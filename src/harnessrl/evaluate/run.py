@@ -22,13 +22,15 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from harnessrl.config import Config
 from harnessrl.evaluate.stats import Outcome, breakdown, space_group, summarize
 from harnessrl.protocols import Engine
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner
 from harnessrl.types import EngineError, Rollout, RolloutStatus, Task
+
+if TYPE_CHECKING:  # the assembled Config imports every section, this package's too
+    from harnessrl.config import Config
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class Policy:
 
 def parse_policy(text: str, base_model: str = "default") -> Policy:
     """`[label=]default | MODEL_DIR | CHECKPOINT_DIR | TRAIN_OUT_DIR` -> Policy (label: the folder name)."""
-    from harnessrl.train.checkpoint import latest_checkpoint
+    from harnessrl.formats.checkpoints import latest_checkpoint
 
     label, sep, where = text.partition("=")
     if not sep:
@@ -89,7 +91,7 @@ def eval_jobs(cfg: Config, tasks: Sequence[Task], harnesses: Sequence[str], labe
             for run in range(cfg.eval.runs):
                 seed = eval_seed(cfg.eval.seed, task.id, harness, run)
                 rid = f"{label}-{task.id}-{safe}-r{run}"
-                jobs.append(RolloutJob(task, harness, rid, options=options, seed=seed))
+                jobs.append(RolloutJob(task, harness, rid, options=options, seed=seed, run=run))
     return jobs
 
 
@@ -200,9 +202,8 @@ async def run_policy(
                 if judge is not None:
                     await judge.aclose()
         for job, r in zip(jobs, rollouts, strict=True):
-            run = int(job.rollout_id.rsplit("-r", 1)[1])
             assert job.seed is not None
-            outcomes.append(outcome(r, by_id[job.task.id], run, job.seed, cfg.eval.pass_threshold))
+            outcomes.append(outcome(r, by_id[job.task.id], job.run, job.seed, cfg.eval.pass_threshold))
     return outcomes
 
 

@@ -19,21 +19,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from harnessrl.cache import cache_root
 from harnessrl.types import HarnessError
 
 MARKER = ".installed"
 NPM_TIMEOUT_S = 900.0
-
-
-def cache_root() -> Path:
-    """Root of harnessrl's download cache (harnesses live in its `harnesses/` folder)."""
-    env = os.environ.get("HARNESSRL_CACHE")
-    if env:
-        return Path(env).resolve()
-    repo = Path(__file__).resolve().parents[3]
-    if (repo / "pyproject.toml").is_file():
-        return repo / ".cache"
-    return Path.home() / ".cache" / "harnessrl"
 
 
 def harness_dir(cache: Path | None = None) -> Path:

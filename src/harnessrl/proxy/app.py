@@ -38,7 +38,7 @@ from harnessrl.proxy.deps import ProxyDeps
 from harnessrl.proxy.dialects import DIALECTS
 from harnessrl.proxy.dialects.base import Dialect
 from harnessrl.proxy.dialects.openai_chat import openai_error
-from harnessrl.proxy.handler import LARGE_BODY, Call, Outcome, mark_partial, parse_request, prepare, start
+from harnessrl.proxy.handler import LARGE_BODY, Call, CallOutcome, mark_partial, parse_request, prepare, start
 from harnessrl.proxy.sessions import Session
 from harnessrl.types import RequestError
 
@@ -221,7 +221,7 @@ class ProxyApp:
         return await asyncio.to_thread(work) if len(raw) >= LARGE_BODY else work()
 
     @staticmethod
-    async def until_done_or_gone(request: Request, task: asyncio.Task[Outcome]) -> bool:
+    async def until_done_or_gone(request: Request, task: asyncio.Task[CallOutcome]) -> bool:
         """Wait for a non-streaming call's generation; False as soon as the client disconnects (the
         body has been read, so the next ASGI message is `http.disconnect`)."""
         await asyncio.sleep(0)
@@ -234,14 +234,14 @@ class ProxyApp:
             gone.cancel()
         return task.done()
 
-    def final_events(self, call: Call, outcome: Outcome) -> list[bytes]:
+    def final_events(self, call: Call, outcome: CallOutcome) -> list[bytes]:
         """The events after the head: the whole turn, or an error event in the API's shape."""
         if outcome.completion is None:
             message = f"engine error: {outcome.error}"
             return call.dialect.stream_error(call.req, call.response_id, 500, message)
         return call.dialect.stream_events(call.req, outcome.completion)
 
-    async def stream(self, call: Call, task: asyncio.Task[Outcome]) -> AsyncIterator[bytes]:
+    async def stream(self, call: Call, task: asyncio.Task[CallOutcome]) -> AsyncIterator[bytes]:
         """Stage format (streaming, slow turns): head, keep-alives while generating, then the events.
         A client that goes away before the last chunk leaves its call marked `partial`."""
         dialect, delivered = call.dialect, False

@@ -18,6 +18,7 @@ from typing import Any
 import typer
 
 from harnessrl.config import ConfigError, load_config
+from harnessrl.formats.calls import read_calls
 from harnessrl.types import HarnessRLError, ModelCall
 
 calls_app = typer.Typer(help="Inspect captured model calls.", no_args_is_help=True)
@@ -92,24 +93,6 @@ async def _serve(cfg: Any) -> None:
             where = Path(cfg.proxy.capture_dir) / "default" / "calls.jsonl"
             typer.echo(f"{len(written)} calls written to {where}", err=True)
         await engine.close()
-
-
-def read_calls(path: Path) -> list[ModelCall]:
-    """ModelCall records from a JSONL file: one call per line, or one rollout (with `calls`) per line.
-    A call journaled twice (marked partial after it was recorded) counts once, as its last line has it.
-    Raises ValueError naming the file and line of the first bad record."""
-    out: list[ModelCall] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            rows = row["calls"] if isinstance(row, dict) and "calls" in row else [row]
-            out.extend(ModelCall.model_validate(r) for r in rows)
-        except (json.JSONDecodeError, ValueError) as e:
-            raise ValueError(f"{path}:{n}: not a model call: {str(e)[:200]}") from None
-    last = {c.call_id: i for i, c in enumerate(out)}
-    return [c for i, c in enumerate(out) if last[c.call_id] == i]
 
 
 def _preview(call: ModelCall, width: int = 60) -> str:

@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harnessrl.config import ProxyConfig, SamplingConfig
+from harnessrl.engines.config import SamplingConfig
 from harnessrl.protocols import GenerationResult, SamplingParams
+from harnessrl.proxy.config import ProxyConfig
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.types import ChatMessage, RenderMode, ToolCall, ToolSpec
 

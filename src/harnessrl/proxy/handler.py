@@ -6,7 +6,7 @@ not cancel it: the call is still recorded (marked `partial`) and a retry can rep
 
 Failure handling, by stage: parse / validate / prompt raise `RequestError` (a 4xx in the dialect's shape;
 a prompt too long for the context is also recorded as a failed call, tagged `context_overflow`); an
-engine failure becomes an `Outcome` with an error (500 for that call only); the record stage catches
+engine failure becomes an `CallOutcome` with an error (500 for that call only); the record stage catches
 and logs everything (capture must never break serving) and counts what it lost on the session
 (`Session.dropped`), so a rollout with a lost call is never trained as if complete.
 
@@ -51,7 +51,7 @@ MAX_JSON_DEPTH = 256
 
 
 @dataclass
-class Outcome:
+class CallOutcome:
     """What a call produced: a completion, or an error; and the ids behind it."""
 
     completion: Completion | None
@@ -242,7 +242,7 @@ def sampling_for(call: Call) -> SamplingParams:
 # -- generate ------------------------------------------------------------------------------------------
 
 
-def start(call: Call) -> asyncio.Task[Outcome]:
+def start(call: Call) -> asyncio.Task[CallOutcome]:
     """Stage session + generate: claim the call index, find a retry's original, start the task."""
     call.index = call.session.claim_index()
     call.response_id = new_id(_RESPONSE_PREFIX[call.dialect.name])
@@ -263,33 +263,33 @@ def in_flight_record(call: Call) -> ModelCall:
     ended first (a timeout, or the runner stopped it)."""
     call.partial = True
     call.tags.append("in_flight_at_close")
-    record = _model_call(call, Outcome(None, None, call.call_id))
+    record = _model_call(call, CallOutcome(None, None, call.call_id))
     record.finish_reason = "abort"
     return record
 
 
-async def _generate(call: Call) -> Outcome:
+async def _generate(call: Call) -> CallOutcome:
     assert call.prompt is not None
     try:
         result = await call.deps.engine.generate(call.prompt.ids, sampling_for(call))
         completion, message, parsed = completion_from(call, result)
     except Exception as e:  # engine faults are data: this call fails, the server keeps serving
         log.exception("engine failed on call %s", call.call_id)
-        outcome = Outcome(None, None, call.call_id, error=f"{type(e).__name__}: {e}")
+        outcome = CallOutcome(None, None, call.call_id, error=f"{type(e).__name__}: {e}")
     else:
         malformed = bool(parsed.malformed)
-        outcome = Outcome(completion, result, call.call_id, message=message, malformed=malformed)
+        outcome = CallOutcome(completion, result, call.call_id, message=message, malformed=malformed)
     record_stage(call, outcome)
     return outcome
 
 
-async def _replay(call: Call, earlier: asyncio.Future[Any]) -> Outcome:
+async def _replay(call: Call, earlier: asyncio.Future[Any]) -> CallOutcome:
     """Answer a retry with the earlier call's output (no new sampling), or generate if that one failed."""
-    first: Outcome = await asyncio.shield(earlier)
+    first: CallOutcome = await asyncio.shield(earlier)
     if first.error is not None or first.completion is None:
         return await _generate(call)
     completion = dataclasses.replace(first.completion, response_id=call.response_id)
-    outcome = Outcome(completion, first.result, first.sampled_by, replay_of=first.sampled_by)
+    outcome = CallOutcome(completion, first.result, first.sampled_by, replay_of=first.sampled_by)
     record_stage(call, outcome)
     return outcome
 
@@ -344,10 +344,10 @@ def record_overflow(call: Call, error: limits.ContextOverflow) -> None:
     call.index = call.session.claim_index()
     call.request_digest = capture.digest(call.raw)
     call.tags.append("context_overflow")
-    record_stage(call, Outcome(None, None, call.call_id, error=f"context_overflow: {error.message}"))
+    record_stage(call, CallOutcome(None, None, call.call_id, error=f"context_overflow: {error.message}"))
 
 
-def record_stage(call: Call, outcome: Outcome) -> None:
+def record_stage(call: Call, outcome: CallOutcome) -> None:
     """Append the ModelCall (and, for fresh generations, the splice Turn). Never raises; a call that
     could not be recorded is counted on the session (`Session.dropped`)."""
     recorded = False
@@ -372,7 +372,7 @@ def record_stage(call: Call, outcome: Outcome) -> None:
         log.exception("recording call %s failed; serving continues", call.call_id)
 
 
-def _model_call(call: Call, outcome: Outcome) -> ModelCall:
+def _model_call(call: Call, outcome: CallOutcome) -> ModelCall:
     req, prompt, result, c = call.req, call.prompt, outcome.result, outcome.completion
     tags = ["stream"] if req.stream else []
     if capture.is_compaction_request(req.messages):

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnessrl.formats.calls import append_call, write_calls
 from harnessrl.types import ModelCall
 
 log = logging.getLogger(__name__)
@@ -104,9 +105,7 @@ class Session:
 
     def _journal(self, call: ModelCall) -> None:
         if self.journal is not None and not self.closed:
-            with open(self.journal, "a", encoding="utf-8") as fh:
-                fh.write(call.model_dump_json() + "\n")
-                fh.flush()
+            append_call(self.journal, call)
 
 
 def _check_rollout_id(rollout_id: str) -> None:
@@ -188,7 +187,7 @@ class SessionStore:
         calls.dropped = session.dropped
         if session.journal is not None:
             tmp = session.journal.with_name(".calls.jsonl.tmp")
-            tmp.write_text("".join(c.model_dump_json() + "\n" for c in calls), encoding="utf-8")
+            write_calls(tmp, calls)
             os.replace(tmp, session.journal)
         return calls
 

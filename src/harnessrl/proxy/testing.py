@@ -13,8 +13,9 @@ import asyncio
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from harnessrl.config import ProxyConfig, SamplingConfig
+from harnessrl.engines.config import SamplingConfig
 from harnessrl.protocols import GenerationResult, SamplingParams
+from harnessrl.proxy.config import ProxyConfig
 from harnessrl.proxy.deps import Generator, ProxyDeps, default_deps
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.sessions import SessionStore

@@ -111,12 +111,11 @@ def choose_trees(heads: Sequence[RolloutHead], limit: int) -> list[RolloutHead]:
 
 def write_trees(run: RunData, limit: int) -> dict[str, str]:
     """Tree views of the chosen rollouts under RUN_DIR/trees; rollout_id -> relative link."""
-    from harnessrl.config import TraceConfig
     from harnessrl.trace.build import trace_rollout
-    from harnessrl.trace.cli import engine_line
+    from harnessrl.trace.config import TraceConfig
     from harnessrl.trace.decode import choose_decoder
     from harnessrl.trace.load import TraceInputError, load_rollout
-    from harnessrl.trace.render import render_html
+    from harnessrl.trace.render import engine_line, render_html
 
     links: dict[str, str] = {}
     out = run.root / "trees"
@@ -155,7 +154,7 @@ def _rollout_rows(heads: Iterable[RolloutHead], links: dict[str, str]) -> str:
 
 
 def _last_step(run: RunData) -> str:
-    from harnessrl.train.metrics import scalars
+    from harnessrl.formats.metrics import scalars
 
     if not run.metrics:
         return '<p class="muted">no metrics.jsonl (not a training run, or no step finished yet)</p>'

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harnessrl.train.metrics import scalars
+from harnessrl.formats.metrics import scalars
 
 PLOTS = ("reward", "pass_rate", "entropy", "mismatch", "filters", "step_time")
 STAGES = ("rollouts", "trees", "advantages", "train", "weights", "checkpoint")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from harnessrl.config import LossConfig
+from harnessrl.rl.config import LossConfig
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The on-disk layout of one rollout, written by the runner and read by `tree show`, training, eval.
 
-<rollout_dir>/rollout.json      the Rollout record without its calls (status, reward, timings)
-<rollout_dir>/calls.jsonl       one ModelCall per line, in arrival order
+<rollout_dir>/rollout.json      the Rollout record without its calls (`formats/rollout_dir.py`)
+<rollout_dir>/calls.jsonl       one ModelCall per line, in arrival order (`formats/calls.py`)
 <rollout_dir>/harness.stdout    what the harness printed (its JSON event stream)
 <rollout_dir>/harness.stderr
 <rollout_dir>/workspace/        the final workspace
@@ -20,9 +20,11 @@ import difflib
 import json
 from pathlib import Path
 
+from harnessrl.formats.rollout_dir import read_rollout as read_rollout  # the reader lives beside the writer
+from harnessrl.formats.rollout_dir import write_rollout
 from harnessrl.sandbox.fscopy import MAX_DEPTH, read_bounded, walk
 from harnessrl.sandbox.spec import ExecResult
-from harnessrl.types import ModelCall, Rollout
+from harnessrl.types import Rollout
 
 MAX_DIFF_FILE_BYTES = 1 << 20
 MAX_DIFF_FILES = 10_000
@@ -96,30 +98,9 @@ def write_artifacts(
     rdir: Path, rollout: Rollout, raw: ExecResult | None, initial: Path, workspace: Path
 ) -> None:
     """Write everything but the workspace itself (already in place) for one finished rollout."""
-    write_head(rdir, rollout)
-    (rdir / "calls.jsonl").write_text(
-        "".join(c.model_dump_json() + "\n" for c in rollout.calls), encoding="utf-8"
-    )
+    write_rollout(rdir, rollout)
     (rdir / "harness.stdout").write_text(raw.stdout if raw else "", encoding="utf-8")
     (rdir / "harness.stderr").write_text((raw.stderr or raw.error) if raw else "", encoding="utf-8")
     (rdir / "workspace.diff").write_text(workspace_diff(initial, workspace), encoding="utf-8")
     reward = {"reward": rollout.reward, "status": rollout.status_label, "detail": rollout.reward_detail}
     (rdir / "reward.json").write_text(json.dumps(reward, indent=2, default=str) + "\n", encoding="utf-8")
-
-
-def write_head(rdir: Path, rollout: Rollout) -> None:
-    """`rollout.json`: the record without its calls (their count as `n_calls`)."""
-    head = rollout.model_dump(mode="json", exclude={"calls"})
-    head["n_calls"] = len(rollout.calls)
-    (rdir / "rollout.json").write_text(json.dumps(head, indent=2) + "\n", encoding="utf-8")
-
-
-def read_rollout(rdir: str | Path) -> Rollout:
-    """Load a rollout folder written by `write_artifacts` (calls included)."""
-    rdir = Path(rdir)
-    head = json.loads((rdir / "rollout.json").read_text(encoding="utf-8"))
-    head.pop("n_calls", None)
-    calls_path = rdir / "calls.jsonl"
-    lines = calls_path.read_text(encoding="utf-8").splitlines() if calls_path.exists() else []
-    head["calls"] = [ModelCall.model_validate_json(line) for line in lines if line.strip()]
-    return Rollout.model_validate(head)

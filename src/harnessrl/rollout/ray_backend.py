@@ -37,9 +37,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from harnessrl.config import RayConfig
+from harnessrl.formats.rollout_dir import write_rollout_head
 from harnessrl.proxy.sessions import SessionStore
-from harnessrl.rollout.artifacts import write_artifacts, write_head
+from harnessrl.rollout.artifacts import write_artifacts
+from harnessrl.rollout.config import RayConfig
 from harnessrl.rollout.runner import AgentOutcome, RolloutJob, RolloutRunner, RunnerSettings, run_all
 from harnessrl.rollout.status import internal_error, settle
 from harnessrl.sandbox.fscopy import remove_tree
@@ -265,7 +266,7 @@ class RayRolloutRunner:
             rollout.artifacts_missing = True
             return
         rollout.workdir = str(final)
-        write_head(final, rollout)
+        write_rollout_head(final, rollout)
 
     async def _lost(self, job: RolloutJob, error: BaseException | None, attempts: int) -> Rollout:
         """A rollout whose last worker died: `sandbox_error`, its folder holding what is known."""

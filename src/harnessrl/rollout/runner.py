@@ -50,7 +50,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from harnessrl.config import SandboxConfig, VerifyConfig
+from harnessrl.formats.rollout_dir import write_rollout_head
 from harnessrl.harnesses.base import Endpoint, HarnessResult, McpServer
 from harnessrl.harnesses.registry import get_harness
 from harnessrl.harnesses.run import harness_binds, run_harness
@@ -59,6 +59,7 @@ from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.status import OVERFLOW_TAG, internal_error, set_status, settle
 from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.agent_env import resolve_agent_env
+from harnessrl.sandbox.config import SandboxConfig
 from harnessrl.sandbox.fscopy import TreeReport, remove_tree, sanitize_tree
 from harnessrl.sandbox.pool import SandboxPool
 from harnessrl.sandbox.spec import ExecResult
@@ -75,7 +76,8 @@ from harnessrl.types import (
     group_id,
 )
 from harnessrl.verify import RubricJudge, score_task
-from harnessrl.verify.runner import CommandRunner
+from harnessrl.verify.command_runner import CommandRunner
+from harnessrl.verify.config import VerifyConfig
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -96,6 +98,8 @@ class RolloutJob:
     mcp_servers: tuple[McpServer, ...] = ()
     seed: int | None = None
     """Sampling seed of the rollout's calls (`proxy.sessions.Session.seed`); None = the engine's."""
+    run: int = 0
+    """Which repeat of its (task, harness) pair this is: eval's run index r (0 for a single run)."""
 
 
 @dataclass
@@ -181,7 +185,7 @@ class RolloutRunner:
     def _default_checker_runner(self) -> CommandRunner | None:
         if self.settings.sandbox.backend != "bwrap":
             return None  # LocalRunner: a separate process, no isolation (the local backend warned already)
-        from harnessrl.sandbox.runner import SandboxCommandRunner
+        from harnessrl.verify.sandboxed import SandboxCommandRunner
 
         return SandboxCommandRunner(agent_env=self.agent_env, agent=self.settings.sandbox.agent)
 
@@ -269,8 +273,7 @@ class RolloutRunner:
             why = f"artifacts could not be written: {e!r}"
             set_status(rollout, RolloutStatus.HARNESS_ERROR, why, policy=True)
             with contextlib.suppress(Exception):
-                head = rollout.model_dump(mode="json", exclude={"calls"})
-                (rdir / "rollout.json").write_text(json.dumps(head, indent=2) + "\n", encoding="utf-8")
+                write_rollout_head(rdir, rollout)
         finally:
             await asyncio.to_thread(shutil.rmtree, initial, True)
 

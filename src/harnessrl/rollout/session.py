@@ -16,15 +16,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from harnessrl.config import Config
 from harnessrl.protocols import Engine
 from harnessrl.proxy.deps import default_deps
 from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings
 from harnessrl.types import ChatMessage, EngineError, Rollout, Task, ToolCall
+
+if TYPE_CHECKING:  # the assembled Config imports every section, this package's too
+    from harnessrl.config import Config
 
 SHELL_TOOLS: dict[str, tuple[str, str]] = {
     "claude-code": ("Bash", "command"),

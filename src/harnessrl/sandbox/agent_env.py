@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from harnessrl.harnesses.install import cache_root
+from harnessrl.cache import cache_root
 
 log = logging.getLogger(__name__)
 _warned: set[str] = set()

@@ -62,23 +62,6 @@ def remove_root(root: Path, mounted: bool) -> None:
     remove_tree(root)  # the agent's HOME and /tmp: any depth
 
 
-def remove_stage(folder: Path) -> None:
-    """Remove a staging folder (a dead process's, or this one's at exit): unmount each bind, then the
-    empty mount points. Never a recursive delete: a bind that would not unmount still shows its
-    source's files. A folder that another process's sweep removes first is no error (Ray workers
-    starting together all sweep)."""
-    try:
-        entries = list(folder.iterdir())
-    except OSError:
-        return
-    for entry in entries:
-        identity.unmount(entry)
-        with contextlib.suppress(OSError):
-            entry.rmdir() if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-    with contextlib.suppress(OSError):
-        folder.rmdir()
-
-
 def _owner_alive(folder: Path) -> bool | None:
     """Whether the process that made `folder` still runs (None: no readable owner file)."""
     try:
@@ -109,7 +92,7 @@ def sweep_stale(base: Path | None = None) -> int:
             removed += 1
     for folder in root.glob("hrl-stage-*"):
         if _owner_alive(folder) is False:
-            remove_stage(folder)
+            identity.remove_stage(folder)
     return removed
 
 

@@ -218,12 +218,27 @@ def unstage(base: Path) -> None:
         unmount(_staged.pop(key))
 
 
+def remove_stage(folder: Path) -> None:
+    """Remove a staging folder (a dead process's, or this one's at exit): unmount each bind, then the
+    empty mount points. Never a recursive delete: a bind that would not unmount still shows its
+    source's files. A folder that another process's sweep removes first is no error (Ray workers
+    starting together all sweep)."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        unmount(entry)
+        with contextlib.suppress(OSError):
+            entry.rmdir() if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
 def _unstage_all() -> None:
     """At exit: take every bind this process staged down, and its staging folders with them (they
     made folders other uids cannot enter reachable for this process's sandboxes only; a killed
     process leaves them to the next process's sweep)."""
-    from harnessrl.sandbox.folders import remove_stage  # folders imports this module
-
     for base in {b for _, b in _staged}:
         unstage(base)
         remove_stage(stage_dir(base))

@@ -44,9 +44,9 @@ from harnessrl.sandbox.folders import (
     remove_root,
     sweep_once,
 )
-from harnessrl.sandbox.forward import UnixToTcpForwarder
 from harnessrl.sandbox.fscopy import TreeReport, copy_untrusted
 from harnessrl.sandbox.identity import UidLease
+from harnessrl.sandbox.portforward import UnixToTcpForwarder
 from harnessrl.sandbox.protocol import ProtocolError, check_exec_reply, encode_request, read_reply
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
 from harnessrl.types import SandboxError, SandboxLost

@@ -149,9 +149,3 @@ def filter_program() -> bytes | None:
     if platform.machine() in ("x86_64", "AMD64"):
         return _x86_64_program()
     return None
-
-
-def denied_names() -> list[str]:
-    """Every system call the filter refuses (for docs and tests)."""
-    special = ["clone(CLONE_NEW*)", "ioctl(TIOCSTI)", "prlimit64(another pid, new limit)"]
-    return sorted([*DENY_EPERM_X86_64, *DENY_ENOSYS_X86_64, *special])

@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harnessrl.config import TasksConfig
 from harnessrl.tasks.clawgym_folder import is_task_dir, load_split_dir, try_load_task_dir
 from harnessrl.tasks.clawgym_jsonl import load_jsonl
+from harnessrl.tasks.config import TasksConfig
 from harnessrl.tasks.pinchbench import load_markdown_dir, try_load_markdown
 from harnessrl.types import Task, TaskError
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harnessrl.config import TraceConfig
 from harnessrl.trace.classify import ThreadTracker, choose_main_group, group_key, initial_kind, mark_leaves
+from harnessrl.trace.config import TraceConfig
 from harnessrl.trace.stats import tree_stats
 from harnessrl.trace.tree import CallKind, DropReason, TraceCall, TraceNode, TraceTree
 from harnessrl.trace.trie import PrefixTrie, TrieNode

@@ -22,13 +22,14 @@ from typing import Annotated
 
 import typer
 
-from harnessrl.config import ConfigError, TraceConfig, load_config
+from harnessrl.config import ConfigError, load_config
+from harnessrl.formats.rollout_dir import is_rollout_dir
 from harnessrl.trace.build import trace_rollout
+from harnessrl.trace.config import TraceConfig
 from harnessrl.trace.decode import Decode, choose_decoder, load_tokenizer
 from harnessrl.trace.load import TraceInputError, load_rollout
-from harnessrl.trace.render import render_html, render_text
+from harnessrl.trace.render import engine_line, render_html, render_text
 from harnessrl.trace.stats import aggregate_stats
-from harnessrl.types import ModelCall
 
 app = typer.Typer(help="Prefix trees of rollouts: show them, count their tokens.", no_args_is_help=True)
 
@@ -49,24 +50,13 @@ def _trace_config(config: Path | None, overrides: list[str] | None) -> TraceConf
 def is_rollout_path(path: Path) -> bool:
     """A folder with `calls.jsonl` or `rollout.json`, or a `.jsonl` file; a missing path counts (it fails)."""
     if path.is_dir():
-        return (path / "calls.jsonl").is_file() or (path / "rollout.json").is_file()
+        return is_rollout_dir(path)
     return not path.exists() or path.suffix == ".jsonl"
 
 
 def load_decoder(spec: str) -> Decode:
     """A decode function from a tokenizer.json path, a folder with one, or `qwen3`."""
     return load_tokenizer(spec).decode
-
-
-def engine_line(calls: list[ModelCall]) -> str | None:
-    """`engine: model M · tokenizer T · weights v0-2` from what the calls recorded (None: nothing)."""
-    models = sorted({c.model_id for c in calls if c.model_id})
-    toks = sorted({c.tokenizer for c in calls if c.tokenizer})
-    versions = sorted({c.weights_version for c in calls if c.weights_version is not None})
-    if not (models or toks or versions):
-        return None
-    span = "-" if not versions else f"v{versions[0]}" + (f"-{versions[-1]}" if len(versions) > 1 else "")
-    return f"engine: model {', '.join(models) or '-'} · tokenizer {', '.join(toks) or '-'} · weights {span}"
 
 
 @app.command()

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from harnessrl.trace.decode import Decode
 from harnessrl.trace.tree import TraceNode, TraceTree
+from harnessrl.types import ModelCall
 
 
 def segments(node: TraceNode) -> list[tuple[bool, list[int]]]:
@@ -187,3 +188,14 @@ def render_html(tree: TraceTree, decode: Decode | None = None, extra: Sequence[s
         out.append("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in cells) + "</tr>")
     out.append("</table></body></html>")
     return "\n".join(out)
+
+
+def engine_line(calls: list[ModelCall]) -> str | None:
+    """`engine: model M · tokenizer T · weights v0-2` from what the calls recorded (None: nothing)."""
+    models = sorted({c.model_id for c in calls if c.model_id})
+    toks = sorted({c.tokenizer for c in calls if c.tokenizer})
+    versions = sorted({c.weights_version for c in calls if c.weights_version is not None})
+    if not (models or toks or versions):
+        return None
+    span = "-" if not versions else f"v{versions[0]}" + (f"-{versions[-1]}" if len(versions) > 1 else "")
+    return f"engine: model {', '.join(models) or '-'} · tokenizer {', '.join(toks) or '-'} · weights {span}"

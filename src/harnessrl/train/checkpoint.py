@@ -29,6 +29,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from harnessrl.formats.checkpoints import complete_checkpoints
+from harnessrl.formats.checkpoints import latest_checkpoint as latest_checkpoint  # its home before
+
 
 @dataclass
 class TrainState:
@@ -74,22 +77,6 @@ def save_checkpoint(root: str | Path, state: TrainState, payload: dict[str, Any]
         shutil.rmtree(final)
     tmp.rename(final)
     return final
-
-
-def complete_checkpoints(root: str | Path) -> list[Path]:
-    """The fully written `step-<n>/` folders under `root`, oldest first ([] if `root` is missing)."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    return sorted(
-        p for p in root.glob("step-*") if (p / "meta.json").is_file() and (p / "state.pt").is_file()
-    )
-
-
-def latest_checkpoint(root: str | Path) -> Path | None:
-    """The complete checkpoint with the highest step under `root`, or None."""
-    done = complete_checkpoints(root)
-    return done[-1] if done else None
 
 
 def prune_checkpoints(root: str | Path, keep: int) -> list[Path]:

@@ -61,7 +61,6 @@ step waits for all of its rollouts).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -69,12 +68,15 @@ from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
 
-from harnessrl.config import Config, ConfigError, HarnessSpaceConfig, TrainerConfig
+from harnessrl.config import Config, ConfigError
+from harnessrl.formats.metrics import truncate_metrics
 from harnessrl.progress import Progress
 from harnessrl.protocols import Engine
 from harnessrl.rl.algo import ALGORITHMS
 from harnessrl.rollout.session import RolloutStack, Runner
+from harnessrl.scaling.config import HarnessSpaceConfig
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
+from harnessrl.train.config import TrainerConfig
 from harnessrl.train.metrics import MetricsSink, outcomes
 from harnessrl.train.schedule import ScheduleSpec, SpaceSpec, schedule_step
 from harnessrl.train.staleness import apply_bound
@@ -451,11 +453,7 @@ class TrainLoop:
         self.trainer.load(path)
         start = self.trainer.state.data_position
         await self.engine.update_weights(self.trainer.weights())
-        kept = []
-        if self.metrics_path.is_file():
-            lines = self.metrics_path.read_text(encoding="utf-8").splitlines()
-            kept = [line for line in lines if line.strip() and json.loads(line)["step"] < start]
-        self.metrics_path.write_text("".join(line + "\n" for line in kept))
+        truncate_metrics(self.metrics_path, start)
         self.echo(f"resume: {path} (optimizer step {self.trainer.state.step}); next step {start}")
         return start
 

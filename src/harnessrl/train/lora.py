@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from harnessrl.config import LoraSettings
+from harnessrl.train.config import LoraSettings
 
 _PREFIX = "base_model.model."
 

@@ -5,53 +5,23 @@ TensorBoard and `harnessrl plot` draw, and the sink that writes both.
     sink = MetricsSink(out_dir)                      # <out_dir>/metrics.jsonl + <out_dir>/tb/events.*
     sink.write(record)
 
-Scalars (`scalars(record)`; every tag a name that stays the same from step to step):
-
-    reward/mean, reward/std, reward/<kind>/mean, reward/<kind>/std    ok rollouts; kind = harness family
-                                                                      (`whitebox:01220` -> `whitebox`)
-    reward/group_std                   mean within-group reward std over groups with >= 2 ok rollouts
-    pass_rate                          passed / scheduled rollouts (a non-ok rollout counts as failed)
-    groups/trained, groups/zero_variance
-    tokens/per_call, tokens/unique, tokens/trained, tokens/sampled, tokens/per_call_mean
-    tokens/dedup_ratio                 per-call tokens / unique tree tokens (what tree packing saves)
-    status/<label>                     rollouts per status label: ok, timeout, filtered:<reason>, ...
-    mismatch/abs_mean, mismatch/abs_max, mismatch/frac_truncated (TIS truncation fraction), tis/mean,
-    entropy, kl/k3, grad_norm, loss/total, lr                         from the trainer, when it stepped
-    rollouts/retried, rollouts/lost    extra tries of rollouts whose Ray worker died, and rollouts lost
-                                       with their last worker (`sandbox_error`, infrastructure)
-    rollouts/artifacts_missing         rollouts whose folder the driver did not find (Ray workers on
-                                       machines without the shared `rollout.out_dir`)
-    time/<stage>                       seconds: rollouts, trees, advantages, train, weights, checkpoint,
-                                       step; time/verify is the verify share of the rollouts stage
-                                       (rollouts wall time x verify seconds / rollout seconds: rollouts
-                                       run concurrently, so verify has no wall time of its own)
+Scalars: `formats.metrics.scalars` (the tags are listed there).
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
 
+from harnessrl.formats.metrics import METRICS_FILE, append_metrics
+from harnessrl.formats.metrics import scalars as scalars  # its home before
 from harnessrl.types import WORKER_LOST, Rollout, RolloutStatus
 
 PASS_THRESHOLD = 1.0
 """A rollout passes at this reward or above (the eval's default `pass_threshold`)."""
-TRAINER_KEYS = (
-    "mismatch/abs_mean",
-    "mismatch/abs_max",
-    "mismatch/frac_truncated",
-    "tis/mean",
-    "entropy",
-    "kl/k3",
-    "grad_norm",
-    "loss/total",
-    "lr",
-)
-"""Trainer metrics copied into the scalars (those the trainer reported)."""
 
 
 def harness_kind(harness: str) -> str:
@@ -111,52 +81,6 @@ def workers(rollouts: Sequence[Rollout]) -> dict[str, Any]:
     }
 
 
-def _put(out: dict[str, float], key: str, value: Any) -> None:
-    if isinstance(value, bool):
-        out[key] = float(value)
-    elif isinstance(value, int | float):
-        out[key] = float(value)
-
-
-def scalars(record: Mapping[str, Any]) -> dict[str, float]:
-    """The flat view of one metrics line (tags in the module docstring); missing values are left out."""
-    out: dict[str, float] = {}
-    reward = record.get("reward") or {}
-    _put(out, "reward/mean", reward.get("mean"))
-    _put(out, "reward/std", reward.get("std"))
-    got = record.get("outcomes") or {}
-    for kind, ms in (got.get("reward_by_kind") or {}).items():
-        _put(out, f"reward/{kind}/mean", ms.get("mean"))
-        _put(out, f"reward/{kind}/std", ms.get("std"))
-    _put(out, "reward/group_std", got.get("group_reward_std"))
-    _put(out, "pass_rate", got.get("pass_rate"))
-    for k, v in (record.get("groups") or {}).items():
-        _put(out, f"groups/{k}", v)
-    tree = record.get("tree") or {}
-    trainer = record.get("trainer") or {}
-    _put(out, "tokens/per_call", tree.get("tokens_per_call"))
-    _put(out, "tokens/unique", tree.get("tokens_unique"))
-    _put(out, "tokens/trained", trainer.get("trained_tokens", 0))
-    _put(out, "tokens/sampled", got.get("tokens_sampled"))
-    _put(out, "tokens/per_call_mean", got.get("tokens_per_call_mean"))
-    if tree.get("tokens_unique"):
-        out["tokens/dedup_ratio"] = tree["tokens_per_call"] / tree["tokens_unique"]
-    for key in ("retried", "lost", "artifacts_missing"):
-        _put(out, f"rollouts/{key}", (got.get("workers") or {}).get(key))
-    for label, n in (record.get("status") or {}).items():
-        _put(out, f"status/{label}", n)
-    for key in TRAINER_KEYS:
-        _put(out, key, trainer.get(key))
-    times = record.get("time") or {}
-    for stage, sec in times.items():
-        _put(out, f"time/{stage}", sec)
-    secs = got.get("seconds") or {}
-    busy = float(secs.get("agent", 0.0)) + float(secs.get("verify", 0.0))
-    if busy > 0 and "rollouts" in times:
-        out["time/verify"] = float(times["rollouts"]) * float(secs.get("verify", 0.0)) / busy
-    return out
-
-
 class MetricsSink:
     """Appends each step's record to `<out_dir>/metrics.jsonl` and its scalars to TensorBoard event
     files under `<out_dir>/tb` (`report.tbevents`: no extra dependency)."""
@@ -164,10 +88,9 @@ class MetricsSink:
     def __init__(self, out_dir: str | Path) -> None:
         from harnessrl.report.tbevents import EventWriter
 
-        self.path = Path(out_dir) / "metrics.jsonl"
+        self.path = Path(out_dir) / METRICS_FILE
         self.events = EventWriter(Path(out_dir) / "tb")
 
     def write(self, record: Mapping[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
+        append_metrics(self.path, record)
         self.events.scalars(int(record["step"]), scalars(record))

@@ -82,11 +82,6 @@ def task_draws(num_tasks: int, step: int, per_step: int, seed: int) -> list[tupl
     return out
 
 
-def task_indices(num_tasks: int, step: int, per_step: int, seed: int) -> list[int]:
-    """Indices of the tasks of `step` (see the module docstring); may repeat across an epoch boundary."""
-    return [index for index, _ in task_draws(num_tasks, step, per_step, seed)]
-
-
 def space_harness(space: SpaceSpec, task_id: str, occasion: int) -> str:
     """The white-box configuration a task runs under on its `occasion`-th draw."""
     from harnessrl.scaling import harness_name, occasion_code

@@ -36,10 +36,12 @@ from typing import Any
 
 import torch
 
-from harnessrl.config import Config, TrainerConfig
+from harnessrl.config import Config
+from harnessrl.formats.rollout_dir import ROLLOUT_FILE
 from harnessrl.protocols import Engine
 from harnessrl.rl.forward import packed_forward
 from harnessrl.rl.packing import TreeLayout, layout_tree, pack_by_budget
+from harnessrl.train.config import TrainerConfig
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import Rollout, RolloutStatus, Task, TreeNode, TreeSample
 
@@ -105,7 +107,7 @@ def rollout_dirs(paths: Sequence[str | Path]) -> list[Path]:
     """Each path that is a rollout folder, or the rollout folders right under it (sorted)."""
     out: list[Path] = []
     for p in map(Path, paths):
-        out += [p] if (p / "rollout.json").is_file() else sorted(d.parent for d in p.glob("*/rollout.json"))
+        out += [p] if (p / ROLLOUT_FILE).is_file() else sorted(d.parent for d in p.glob(f"*/{ROLLOUT_FILE}"))
     return out
 
 

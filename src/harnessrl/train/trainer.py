@@ -32,7 +32,6 @@ from typing import Any
 
 import torch
 
-from harnessrl.config import TrainerConfig
 from harnessrl.rl.advantages import rollout_token_weights
 from harnessrl.rl.forward import packed_forward, set_attention
 from harnessrl.rl.losses import Metrics, policy_loss, value_loss
@@ -46,6 +45,7 @@ from harnessrl.train.checkpoint import (
     save_checkpoint,
     save_sharded,
 )
+from harnessrl.train.config import TrainerConfig
 from harnessrl.train.lora import apply_lora, is_lora, lora_scalings, merge_lora, merged_state_dict
 from harnessrl.train.value import ValueModel
 

@@ -6,9 +6,9 @@ score = await score_task(task, workspace, cfg, judge)  # Score(reward, detail)
 """
 
 from harnessrl.verify.checker import CheckResult, run_checker
+from harnessrl.verify.command_runner import CommandRunner, LocalRunner, RunOutput
 from harnessrl.verify.hybrid import Score, score_task
 from harnessrl.verify.judge import JudgeResult, RubricJudge
-from harnessrl.verify.runner import CommandRunner, LocalRunner, RunOutput
 
 __all__ = [
     "CheckResult",

@@ -49,7 +49,7 @@ from pydantic import BaseModel, Field
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.tasks.files import materialize_checker
 from harnessrl.types import Task, TaskError, VerifierError
-from harnessrl.verify.runner import (
+from harnessrl.verify.command_runner import (
     DRIVER,
     TAMPERED,
     CheckerJob,

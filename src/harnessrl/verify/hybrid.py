@@ -18,11 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from harnessrl.config import VerifyConfig
 from harnessrl.types import Task, VerifierError
 from harnessrl.verify.checker import run_checker
+from harnessrl.verify.command_runner import CommandRunner
+from harnessrl.verify.config import VerifyConfig
 from harnessrl.verify.judge import RubricJudge
-from harnessrl.verify.runner import CommandRunner
 
 
 class Score(BaseModel):

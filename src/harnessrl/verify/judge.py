@@ -28,9 +28,9 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, Field
 
-from harnessrl.config import JudgeConfig
 from harnessrl.tasks.rubric import BINARY_LEVELS
 from harnessrl.types import RubricRule, Task, VerifierError, safe_relpath
+from harnessrl.verify.config import JudgeConfig
 
 EVIDENCE_CHARS = 30_000
 DIGEST_FILES = 200

@@ -20,7 +20,7 @@ from pathlib import Path
 from harnessrl.tasks.files import materialize_workspace, write_files
 from harnessrl.types import Task, TaskError, TaskFile, VerifierError
 from harnessrl.verify.checker import CheckResult, checker_env, run_checker
-from harnessrl.verify.runner import CommandRunner, LocalRunner
+from harnessrl.verify.command_runner import CommandRunner, LocalRunner
 
 
 @dataclass

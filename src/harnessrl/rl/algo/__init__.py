@@ -5,10 +5,10 @@ Adding an estimator = one module with a `group` and/or `rollout` hook + one line
 
 from __future__ import annotations
 
-from harnessrl.config import AdvantageConfig
 from harnessrl.rl.algo.base import Algorithm, Targets
 from harnessrl.rl.algo.grpo import Grpo
 from harnessrl.rl.algo.ppo import Ppo
+from harnessrl.rl.config import AdvantageConfig
 
 ALGORITHMS: dict[str, type[Algorithm]] = {"grpo": Grpo, "ppo": Ppo}
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from harnessrl.config import AdvantageConfig
+from harnessrl.rl.config import AdvantageConfig
 from harnessrl.rl.packing import TreeLayout
 from harnessrl.types import TreeSample
 

@@ -12,7 +12,7 @@ wrong answer (`reference/wrong.sh`) that loses at least one metric. `harnessrl t
     harnessrl tasks generate --family all --n 10 --seed 0 --split heldout OUT  # OUT/heldout_instances/
     harnessrl tasks generate --family json_field --n 10 --seed 0 OUT           # OUT/heldout_family/
 
-Families (`FAMILIES`, one module each): count_matches, csv_field, move_file, text_transform,
+Families (`TASK_FAMILIES`, one module each): count_matches, csv_field, move_file, text_transform,
 code_fix, create_file (train) and json_field (held out: never in `--family all`).
 
 The split, so that nothing evaluated was trained on:
@@ -42,7 +42,7 @@ from harnessrl.tasks.generate import (
 )
 from harnessrl.tasks.generate.base import Family, Instance, write_instance
 
-FAMILIES: dict[str, Family] = {
+TASK_FAMILIES: dict[str, Family] = {
     "count_matches": count_matches.FAMILY,
     "csv_field": csv_field.FAMILY,
     "move_file": move_file.FAMILY,
@@ -52,7 +52,7 @@ FAMILIES: dict[str, Family] = {
     "json_field": json_field.FAMILY,
 }
 HELD_OUT_FAMILIES = ("json_field",)
-TRAIN_FAMILIES = tuple(name for name in FAMILIES if name not in HELD_OUT_FAMILIES)
+TRAIN_FAMILIES = tuple(name for name in TASK_FAMILIES if name not in HELD_OUT_FAMILIES)
 HELD_OUT_EVERY = 5
 SPLITS = ("train", "heldout")
 MAX_CANDIDATES_PER_TASK = 200
@@ -60,7 +60,7 @@ MAX_CANDIDATES_PER_TASK = 200
 
 def candidate(family: str, seed: int, j: int) -> Instance:
     """Candidate j of a family's stream for `seed`."""
-    return FAMILIES[family].make(random.Random(f"{family}/{seed}/{j}"))
+    return TASK_FAMILIES[family].make(random.Random(f"{family}/{seed}/{j}"))
 
 
 def is_held_out_instance(family: str, inst: Instance) -> bool:
@@ -78,8 +78,8 @@ def split_dir(family: str, split: str) -> str:
 
 def instances(family: str, split: str, seed: int, n: int) -> list[Instance]:
     """The first `n` candidates of `family` that belong to `split`."""
-    if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
+    if family not in TASK_FAMILIES:
+        raise ValueError(f"unknown family {family!r} (known: {', '.join(TASK_FAMILIES)})")
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r} (expected one of {SPLITS})")
     want_held_out = split == "heldout"
@@ -112,13 +112,13 @@ def generate(families: list[str], n: int, seed: int, out: Path, split: str = "tr
             if (dest / tid).exists():
                 raise FileExistsError(f"{dest / tid} already exists")
             generator = {"family": family, "split": split_dir(family, split), "seed": seed, "index": index}
-            folders.append(write_instance(FAMILIES[family], inst, tid, dest, generator))
+            folders.append(write_instance(TASK_FAMILIES[family], inst, tid, dest, generator))
     return folders
 
 
 __all__ = [
-    "FAMILIES",
     "HELD_OUT_FAMILIES",
+    "TASK_FAMILIES",
     "TRAIN_FAMILIES",
     "Family",
     "Instance",

@@ -9,7 +9,7 @@ LEVELS = ("raw", "truncated", "json")
 
 
 @dataclass
-class Outcome:
+class CommandOutcome:
     """What one action did."""
 
     exit_code: int
@@ -18,11 +18,11 @@ class Outcome:
     elapsed_s: float
 
 
-def raw(o: Outcome, budget: int) -> str:
+def raw(o: CommandOutcome, budget: int) -> str:
     return o.stdout + o.stderr
 
 
-def truncated(o: Outcome, budget: int) -> str:
+def truncated(o: CommandOutcome, budget: int) -> str:
     """Combined output cut to `budget` bytes, head and tail kept, the cut marked; exit code last."""
     data = (o.stdout + o.stderr).encode()
     if len(data) > budget:
@@ -36,7 +36,7 @@ def truncated(o: Outcome, budget: int) -> str:
     return f"{text}\n[exit code {o.exit_code}]"
 
 
-def structured(o: Outcome, budget: int) -> str:
+def structured(o: CommandOutcome, budget: int) -> str:
     fields = {"exit_code": o.exit_code, "stdout": o.stdout, "stderr": o.stderr}
     return json.dumps({**fields, "elapsed_s": round(o.elapsed_s, 3)})
 

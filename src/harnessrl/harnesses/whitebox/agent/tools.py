@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .client import Message, Reply
-from .observe import Outcome
+from .observe import CommandOutcome
 
 LEVELS = ("bash", "files", "fenced")
 
@@ -34,7 +34,7 @@ class Action:
     """Why this action cannot run (the model is told, nothing runs)."""
 
 
-def run_shell(command: str, timeout_s: float) -> Outcome:
+def run_shell(command: str, timeout_s: float) -> CommandOutcome:
     """`bash -c command` in its own process group; the whole group is killed at the timeout."""
     t0 = time.monotonic()
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
@@ -51,7 +51,7 @@ def run_shell(command: str, timeout_s: float) -> Outcome:
         err += f"\n[command timed out after {timeout_s:g} s]".encode()
         code = 124
     text = (out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
-    return Outcome(code, text[0], text[1], time.monotonic() - t0)
+    return CommandOutcome(code, text[0], text[1], time.monotonic() - t0)
 
 
 def _spec(name: str, doc: str, **params: str) -> dict[str, Any]:
@@ -122,14 +122,14 @@ class Native:
             out.append(Action("", error="your tool call could not be parsed; send valid JSON arguments"))
         return out
 
-    def run(self, act: Action, timeout_s: float) -> Outcome:
+    def run(self, act: Action, timeout_s: float) -> CommandOutcome:
         if act.name in ("bash", "run"):
             return run_shell(str(act.args.get("command", act.args.get("cmd", ""))), timeout_s)
         t0 = time.monotonic()
         try:
-            return Outcome(0, _file_op(act.name, act.args), "", time.monotonic() - t0)
+            return CommandOutcome(0, _file_op(act.name, act.args), "", time.monotonic() - t0)
         except (OSError, ValueError, KeyError, TypeError) as e:
-            return Outcome(1, "", f"{type(e).__name__}: {e}", time.monotonic() - t0)
+            return CommandOutcome(1, "", f"{type(e).__name__}: {e}", time.monotonic() - t0)
 
     def answer(self, act: Action, text: str) -> Message:
         if act.call_id is None:
@@ -160,7 +160,7 @@ class Fenced:
             return [Action("", error="no complete ```bash block found (unclosed or another language)")]
         return []
 
-    def run(self, act: Action, timeout_s: float) -> Outcome:
+    def run(self, act: Action, timeout_s: float) -> CommandOutcome:
         return run_shell(act.args["command"], timeout_s)
 
     def answer(self, act: Action, text: str) -> Message:

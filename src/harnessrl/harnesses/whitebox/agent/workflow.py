@@ -6,7 +6,7 @@ A workflow adds to the opening message (`opening`), decides what a final answer 
 
 from __future__ import annotations
 
-from .observe import Outcome
+from .observe import CommandOutcome
 
 LEVELS = ("react", "plan", "verify")
 
@@ -25,7 +25,7 @@ class React:
     def on_final(self) -> str | None:
         return None
 
-    def observed(self, outcome: Outcome) -> None:
+    def observed(self, outcome: CommandOutcome) -> None:
         return None
 
 
@@ -47,7 +47,7 @@ class Verify(React):
         self.phase = "act"  # act -> verifying -> (retried) -> done
         self.last_code: int | None = None
 
-    def observed(self, outcome: Outcome) -> None:
+    def observed(self, outcome: CommandOutcome) -> None:
         if self.phase == "verifying":
             self.last_code = outcome.exit_code
 

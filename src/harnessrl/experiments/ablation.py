@@ -35,8 +35,9 @@ from typing import Annotated, Any
 
 import typer
 
-from harnessrl.config import Config, ConfigError, HarnessSpaceConfig, load_config
-from harnessrl.train.quickstart import Stages, _inputs, _load, evaluate_policy, generate_splits
+from harnessrl.config import Config, ConfigError, load_config
+from harnessrl.experiments.quickstart import Stages, _inputs, _load, evaluate_policy, generate_splits
+from harnessrl.scaling.config import HarnessSpaceConfig
 from harnessrl.types import Task
 
 ABLATION_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "scaling" / "ablation.toml"
@@ -113,7 +114,7 @@ async def _sft(cfg: Config, tasks: list[Task], folder: Path, echo: Callable[[str
 
 
 async def _arm(cfg: Config, arm: str, tasks: list[Task], start: str, folder: Path) -> str:
-    from harnessrl.train.checkpoint import latest_checkpoint
+    from harnessrl.formats.checkpoints import latest_checkpoint
     from harnessrl.train.loop import train
 
     engine = cfg.engine.model_copy(update={"model": start})
@@ -251,11 +252,11 @@ def main(
     """One GRPO run per harness-space design from a shared cold start; prints the paper's table."""
     from rich.table import Table
 
-    from harnessrl.evaluate.cli import console, quiet_loading
+    from harnessrl.progress import console, quiet_loading
 
     if combine:
-        from harnessrl.train.ablation_seeds import combine as combine_runs
-        from harnessrl.train.ablation_seeds import combined_markdown
+        from harnessrl.experiments.ablation_seeds import combine as combine_runs
+        from harnessrl.experiments.ablation_seeds import combined_markdown
 
         try:
             print(combined_markdown(combine, combine_runs(combine, reference), reference))

@@ -27,7 +27,7 @@ from rich.table import Table
 from harnessrl.tasks.cli import PathArg, SplitOpt, console, load_or_exit, print_rejected
 from harnessrl.types import Task
 from harnessrl.verify.checker import CheckResult
-from harnessrl.verify.runner import CommandRunner, LocalRunner
+from harnessrl.verify.command_runner import CommandRunner, LocalRunner
 from harnessrl.verify.selfcheck import SelfCheck, self_check
 
 LOCAL_WARNING = (
@@ -42,7 +42,7 @@ def make_runner(local: bool) -> CommandRunner:
     if local:
         return LocalRunner()
     from harnessrl.sandbox.agent_env import resolve_agent_env
-    from harnessrl.sandbox.runner import SandboxCommandRunner
+    from harnessrl.verify.sandboxed import SandboxCommandRunner
 
     return SandboxCommandRunner(agent_env=resolve_agent_env("auto"))
 

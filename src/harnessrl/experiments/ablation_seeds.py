@@ -25,6 +25,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from harnessrl.formats.eval_report import EVAL_FILE, read_eval
+
 GROUP_NAMES = {"in_space_heldout": "in-space held-out", "out_of_space": "out of the space"}
 
 
@@ -49,10 +51,10 @@ def load_run(out: Path) -> dict[str, dict[str, dict[tuple[str, str, int], float]
     }
     result: dict[str, dict[str, dict[tuple[str, str, int], float]]] = {g: {} for g in groups}
     for policy in summary["policies"]:
-        report = out / "eval" / policy / "eval.json"
+        report = out / "eval" / policy / EVAL_FILE
         try:
-            outcomes = json.loads(report.read_text(encoding="utf-8"))["outcomes"]
-        except (OSError, ValueError, KeyError) as e:
+            outcomes = read_eval(report)["outcomes"]
+        except (ValueError, KeyError) as e:
             raise ValueError(f"{report}: not an eval report: {e}") from e
         for group, harnesses in groups.items():
             result[group][policy] = {

@@ -31,7 +31,7 @@ def sft(
     ] = None,
 ) -> None:
     """Fine-tune on demonstrations (the real harness replaying references) and kept rollouts."""
-    from harnessrl.evaluate.cli import quiet_loading
+    from harnessrl.progress import quiet_loading
     from harnessrl.tasks import load_configured
     from harnessrl.train.sft import sft as run_sft
 

@@ -118,7 +118,7 @@ async def evaluate_policy(
 
 
 async def _rl(cfg: Config, tasks: list[Task], sft_model: str, folder: Path) -> str:
-    from harnessrl.train.checkpoint import latest_checkpoint
+    from harnessrl.formats.checkpoints import latest_checkpoint
     from harnessrl.train.loop import train
 
     engine = cfg.engine.model_copy(update={"model": sft_model})
@@ -206,7 +206,7 @@ def quickstart(
     """Demonstrations -> SFT -> eval -> GRPO -> eval on generated tasks; prints the before/after table."""
     from rich.table import Table
 
-    from harnessrl.evaluate.cli import console, quiet_loading
+    from harnessrl.progress import console, quiet_loading
 
     try:
         cfg = load_config(config if config is not None else QUICKSTART_CONFIG, override or [])

@@ -3,7 +3,7 @@
 Checkers (`run_checker`) see what upstream ClawGym gives them: the final workspace at the task's
 mount dir (`/root/.openclaw/workspace`), cwd `/`, HOME `/root`, the checker files read-only at
 `/opt/harnessrl/checker`, the checker's python and its packages read-only, no network, and a result
-channel (a sealable memory file the host opened, `verify.runner.result_channel`) as fd 3. The
+channel (a sealable memory file the host opened, `verify.command_runner.result_channel`) as fd 3. The
 workspace they see is a copy of the final one on the sandbox's own size- and inode-limited tmpfs
 (`SandboxSpec.disk_mb`, `max_files`, as a rollout's), made by `fscopy.copy_untrusted`'s rules and
 caps and handed to the sandbox's unprivileged uid: code the checker runs once wrote 150,000 files and
@@ -36,7 +36,7 @@ from harnessrl.sandbox.fscopy import copy_untrusted
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import SandboxSpec
 from harnessrl.types import SandboxError, VerifierError
-from harnessrl.verify.runner import (
+from harnessrl.verify.command_runner import (
     CheckerJob,
     RunOutput,
     checker_env,
@@ -119,7 +119,7 @@ class SandboxCommandRunner:
         if self.agent_env is not None:
             job = dataclasses.replace(job, python=str(self.agent_env / "bin" / "python"))
         if self.backend == "local":
-            from harnessrl.verify.runner import LocalRunner
+            from harnessrl.verify.command_runner import LocalRunner
 
             return LocalRunner().run_checker(job)
         binds, prefix = self._env_binds()

@@ -1,0 +1,25 @@
+"""The one cache root: downloaded harnesses, converted models and the sandbox agent environment.
+
+    cache_root() / "harnesses"     npm installs of the harness CLIs (`harnesses/install.py`)
+    cache_root() / "models"        converted model checkpoints (`engines/models.py`)
+    cache_root() / "agent-env"     the sandbox's python tree (`sandbox/agent_env.py`, `scripts/agent_env`)
+
+`$HARNESSRL_CACHE` when set; else `.cache` of the checkout this package runs from; else
+`~/.cache/harnessrl` (an installed package).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    """Root of every harnessrl cache (module docstring)."""
+    env = os.environ.get("HARNESSRL_CACHE")
+    if env:
+        return Path(env).resolve()
+    repo = Path(__file__).resolve().parents[2]
+    if (repo / "pyproject.toml").is_file():
+        return repo / ".cache"
+    return Path.home() / ".cache" / "harnessrl"

@@ -1,0 +1,34 @@
+"""Config sections of `evaluate/`: `harnessrl eval`.
+
+Assembled into `harnessrl.config.Config`, which re-exports them. A section module imports only
+pydantic, `Section` and other section modules, so `harnessrl.config` never imports what they configure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from harnessrl.config_section import Section
+
+
+class EvalConfig(Section):
+    """`harnessrl eval`: Pass@1 over repeated runs of every (task, harness) pair (`harnessrl.evaluate`)."""
+
+    harnesses: list[str] = Field(default_factory=list)
+    """Harnesses evaluated (empty = `[rollout.harness]`); `whitebox:<code>` names work like any other."""
+    runs: int = Field(default=3, ge=1)
+    """Runs R of every (task, harness) pair; pass@k and pass^k are estimated for k = 1..R."""
+    pass_threshold: float = 1.0
+    """A rollout passes when it ended `ok` with a score at or above this."""
+    seed: int = 0
+    """Base seed: run r of (task, harness) samples with seed sha256(seed/task/harness/r) (recorded)."""
+    out_dir: str = "runs/eval"
+    """The report (`eval.json`, `eval.md`) and one rollout folder per rollout are written here."""
+    checkpoints: list[str] = Field(default_factory=list)
+    """Policies evaluated in turn: `default`, a model folder, a trainer checkpoint `step-<n>/` or a
+    train run folder (its latest checkpoint), each optionally `label=PATH`; empty = `engine.model`."""
+    harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Adapter switches per harness name; the key `whitebox` applies to every `whitebox:<code>`.
+    A harness without an entry gets `train.harness_options[name]` (whitebox: the harness space's)."""

@@ -1,0 +1,59 @@
+"""Config sections of `experiments/`: the quickstart and the harness-scaling ablation.
+
+Assembled into `harnessrl.config.Config`, which re-exports them. A section module imports only
+pydantic, `Section` and other section modules, so `harnessrl.config` never imports what they configure.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from harnessrl.config_section import Section
+
+
+class QuickstartConfig(Section):
+    """`harnessrl quickstart`: demonstrations -> SFT -> eval -> GRPO -> eval on generated tasks."""
+
+    out_dir: str = "runs/quickstart"
+    """Everything goes here, one folder per stage (`tasks/`, `sft/`, `rl/`, `eval/<policy>/`); a stage
+    whose inputs are unchanged (`stage.json`) is reused by the next run."""
+    families: list[str] = Field(default_factory=list)
+    """Generated task families trained and evaluated on (empty = every train family)."""
+    train_per_family: int = Field(default=8, ge=1)
+    """Generated train instances per family (demonstrations and RL draw from these)."""
+    heldout_per_family: int = Field(default=3, ge=1)
+    """Held-out instances per family (never trained on): the evaluation set."""
+    task_seed: int = 0
+    """Seed of the task generator."""
+    harness: str = "whitebox:00000"
+    """The harness of every stage (demonstrations, RL, evaluation)."""
+
+
+class AblationConfig(Section):
+    """`scripts/scaling_ablation` (`harnessrl.experiments.ablation`): one GRPO run per harness-space design
+    from one shared cold start, each evaluated on in-space held-out and out-of-space harnesses."""
+
+    out_dir: str = "runs/scaling-ablation"
+    """One folder per stage (`tasks/`, `sft/`, `arm-<name>/`, `eval/<policy>/`), reused like quickstart's."""
+    arms: list[str] = Field(default_factory=lambda: ["single", "random-18", "oa-18"])
+    """Designs trained, one GRPO run each (names in `scaling.DESIGNS`), with `train.harness_space`'s k
+    and pairing (`single` pairs by `repeat`: it has one configuration)."""
+    families: list[str] = Field(default_factory=list)
+    """Generated task families (empty = every train family)."""
+    train_per_family: int = Field(default=8, ge=1)
+    """Generated train instances per family (demonstrations and RL)."""
+    heldout_per_family: int = Field(default=1, ge=1)
+    """Held-out instances per family: the evaluation tasks."""
+    task_seed: int = 0
+    """Seed of the generated task instances."""
+    sft_codes: list[str] = Field(default_factory=lambda: ["00000", "11100", "22200"])
+    """White-box configurations of the shared cold-start demonstrations (every arm starts from it).
+    The default shows each level of prompt, tool interface and observation once, with full context
+    and the free loop, so the scripted demonstrations are clean (no progress markers)."""
+    eval_configs: int = Field(default=18, ge=0)
+    """In-space held-out configurations evaluated: a seeded draw from the codes outside every arm's
+    training set and outside `sft_codes`."""
+    out_of_space: list[str] = Field(default_factory=lambda: ["claude-code"])
+    """Real harnesses evaluated (out of the space); options from `eval.harness_options`."""
+    base_model_row: bool = False
+    """Also evaluate the untrained `engine.model` (the cold start is always evaluated)."""

@@ -1,0 +1,31 @@
+"""The files a run leaves on disk: one reader and one writer per format, beside the record it holds.
+
+    calls.py         <rollout>/calls.jsonl       one ModelCall per line (also the proxy's capture journal)
+    rollout_dir.py   <rollout>/rollout.json      the Rollout without its calls; the rollout folder
+    metrics.py       <run>/metrics.jsonl         one record per training step; its flat scalars
+    eval_report.py   <eval out_dir>/eval.json    one evaluation report
+    checkpoints.py   <run>/checkpoints/step-<n>/ which checkpoint folders are complete
+
+Everything here is torch-free and imports only `harnessrl.types`, so the trainer, the evaluator, the
+report and the command lines read the same bytes the same way. Readers of files that untrusted code
+may have touched raise `FormatError` (naming file and line) whatever the bytes.
+"""
+
+from pathlib import Path
+
+from harnessrl.types import HarnessRLError
+
+
+class FormatError(HarnessRLError, ValueError):
+    """A run file is missing, not UTF-8, or malformed; the message names the file (and line)."""
+
+
+def decode(path: Path, data: bytes) -> str:
+    """`data` as UTF-8, or FormatError naming `path` and the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"{path}: not UTF-8 (byte {e.start})") from None
+
+
+__all__ = ["FormatError", "decode"]

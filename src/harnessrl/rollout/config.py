@@ -1,0 +1,58 @@
+"""Config sections of `rollout/`: how rollouts run (harness, concurrency, backend).
+
+Assembled into `harnessrl.config.Config`, which re-exports them. A section module imports only
+pydantic, `Section` and other section modules, so `harnessrl.config` never imports what they configure.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from harnessrl.config_section import Section
+
+
+class RayConfig(Section):
+    """Rollout workers as Ray actors (`rollout.backend = "ray"`; `pip install harnessrl[ray]`)."""
+
+    address: str | None = None
+    """None = start a local Ray cluster for this command (stopped at its end); `auto` = the cluster
+    this machine belongs to; `host:6379` or `ray://host:10001` = an existing cluster by address."""
+    workers: int = Field(default=2, ge=1)
+    """Worker actors; each runs `rollout.concurrency` rollouts at once with its own sandboxes."""
+    worker_cpus: float = Field(default=1.0, ge=0)
+    """CPUs each worker actor reserves (Ray places actors by it)."""
+    num_cpus: int | None = None
+    """CPUs of a local cluster started by the command (None = Ray's default: every core)."""
+    retries: int = Field(default=0, ge=0)
+    """A rollout whose worker died is run again this many times (on a restarted or another worker)
+    before it ends as `sandbox_error`."""
+    max_restarts: int = Field(default=3, ge=-1)
+    """Times Ray restarts a dead worker actor (-1 = without limit)."""
+    advertise_host: str | None = None
+    """Address workers' sandboxes use to reach the proxy; None = the proxy's host, or this node's IP
+    when joining an existing cluster with `proxy.host = "0.0.0.0"` (needed for workers on other
+    machines)."""
+
+
+class RolloutConfig(Section):
+    harness: str = "claude-code"
+    """Harness name: claude-code | codex | openclaw | whitebox:<config>."""
+    n: int = 1
+    """Rollouts per task."""
+    concurrency: int = 4
+    """Rollouts running at once."""
+    timeout_s: float = 600.0
+    """Agent wall-clock limit per rollout."""
+    out_dir: str = "runs/rollouts"
+    """One sub-directory per rollout is written here (by the worker that ran it, for Ray)."""
+    backend: Literal["asyncio", "ray"] = "asyncio"
+    """asyncio = every rollout in this process; ray = on Ray worker actors (`rollout.ray`), each with
+    its own sandboxes, against this process's proxy and engine."""
+    ray: RayConfig = Field(default_factory=RayConfig)
+    """Ray cluster and workers (only with `backend = "ray"`)."""
+    harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Adapter switches per harness name, the same shape as `train.harness_options`, e.g.
+    `{"claude-code" = {bare = true}}` or `-o rollout.harness_options.shell.command="make"`
+    (`harnessrl rollout --option bare=true` sets them for the chosen harness)."""

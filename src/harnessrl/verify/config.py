@@ -1,0 +1,41 @@
+"""Config sections of `verify/`: checker time limit, hybrid weights, the rubric judge.
+
+Assembled into `harnessrl.config.Config`, which re-exports them. A section module imports only
+pydantic, `Section` and other section modules, so `harnessrl.config` never imports what they configure.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from harnessrl.config_section import Section
+
+
+class JudgeConfig(Section):
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """OpenAI-compatible endpoint of the rubric judge."""
+    model: str = "judge"
+    """Model name sent to the judge endpoint."""
+    api_key_env: str = "HARNESSRL_JUDGE_API_KEY"
+    """Environment variable holding the judge's API key (may be unset for local servers)."""
+    max_retries: int = 2
+    """Retries when the judge's answer cannot be parsed."""
+    timeout_s: float = 60.0
+    """Per-request timeout."""
+
+
+class VerifyConfig(Section):
+    checker_timeout_s: float = 120.0
+    """Default wall-clock limit of one code-checker run (a task may set its own)."""
+    code_weight: float = 0.7
+    """Weight of the code score for hybrid tasks."""
+    rubric_weight: float = 0.3
+    """Weight of the rubric score for hybrid tasks."""
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    """The rubric judge (rubric and hybrid tasks)."""
+    allow_shell_entries: bool = False
+    """Train on tasks scored by their own non-canonical `reward.sh` (`Checker.shell_entry`). Off by
+    default: programs such a script runs from the workspace (pytest loads the agent's `conftest.py`)
+    share its stdout while it runs and can change its answer (docs/SECURITY.md), so training refuses
+    them with a message naming them. Evaluation runs them either way (`reward_detail.code.mode` is
+    `shell`)."""
