@@ -7,8 +7,8 @@
         ...                                                   # run the harness against info.base_url
         calls = sessions.close("rollout-1")                   # list[ModelCall], flushed to calls.jsonl
 
-Modules: `dialects/` (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses: parse requests,
-format responses and SSE events), `canonical` (the dialect-independent request/completion records),
+Modules: `dialects/` (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses, Gemini
+generateContent: parse requests, format responses and stream events), `canonical` (the dialect-independent request/completion records),
 `handler` (one call in named stages: parse -> validate -> session -> prompt -> generate -> record ->
 format), `limits` (context overflow as the APIs' 400, the output cap, tool_choice none / parallel
 tool calls / unknown tools), `app` (routing, auth, body limits, pseudo-streaming with keep-alives,
