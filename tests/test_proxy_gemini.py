@@ -16,7 +16,8 @@ from google.genai import errors, types
 
 from harnessrl.proxy import grammar
 from harnessrl.proxy.canonical import Completion
-from harnessrl.proxy.dialects.gemini import GeminiDialect, match_route
+from harnessrl.proxy.dialects import resolve
+from harnessrl.proxy.dialects.gemini import GeminiDialect
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.testing import scripted_proxy
 from harnessrl.types import ChatMessage, ModelCall, ToolCall, ToolSpec
@@ -433,24 +434,22 @@ def test_what_gemini_cli_sends_parses() -> None:
 
 
 def test_routes() -> None:
-    route = match_route("/v1beta/models/gemini-2.5-pro:streamGenerateContent", "alt=sse&key=k1")
-    assert route is not None and (route.dialect.model, route.dialect.stream, route.dialect.sse) == (
-        "gemini-2.5-pro",
-        True,
-        True,
+    route = resolve("/v1beta/models/gemini-2.5-pro:streamGenerateContent", b"alt=sse&key=k1")
+    assert route is not None and isinstance(route.dialect, GeminiDialect)
+    assert (route.dialect.model, route.dialect.stream, route.dialect.sse) == ("gemini-2.5-pro", True, True)
+    assert (route.count_tokens, route.api_key) == (None, "k1")
+    array = resolve("/v1/models/m:streamGenerateContent")
+    assert array is not None and isinstance(array.dialect, GeminiDialect)
+    assert (array.dialect.sse, array.dialect.stream_media_type) == (False, "application/json")
+    count = resolve("/v1beta/models/m:countTokens")
+    assert (
+        count is not None and count.count_tokens is not None and count.count_tokens(5) == {"totalTokens": 5}
     )
-    assert (route.count_tokens, route.api_key) == (False, "k1")
-    array = match_route("/v1/models/m:streamGenerateContent", "")
-    assert array is not None and (array.dialect.sse, array.dialect.stream_media_type) == (
-        False,
-        "application/json",
-    )
-    count = match_route("/v1beta/models/m:countTokens", "")
-    assert count is not None and count.count_tokens
     for path in [
         "/v1beta/models/m",
         "/v1beta/models/m:embedContent",
         "/v1beta/tunedModels/m:generateContent",
         "/v1beta/models/:generateContent",
+        "/v1/models",
     ]:
-        assert match_route(path, "") is None
+        assert resolve(path) is None
