@@ -5,8 +5,11 @@ function call round trip spliced, count_tokens, errors), exact wire JSON and str
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -453,3 +456,69 @@ def test_routes() -> None:
         "/v1/models",
     ]:
         assert resolve(path) is None
+
+
+GEMINI_CLI = "0.61.0"
+"""The version the gemini-cli harness adapter pins (it installs into the same cache folder)."""
+
+
+@pytest.mark.harness
+def test_real_gemini_cli_calls_splice(tmp_path: Path) -> None:
+    """The unmodified Gemini CLI, with its own default generation config (a thinking budget, thoughts
+    included), against a live proxy whose turns are slow enough for keep-alives: two tool calls and an
+    answer, each call spliced onto the one before."""
+    from harnessrl.harnesses.install import npm_install
+
+    install = npm_install(f"gemini-cli-{GEMINI_CLI}", [[f"@google/gemini-cli@{GEMINI_CLI}"]])
+    turns = [
+        ChatMessage(
+            role="assistant",
+            reasoning="Write it.",
+            tool_calls=[ToolCall(name="run_shell_command", arguments={"command": "printf hi > hello.txt"})],
+        ),
+        ChatMessage(
+            role="assistant",
+            tool_calls=[ToolCall(name="run_shell_command", arguments={"command": "cat hello.txt"})],
+        ),
+        ChatMessage(role="assistant", reasoning="It holds hi.", content="Done: hello.txt holds hi."),
+    ]
+    s = scripted_proxy(turns, enable_thinking=True, delay_s=0.3).start()
+    try:
+        s.server.deps.config.keepalive_s = 0.1
+        info = s.server.deps.sessions.open("gemini-cli")
+        home, workspace = tmp_path / "home", tmp_path / "ws"
+        (home / ".gemini").mkdir(parents=True)
+        workspace.mkdir()
+        settings = {
+            "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+            "model": {"disableLoopDetection": True, "skipNextSpeakerCheck": True},
+        }
+        (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(home),
+            "GEMINI_API_KEY": info.token,
+            "GOOGLE_GEMINI_BASE_URL": info.base_url,
+            "GEMINI_CLI_NO_RELAUNCH": "true",
+            "NO_COLOR": "1",
+        }
+        argv = [str(install / "node_modules" / ".bin" / "gemini"), "-p", "create hello.txt containing hi"]
+        argv += ["--output-format", "stream-json", "--yolo", "--model", "gemini-2.5-pro"]
+        done = subprocess.run(argv, env=env, cwd=workspace, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        assert events[-1]["type"] == "result" and events[-1]["status"] == "success"
+        assert (workspace / "hello.txt").read_text() == "hi"
+        calls = recorded(s, "gemini-cli")
+        assert [(c.render, c.error) for c in calls] == [
+            ("rendered", None),
+            ("spliced", None),
+            ("spliced", None),
+        ]
+        assert [c.spliced_from for c in calls[1:]] == [calls[0].call_id, calls[1].call_id]
+        assert calls[-1].text == "Done: hello.txt holds hi."
+    finally:
+        s.stop()
