@@ -178,6 +178,27 @@ def test_sdk_reads_a_slow_stream_with_keepalives() -> None:
         s.stop()
 
 
+def test_engine_error_after_the_stream_started_ends_it_in_googles_shape() -> None:
+    s = scripted_proxy(["done"], fault_calls={0, 1}, delay_s=0.3).start()
+    try:
+        s.server.deps.config.keepalive_s = 0.1
+        info = s.server.deps.sessions.open("fault")
+        body = {"contents": [{"parts": [{"text": "hi"}]}]}
+        url = f"{info.base_url}/v1beta/models/m:streamGenerateContent"
+        r = httpx.post(url, json=body, timeout=30)
+        assert r.status_code == 200 and r.content.startswith(b"[\n")
+        error = json.loads(r.content)[-1]["error"]
+        assert (error["code"], error["status"]) == (500, "INTERNAL")
+        assert error["message"].startswith("engine error: ")
+        client = sdk(info.base_url)
+        with pytest.raises(errors.ServerError) as e:
+            list(client.models.generate_content_stream(model="m", contents="hi again"))
+        assert (e.value.code, e.value.status) == (500, "INTERNAL")
+        assert [c.error is not None for c in recorded(s, "fault")] == [True, True]
+    finally:
+        s.stop()
+
+
 def _completion(**kw: Any) -> Completion:
     base: dict[str, Any] = dict(
         response_id="r1",
