@@ -23,7 +23,7 @@ class CanonicalRequest:
     """One model call, independent of the API it arrived through."""
 
     dialect: str
-    """anthropic | openai_chat | openai_responses."""
+    """anthropic | openai_chat | openai_responses | gemini."""
     model: str
     """Model name the client asked for (echoed back in responses)."""
     messages: list[ChatMessage]
@@ -82,6 +82,12 @@ def count_images(body: Any) -> int:
         elif isinstance(node, list):
             stack.extend(node)
     return count
+
+
+def fit_advice(what: str, shorter: str = "use a harness with shorter prompts") -> str:
+    """The end of every "prompt is too long" message: which bound it hit and how to fit (`shorter`: the
+    dialect's hint, e.g. Claude Code's `bare` mode for the Anthropic API)."""
+    return f"({what}; to fit, {shorter}, use a model with a longer context, or raise engine.context_length)"
 
 
 def new_id(prefix: str) -> str:
