@@ -56,6 +56,12 @@ async def test_whitebox_two_policies_seeds_failures_and_report(tmp_path: Path) -
     assert a["pass_at_k"] == {"1": 0.5, "2": 1.0} and a["pass_hat_k"] == {"1": 0.5, "2": 0.0}
     assert b["statuses"] == {"ok": 2} and b["pass1"] == 1.0 and b["se"] == 0.0
     assert report["transfer"] == {"a": {harness: 0.5}, "b": {harness: 1.0}}
+    # paired: one task, b - a = 1/2 on it; every resample is that task: the interval is the point
+    (cmp,) = report["paired"]
+    assert (cmp["policy"], cmp["baseline"]) == ("b", "a")
+    got = cmp["overall"]
+    assert (got["difference"], got["lo"], got["hi"], got["excludes_zero"]) == (0.5, 0.5, 0.5, True)
+    assert cmp["by_harness"][harness] == got and (got["tasks"], got["up"], got["resamples"]) == (1, 1, 10_000)
     assert list(report["policies"]["b"]["space"]) == ["in_space_train"]  # 00000 is in the OA
     seeds = {(o["policy"], o["run"]): o["seed"] for o in report["outcomes"]}
     assert seeds[("a", 1)] == seeds[("b", 1)] == eval_seed(0, tasks[0].id, harness, 1)
@@ -64,6 +70,7 @@ async def test_whitebox_two_policies_seeds_failures_and_report(tmp_path: Path) -
     assert json.loads(paths["json"].read_text())["policies"]["b"]["summary"]["pass1"] == 1.0
     md = paths["markdown"].read_text()
     assert "## Transfer (Pass@1, policy x eval harness)" in md and f"| a | {harness} | 0.500" in md
+    assert f"| b | a | {harness} | +0.500 | [+0.500, +0.500] | yes | 1 / 0 / 0 | - |" in md
     assert (tmp_path / "rollouts" / "b" / f"b-{tasks[0].id}-whitebox_00000-r1" / "rollout.json").is_file()
 
 
