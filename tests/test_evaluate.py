@@ -144,3 +144,29 @@ def test_cli_embedded_model_through_the_real_harnesses(tmp_path: Path) -> None:
         per_run = [float(sum(o["passed"] for o in mine if o["run"] == r)) for r in (0, 1)]
         assert s["pass1"] == pytest.approx(sum(per_run) / 2)
     assert "Loading weights" not in res.stdout + res.stderr
+
+
+@needs_bwrap
+def test_cli_prints_a_line_per_finished_rollout_in_a_log(tmp_path: Path) -> None:
+    """stdout is a pipe here (a log): one progress line per finished rollout, then the tables; the
+    eval's TensorBoard events hold its scalars and tables."""
+    from harnessrl.report.tbevents import read_scalars, read_texts
+
+    out = tmp_path / "ev"
+    args = ["eval", "--tasks", "bundled", "--split", "test", "--limit", "1", "--harness", "whitebox:00000"]
+    args += ["--engine", "scripted", "--runs", "2", "--out", str(out)]
+    res = _cli(args, tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    task = bundled_test_tasks(1)[0].id
+    lines = [line for line in res.stdout.splitlines() if line.startswith("[eval ")]
+    assert [line.split(" | ")[:2] for line in lines] == [
+        ["[eval 1/2] ok reward 1.000", f"{task} whitebox:00000"],
+        ["[eval 2/2] ok reward 1.000", f"{task} whitebox:00000"],
+    ]
+    assert sorted(line.rsplit("rollout ", 1)[1] for line in lines) == [
+        f"default-{task}-whitebox_00000-r0",
+        f"default-{task}-whitebox_00000-r1",
+    ]
+    (events,) = (out / "tb").iterdir()
+    assert read_scalars(events)["pass1/default"] == [(0, 1.0)]
+    assert "eval/policies" in read_texts(events) and "config" in read_texts(events)

@@ -538,6 +538,23 @@ class AblationConfig(Section):
     """Also evaluate the untrained `engine.model` (the cold start is always evaluated)."""
 
 
+class TrackingConfig(Section):
+    """Where `train`, `sft`, `eval` and the experiments report, besides `metrics.jsonl` / `eval.json`
+    and the TensorBoard events in `<run folder>/tb` (always written): `report.trackers`."""
+
+    report_to: list[Literal["wandb", "mlflow", "trackio"]] = Field(default_factory=list)
+    """Trackers that also get each run's scalars, config and eval tables, through their own clients
+    in offline / local modes (no account, no network): wandb `mode="offline"` under
+    `<run folder>/wandb` (`wandb sync` uploads it later), mlflow's file store at `<run folder>/mlruns`
+    (`mlflow ui --backend-store-uri <run folder>/mlruns`), trackio's local database (`$TRACKIO_DIR`,
+    else `~/.cache/huggingface/trackio`; `trackio show`). Each is an extra: `pip install
+    'harnessrl[wandb]'` (or `[mlflow]`, `[trackio]`)."""
+    project: str = "harnessrl"
+    """Project (wandb, trackio) or experiment (mlflow) name."""
+    run_name: str | None = None
+    """Run name; None = the run folder as `<parent>/<name>` (e.g. `quickstart/rl`)."""
+
+
 class TraceConfig(Section):
     """How a rollout's model calls become trained trajectories (see `harnessrl.trace`)."""
 
@@ -564,6 +581,7 @@ class Config(Section):
     sft: SftConfig = Field(default_factory=SftConfig)
     quickstart: QuickstartConfig = Field(default_factory=QuickstartConfig)
     ablation: AblationConfig = Field(default_factory=AblationConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
 
 
 class ConfigError(ValueError):

@@ -126,11 +126,40 @@ def rich_tables(report: dict[str, Any], *, tasks: bool = False) -> list[Table]:
     return out
 
 
-def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
-    """`eval.json` and `eval.md` under `out_dir`; returns their paths."""
+def write_report(
+    report: dict[str, Any],
+    out_dir: str | Path,
+    tracking: Any = None,
+    config: dict[str, Any] | None = None,
+) -> dict[str, Path]:
+    """`eval.json` and `eval.md` under `out_dir`, and the report's scalars and tables to its trackers
+    (`report.trackers`: TensorBoard in `out_dir/tb`, plus `tracking.report_to`); returns the paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "eval.json", "markdown": out / "eval.md"}
     paths["json"].write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     paths["markdown"].write_text(markdown(report), encoding="utf-8")
+    from harnessrl.report.trackers import open_trackers
+
+    with open_trackers(out, tracking, kind="eval", config=config or {"eval": report["config"]}) as t:
+        t.scalars(0, report_scalars(report))
+        for title, header, rows in views(report):
+            t.table("eval/" + title.split(" (")[0].lower().replace(" ", "_"), header, rows)
     return paths
+
+
+def report_scalars(report: dict[str, Any]) -> dict[str, float]:
+    """`pass1/<policy>`, `pass1/<policy>/<harness>`, `mean_score/..`, `se/..`, `se_pairs/..` and
+    `paired/<policy>-<baseline>/{difference,lo,hi}` (also per harness) of a report."""
+    out: dict[str, float] = {}
+    for p, e in report["policies"].items():
+        for name, s in [("", e["summary"]), *((f"/{h}", v) for h, v in e.get("by_harness", {}).items())]:
+            for key in ("pass1", "mean_score", "se", "se_pairs"):
+                if s.get(key) is not None:
+                    out[f"{key}/{p}{name}"] = float(s[key])
+    for c in report.get("paired", []):
+        where = f"paired/{c['policy']}-{c['baseline']}"
+        for name, s in [("", c["overall"]), *((f"/{h}", v) for h, v in c["by_harness"].items())]:
+            for key in ("difference", "lo", "hi"):
+                out[f"{where}{name}/{key}"] = float(s[key])
+    return out

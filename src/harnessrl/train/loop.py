@@ -302,7 +302,7 @@ class TrainLoop:
         self.out_dir = Path(cfg.train.out_dir)
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.checkpoints = self.out_dir / "checkpoints"
-        self.sink = MetricsSink(self.out_dir)
+        self.sink = MetricsSink(self.out_dir, cfg.tracking, cfg.model_dump(mode="json"))
         if cfg.train.dynamic_sampling_rounds and not ALGORITHMS[cfg.train.algorithm].grouped:
             raise ConfigError("train.dynamic_sampling_rounds needs a grouped algorithm (grpo)")
         self.fills: dict[int, Fill] = {}
@@ -322,12 +322,20 @@ class TrainLoop:
 
         The rollouts come from a `StepProducer` running at most `train.max_off_policy_steps` steps
         ahead of the trainer (0: each step's rollouts start after the previous step's update)."""
-        from harnessrl.rollout.producer import StepProducer
-
         self.out_dir.mkdir(parents=True, exist_ok=True)
         start = await self.resume() if self.cfg.train.resume else 0
         if not self.cfg.train.resume:
             self.metrics_path.write_text("")
+        self.sink.open()  # a tracker asked for but not installed fails here, before any rollout
+        try:
+            return await self.steps(start)
+        finally:
+            self.sink.close()
+
+    async def steps(self, start: int) -> list[dict[str, Any]]:
+        """Steps `start` .. `train.steps - 1` (see `run`)."""
+        from harnessrl.rollout.producer import StepProducer
+
         records: list[dict[str, Any]] = []
         async with RolloutStack.from_config(self.rollout_config(), self.tasks, engine=self.engine) as stack:
             runner = stack.runner

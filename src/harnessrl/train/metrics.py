@@ -2,7 +2,7 @@
 TensorBoard and `harnessrl plot` draw, and the sink that writes both.
 
     record["outcomes"] = outcomes(rollouts)          # pass rate, reward per harness kind, tokens, seconds
-    sink = MetricsSink(out_dir)                      # <out_dir>/metrics.jsonl + <out_dir>/tb/events.*
+    sink = MetricsSink(out_dir, cfg.tracking)        # <out_dir>/metrics.jsonl + <out_dir>/tb/events.*
     sink.write(record)
 
 Scalars (`scalars(record)`; every tag a name that stays the same from step to step):
@@ -136,16 +136,32 @@ def scalars(record: Mapping[str, Any]) -> dict[str, float]:
 
 
 class MetricsSink:
-    """Appends each step's record to `<out_dir>/metrics.jsonl` and its scalars to TensorBoard event
-    files under `<out_dir>/tb` (`report.tbevents`: no extra dependency)."""
+    """Appends each step's record to `<out_dir>/metrics.jsonl` and its scalars to the run's trackers
+    (`report.trackers`): TensorBoard event files under `<out_dir>/tb` (no extra dependency), with the
+    run's config as a text, plus `tracking.report_to` (a `config.TrackingConfig`; None: TensorBoard
+    only). The trackers open on `open()` or the first write and close on `close()`."""
 
-    def __init__(self, out_dir: str | Path) -> None:
-        from harnessrl.report.tbevents import EventWriter
+    def __init__(
+        self, out_dir: str | Path, tracking: Any = None, config: Mapping[str, Any] | None = None
+    ) -> None:
+        self.out_dir = Path(out_dir)
+        self.path = self.out_dir / "metrics.jsonl"
+        self.tracking, self.config = tracking, config
+        self.trackers: Any = None
 
-        self.path = Path(out_dir) / "metrics.jsonl"
-        self.events = EventWriter(Path(out_dir) / "tb")
+    def open(self) -> None:
+        from harnessrl.report.trackers import open_trackers
+
+        if self.trackers is None:
+            self.trackers = open_trackers(self.out_dir, self.tracking, kind="train", config=self.config)
 
     def write(self, record: Mapping[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(record, sort_keys=True) + "\n")
-        self.events.scalars(int(record["step"]), scalars(record))
+        self.open()
+        self.trackers.scalars(int(record["step"]), scalars(record))
+
+    def close(self) -> None:
+        if self.trackers is not None:
+            self.trackers.close()
+            self.trackers = None

@@ -115,7 +115,7 @@ async def evaluate_policy(
     run_cfg = cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"out_dir": str(folder)})})
     policy = Policy(label, model, Path(weights) if weights else None)
     report = await evaluate(run_cfg, tasks, harnesses=harnesses, policies=[policy])
-    write_report(report, folder)
+    write_report(report, folder, cfg.tracking, run_cfg.model_dump(mode="json"))
     entry: dict[str, Any] = report["policies"][label]
     return entry
 
@@ -172,6 +172,7 @@ async def run_quickstart(
     summary["paired"] = paired
     (out / "quickstart.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (out / "quickstart.md").write_text(table_markdown(results, cfg, paired), encoding="utf-8")
+    track_table(out, cfg, results, paired)
     return summary
 
 
@@ -228,6 +229,18 @@ def table_rows(results: dict[str, Any], paired: dict[str, Any] | None = None) ->
          statuses(s)]
         for name, s in results.items()
     ]  # fmt: skip
+
+
+def track_table(out: Path, cfg: Config, results: dict[str, Any], paired: dict[str, Any]) -> None:
+    """The before/after table and its numbers to `<out>/tb` and `tracking.report_to` (`report.trackers`)."""
+    from harnessrl.report.trackers import open_trackers
+
+    values = {f"pass1/{p}": s["pass1"] for p, s in results.items() if s.get("pass1") is not None}
+    for p, c in paired.items():
+        values |= {f"paired/{p}-{c['baseline']}/{k}": c[k] for k in ("difference", "lo", "hi")}
+    with open_trackers(out, cfg.tracking, kind="experiment", config=cfg.model_dump(mode="json")) as t:
+        t.scalars(0, values)
+        t.table("quickstart/table", TABLE_HEADER, table_rows(results, paired))
 
 
 def table_markdown(results: dict[str, Any], cfg: Config, paired: dict[str, Any] | None = None) -> str:
