@@ -223,3 +223,29 @@ def test_a_tracker_that_is_not_installed_is_a_config_error(
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(TrackerError, match=r"pip install 'harnessrl\[mlflow\]'"):
         require(TrackingConfig(report_to=["mlflow"]))
+
+
+class Broken:
+    """A tracker whose client fails while logging (a full disk, a dead service)."""
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        raise OSError("disk full")
+
+    def table(self, name: str, header: list[str], rows: list[list[str]], step: int) -> None:
+        raise AssertionError("dropped trackers get no more calls")
+
+    def close(self) -> None:
+        raise AssertionError("dropped trackers get no more calls")
+
+
+def test_a_tracker_that_fails_is_dropped_and_the_others_go_on(tmp_path: Path) -> None:
+    from harnessrl.report.trackers import TensorBoard, Trackers
+
+    trackers = Trackers([Broken(), TensorBoard(tmp_path, {})])
+    with pytest.warns(UserWarning, match=r"Broken tracker failed \(OSError\('disk full'\)\); it is dropped"):
+        trackers.scalars(0, {"a": 1.0})
+    trackers.scalars(1, {"a": 2.0})
+    trackers.table("t", ["x"], [["1"]])
+    trackers.close()
+    (events,) = (tmp_path / "tb").iterdir()
+    assert read_scalars(events) == {"a": [(0, 1.0), (1, 2.0)]} and list(read_texts(events)) == ["t"]
