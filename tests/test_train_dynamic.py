@@ -214,3 +214,18 @@ def test_dynamic_sampling_needs_grpo(tmp_path: Path) -> None:
     cfg = make_cfg(tmp_path, algorithm="ppo")
     with pytest.raises(ConfigError, match="grouped algorithm"):
         TrainLoop(cfg, [real_task(0, "flat")], None, None)  # type: ignore[arg-type]
+
+
+async def test_fill_under_harness_scaling_gives_the_new_task_its_own_configuration() -> None:
+    from harnessrl.scaling import orthogonal_array
+    from harnessrl.train.schedule import SpaceSpec, space_harness
+
+    tasks = [task(i, "flat") for i in range(4)]
+    space = SpaceSpec(codes=tuple(orthogonal_array()), k=2, seed=0)
+    spec = ScheduleSpec(harnesses=(), tasks_per_step=1, group_size=2, seed=0, space=space)
+    first = [outcome(j) for j in schedule_step(tasks, spec, 0)]
+    runs = Runs()
+    rollouts, done = await fill(first, runs, tasks, spec, 0, rounds=1, trains=never)
+    (new,) = {(r.task_id, r.harness, r.group_id) for r in rollouts[len(first) :]}
+    assert new[1] == space_harness(space, new[0], 0) and new[2] == f"{new[0]}/{new[1]}"
+    assert new[0] != first[0].task_id and (done.resampled, done.exhausted) == (1, True)
