@@ -56,6 +56,12 @@ async def test_whitebox_two_policies_seeds_failures_and_report(tmp_path: Path) -
     assert a["pass_at_k"] == {"1": 0.5, "2": 1.0} and a["pass_hat_k"] == {"1": 0.5, "2": 0.0}
     assert b["statuses"] == {"ok": 2} and b["pass1"] == 1.0 and b["se"] == 0.0
     assert report["transfer"] == {"a": {harness: 0.5}, "b": {harness: 1.0}}
+    # paired: one task, b - a = 1/2 on it; every resample is that task: the interval is the point
+    (cmp,) = report["paired"]
+    assert (cmp["policy"], cmp["baseline"]) == ("b", "a")
+    got = cmp["overall"]
+    assert (got["difference"], got["lo"], got["hi"], got["excludes_zero"]) == (0.5, 0.5, 0.5, True)
+    assert cmp["by_harness"][harness] == got and (got["tasks"], got["up"], got["resamples"]) == (1, 1, 10_000)
     assert list(report["policies"]["b"]["space"]) == ["in_space_train"]  # 00000 is in the OA
     seeds = {(o["policy"], o["run"]): o["seed"] for o in report["outcomes"]}
     assert seeds[("a", 1)] == seeds[("b", 1)] == eval_seed(0, tasks[0].id, harness, 1)
@@ -64,6 +70,7 @@ async def test_whitebox_two_policies_seeds_failures_and_report(tmp_path: Path) -
     assert json.loads(paths["json"].read_text())["policies"]["b"]["summary"]["pass1"] == 1.0
     md = paths["markdown"].read_text()
     assert "## Transfer (Pass@1, policy x eval harness)" in md and f"| a | {harness} | 0.500" in md
+    assert f"| b | a | {harness} | +0.500 | [+0.500, +0.500] | yes | 1 / 0 / 0 | - |" in md
     assert (tmp_path / "rollouts" / "b" / f"b-{tasks[0].id}-whitebox_00000-r1" / "rollout.json").is_file()
 
 
@@ -137,3 +144,29 @@ def test_cli_embedded_model_through_the_real_harnesses(tmp_path: Path) -> None:
         per_run = [float(sum(o["passed"] for o in mine if o["run"] == r)) for r in (0, 1)]
         assert s["pass1"] == pytest.approx(sum(per_run) / 2)
     assert "Loading weights" not in res.stdout + res.stderr
+
+
+@needs_bwrap
+def test_cli_prints_a_line_per_finished_rollout_in_a_log(tmp_path: Path) -> None:
+    """stdout is a pipe here (a log): one progress line per finished rollout, then the tables; the
+    eval's TensorBoard events hold its scalars and tables."""
+    from harnessrl.report.tbevents import read_scalars, read_texts
+
+    out = tmp_path / "ev"
+    args = ["eval", "--tasks", "bundled", "--split", "test", "--limit", "1", "--harness", "whitebox:00000"]
+    args += ["--engine", "scripted", "--runs", "2", "--out", str(out)]
+    res = _cli(args, tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    task = bundled_test_tasks(1)[0].id
+    lines = [line for line in res.stdout.splitlines() if line.startswith("[eval ")]
+    assert [line.split(" | ")[:2] for line in lines] == [
+        ["[eval 1/2] ok reward 1.000", f"{task} whitebox:00000"],
+        ["[eval 2/2] ok reward 1.000", f"{task} whitebox:00000"],
+    ]
+    assert sorted(line.rsplit("rollout ", 1)[1] for line in lines) == [
+        f"default-{task}-whitebox_00000-r0",
+        f"default-{task}-whitebox_00000-r1",
+    ]
+    (events,) = (out / "tb").iterdir()
+    assert read_scalars(events)["pass1/default"] == [(0, 1.0)]
+    assert "eval/policies" in read_texts(events) and "config" in read_texts(events)

@@ -48,6 +48,17 @@ async def test_quickstart_toy_scale_and_reuse(tmp_path: Path) -> None:
         assert s["pairs"] == 2 and s["rollouts"] == 6 and len(s["per_run"]) == 3
     assert set(first["seconds"]) == {"tasks", "sft", "eval/base", "eval/sft", "rl", "eval/sft+rl"}
     assert (tmp_path / "qs" / "quickstart.md").read_text().count("| sft") == 2
+    # paired differences over the row above, from the stages' eval.json (2 tasks, same seeds)
+    paired = first["paired"]
+    assert [(p, c["baseline"], c["tasks"]) for p, c in paired.items()] == [
+        ("sft", "base", 2),
+        ("sft+rl", "sft", 2),
+    ]
+    for p, c in paired.items():
+        diff = first["policies"][p]["pass1"] - first["policies"][c["baseline"]]["pass1"]
+        assert c["difference"] == pytest.approx(diff) and c["lo"] <= c["difference"] <= c["hi"]
+    assert "\nsft+rl over sft: " in (tmp_path / "qs" / "quickstart.md").read_text()
+    assert any((tmp_path / "qs" / "tb").iterdir())  # the table, also as TensorBoard text
     assert (tmp_path / "qs" / "eval" / "sft+rl" / "eval.md").is_file()
     lines.clear()
     second = await run_quickstart(cfg, echo=lines.append)

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from harnessrl.config import Config
+from harnessrl.report.tbevents import read_scalars, read_texts
 from harnessrl.rollout.artifacts import read_rollout
 from harnessrl.tasks import load_tasks
 from harnessrl.tasks.generate import generate
@@ -52,6 +53,10 @@ async def test_sft_lowers_heldout_nll_and_rl_starts_from_it(tmp_path: Path) -> N
     assert (result["train_trees"], result["heldout_trees"], result["dropped"]) == (4, 2, {})
     nll = [rec["heldout_nll"] for rec in result["log"]]
     assert len(nll) == 5 and nll[-1] < nll[0] - 0.5, nll  # 4 steps: held-out NLL well down
+    (events,) = (tmp_path / "sft" / "tb").iterdir()  # the same numbers as TensorBoard scalars
+    logged = read_scalars(events)
+    assert logged["sft/heldout_nll"] == [(s, pytest.approx(x, rel=1e-6)) for s, x in enumerate(nll)]
+    assert [s for s, _ in logged["sft/nll"]] == [1, 2, 3, 4] and "config" in read_texts(events)
 
     # The trees are the demonstrations' recorded ids; read back from the folders they are identical.
     demos = [read_rollout(d) for d in rollout_dirs([tmp_path / "sft" / "demos"])]

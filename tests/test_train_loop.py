@@ -160,7 +160,11 @@ async def test_one_full_step(tmp_path: Path) -> None:
     assert rec["trained"] is True and rec["skip_reason"] is None
     assert rec["trained_rollouts"] == 8 and rec["failures_trained"] == {"harness_error": 2}
     assert rec["trained_by_harness"] == {"shell": 4, "shell-b": 4}
-    assert rec["groups"] == {"scheduled": 4, "trained": 4, "zero_variance": 2, "dropped_small": 0}
+    assert rec["groups"] == {
+        "scheduled": 4, "trained": 4, "zero_variance": 2, "dropped_small": 0,
+        # informative: the two shell groups (shell-b scores a constant 0); no dynamic sampling
+        "informative": 2, "resampled": 0, "rounds": 0, "exhausted": 0, "dropped_zero_variance": 0,
+    }  # fmt: skip
     assert rec["optimizer_step"] == 1 and rec["weights_version"] == 1
     assert rec["reward"]["n"] == 6 and rec["reward"]["by_harness"]["shell-b"] == 0.0
     assert 0.0 < rec["reward"]["by_harness"]["shell"] < 1.0

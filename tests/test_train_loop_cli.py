@@ -78,7 +78,10 @@ def test_cli_runs_a_step_through_the_shell_harness(tmp_path: Path) -> None:
     rec = json.loads((out / "metrics.jsonl").read_text())
     # Doing nothing scores the same for both rollouts of the group: a GRPO step with nothing to learn.
     assert rec["status"] == {"ok": 2} and rec["trained"] is False and rec["skip_reason"] == "zero_advantage"
-    assert rec["groups"] == {"scheduled": 1, "trained": 1, "zero_variance": 1, "dropped_small": 0}
+    assert rec["groups"] == {
+        "scheduled": 1, "trained": 1, "zero_variance": 1, "dropped_small": 0,
+        "informative": 0, "resampled": 0, "rounds": 0, "exhausted": 0, "dropped_zero_variance": 0,
+    }  # fmt: skip
     assert rec["tree"]["calls"] == 2
     assert "step 1/1 | ok 2 | reward " in result.output and "skipped (zero_advantage)" in result.output
 

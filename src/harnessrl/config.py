@@ -24,6 +24,7 @@ from harnessrl.engines.config import EngineConfig, SamplingConfig, VLLMConfig
 from harnessrl.evaluate.config import EvalConfig
 from harnessrl.experiments.config import AblationConfig, QuickstartConfig
 from harnessrl.proxy.config import ProxyConfig
+from harnessrl.report.config import TrackingConfig
 from harnessrl.rl.config import AdvantageConfig, LossConfig
 from harnessrl.rollout.config import RayConfig, RolloutConfig
 from harnessrl.sandbox.config import SandboxConfig
@@ -64,6 +65,7 @@ __all__ = [
     "SftConfig",
     "TasksConfig",
     "TraceConfig",
+    "TrackingConfig",
     "TrainConfig",
     "TrainableStatus",
     "TrainerConfig",
@@ -103,6 +105,8 @@ class Config(Section):
     """`harnessrl quickstart`."""
     ablation: AblationConfig = Field(default_factory=AblationConfig)
     """The harness-scaling ablation (`scripts/scaling_ablation`)."""
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    """Experiment trackers besides TensorBoard (`report.trackers`)."""
 
 
 class ConfigError(ValueError):

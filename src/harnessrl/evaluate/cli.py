@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +13,8 @@ from rich.console import Console
 
 from harnessrl.config import Config, ConfigError, flag_overrides, load_config
 from harnessrl.progress import console, quiet_loading
-from harnessrl.types import EngineError, TaskError
+from harnessrl.report.trackers import require
+from harnessrl.types import EngineError, Rollout, TaskError
 
 
 def eval_cmd(
@@ -56,6 +59,7 @@ def eval_cmd(
         raise typer.BadParameter(str(e)) from None
     out_console = console()
     try:
+        require(cfg.tracking)  # a tracker asked for but not installed fails before the rollouts
         report = asyncio.run(run_eval(cfg, out_console))
     except (TaskError, EngineError, ConfigError, ValueError) as e:
         out_console.print(f"error: {e}", markup=False)
@@ -64,7 +68,7 @@ def eval_cmd(
 
     for table in rich_tables(report):
         out_console.print(table)
-    paths = write_report(report, cfg.eval.out_dir)
+    paths = write_report(report, cfg.eval.out_dir, cfg.tracking, cfg.model_dump(mode="json"))
     out_console.print(f"report: {paths['markdown']} and {paths['json']}", markup=False, highlight=False)
 
 
@@ -78,4 +82,28 @@ async def run_eval(cfg: Config, out: Console) -> dict[str, object]:
         out.print(f"rejected: {err}", markup=False)
     if not load.tasks:
         raise TaskError(f"no tasks to evaluate in {cfg.tasks.path!r} (split={cfg.tasks.split!r})")
-    return await evaluate(cfg, load.tasks, echo=lambda line: out.print(line, markup=False, highlight=False))
+
+    def echo(line: str) -> None:
+        out.print(line, markup=False, highlight=False)
+
+    harnesses = cfg.eval.harnesses or [cfg.rollout.harness]
+    total = len(load.tasks) * len(harnesses) * cfg.eval.runs * max(1, len(cfg.eval.checkpoints))
+    on_done = None if sys.stdout.isatty() else RolloutLines(total, echo)
+    return await evaluate(cfg, load.tasks, echo=echo, on_done=on_done)
+
+
+class RolloutLines:
+    """One line per finished rollout, for logs (a terminal gets the tables only):
+    `[eval 3/60] ok reward 1.000 | task_x whitebox:00000 | 12.3 s | rollout <id>`."""
+
+    def __init__(self, total: int, echo: Callable[[str], None]) -> None:
+        self.total, self.done, self.echo = total, 0, echo
+
+    def __call__(self, rollout: Rollout) -> None:
+        self.done += 1
+        reward = "-" if rollout.reward is None else f"{rollout.reward:.3f}"
+        seconds = rollout.ended_at - rollout.started_at if rollout.ended_at else 0.0
+        self.echo(
+            f"[eval {self.done}/{self.total}] {rollout.status_label} reward {reward} | {rollout.task_id} "
+            f"{rollout.harness} | {seconds:.1f} s | rollout {rollout.rollout_id}"
+        )

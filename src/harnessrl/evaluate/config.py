@@ -29,6 +29,11 @@ class EvalConfig(Section):
     checkpoints: list[str] = Field(default_factory=list)
     """Policies evaluated in turn: `default`, a model folder, a trainer checkpoint `step-<n>/` or a
     train run folder (its latest checkpoint), each optionally `label=PATH`; empty = `engine.model`."""
+    bootstrap_resamples: int = Field(default=10_000, ge=1)
+    """With several policies: resamples of the paired bootstrap over tasks behind each difference's
+    interval (`evaluate.paired`; seeded by `seed`, so the same report gives the same interval)."""
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    """Coverage of the paired differences' percentile bootstrap intervals."""
     harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Adapter switches per harness name; the key `whitebox` applies to every `whitebox:<code>`.
     A harness without an entry gets `train.harness_options[name]` (whitebox: the harness space's)."""

@@ -6,7 +6,9 @@
 `markdown(report)` is self-contained (a heading, then one pipe table per view) so a report page can
 include it as is: the policies side by side, then per harness, per category, per task, the
 harness-scaling groups (in-space train / in-space held-out / out-of-space) when white-box
-configurations were evaluated, and the train x eval transfer table when several policies were.
+configurations were evaluated, and when several policies were: the train x eval transfer table and
+the paired differences (every later policy minus every earlier one, overall and per harness, with
+a bootstrap interval over tasks and whether it excludes 0: `evaluate.paired`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from rich.table import Table
 
+from harnessrl.evaluate.paired import PAIRED_COLUMNS, paired_row, sentence
 from harnessrl.formats.eval_report import write_eval
 
 
@@ -71,7 +74,24 @@ def views(report: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]
         harnesses = report["config"]["harnesses"]
         rows = [[p, *(fmt(cells.get(h)) for h in harnesses)] for p, cells in report["transfer"].items()]
         out.append(("Transfer (Pass@1, policy x eval harness)", ["policy", *harnesses], rows))
+    if report.get("paired"):
+        out.append(paired_view(report["paired"]))
     return out
+
+
+def paired_view(comparisons: list[dict[str, Any]]) -> tuple[str, list[str], list[list[str]]]:
+    """The paired differences as one table: each comparison overall (`all`), then per harness."""
+    c0 = comparisons[0]["overall"]
+    title = (
+        f"Paired differences (Pass@1, policy - baseline, {c0['confidence']:.0%} bootstrap interval "
+        "over tasks)"
+    )
+    rows = [
+        [c["policy"], c["baseline"], name, *paired_row(s)]
+        for c in comparisons
+        for name, s in [("all", c["overall"]), *c["by_harness"].items()]
+    ]
+    return title, ["policy", "baseline", "harness", *PAIRED_COLUMNS], rows
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -85,7 +105,10 @@ def markdown(report: dict[str, Any]) -> str:
         "pass rates, +- its standard error over runs; every rollout that did not end ok scores 0.",
     ]
     for title, header, rows in views(report):
-        lines += ["", f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["", f"## {title}", ""]
+        if title.startswith("Paired differences"):
+            lines += [*(sentence(c) for c in report["paired"]), ""]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
@@ -103,10 +126,39 @@ def rich_tables(report: dict[str, Any], *, tasks: bool = False) -> list[Table]:
     return out
 
 
-def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
-    """`eval.json` and `eval.md` under `out_dir`; returns their paths."""
+def write_report(
+    report: dict[str, Any],
+    out_dir: str | Path,
+    tracking: Any = None,
+    config: dict[str, Any] | None = None,
+) -> dict[str, Path]:
+    """`eval.json` and `eval.md` under `out_dir`, and the report's scalars and tables to its trackers
+    (`report.trackers`: TensorBoard in `out_dir/tb`, plus `tracking.report_to`); returns the paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": write_eval(out, report), "markdown": out / "eval.md"}
     paths["markdown"].write_text(markdown(report), encoding="utf-8")
+    from harnessrl.report.trackers import open_trackers
+
+    with open_trackers(out, tracking, kind="eval", config=config or {"eval": report["config"]}) as t:
+        t.scalars(0, report_scalars(report))
+        for title, header, rows in views(report):
+            t.table("eval/" + title.split(" (")[0].lower().replace(" ", "_"), header, rows)
     return paths
+
+
+def report_scalars(report: dict[str, Any]) -> dict[str, float]:
+    """`pass1/<policy>`, `pass1/<policy>/<harness>`, `mean_score/..`, `se/..`, `se_pairs/..` and
+    `paired/<policy>-<baseline>/{difference,lo,hi}` (also per harness) of a report."""
+    out: dict[str, float] = {}
+    for p, e in report["policies"].items():
+        for name, s in [("", e["summary"]), *((f"/{h}", v) for h, v in e.get("by_harness", {}).items())]:
+            for key in ("pass1", "mean_score", "se", "se_pairs"):
+                if s.get(key) is not None:
+                    out[f"{key}/{p}{name}"] = float(s[key])
+    for c in report.get("paired", []):
+        where = f"paired/{c['policy']}-{c['baseline']}"
+        for name, s in [("", c["overall"]), *((f"/{h}", v) for h, v in c["by_harness"].items())]:
+            for key in ("difference", "lo", "hi"):
+                out[f"{where}{name}/{key}"] = float(s[key])
+    return out

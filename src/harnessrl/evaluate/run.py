@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from harnessrl.evaluate.paired import comparisons, sentence
 from harnessrl.evaluate.stats import Outcome, breakdown, space_group, summarize
 from harnessrl.protocols import Engine
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner
@@ -252,8 +253,9 @@ async def evaluate(
     if len({p.label for p in chosen}) != len(chosen):
         raise ValueError(f"policy labels must differ: {[p.label for p in chosen]}")
     report: dict[str, Any] = {"config": _header(cfg, tasks, names), "policies": {}, "outcomes": []}
+    by_policy: dict[str, list[Outcome]] = {}
     for policy in chosen:
-        outcomes = await run_policy(cfg, tasks, names, policy, on_done, engine)
+        outcomes = by_policy[policy.label] = await run_policy(cfg, tasks, names, policy, on_done, engine)
         entry = policy_report(cfg, outcomes)
         entry["checkpoint"] = {"model": policy.model, "weights": str(policy.weights or "")}
         report["policies"][policy.label] = entry
@@ -265,6 +267,12 @@ async def evaluate(
         report["transfer"] = {
             p: {h: v["pass1"] for h, v in e["by_harness"].items()} for p, e in report["policies"].items()
         }
+        e = cfg.eval
+        report["paired"] = comparisons(
+            by_policy, resamples=e.bootstrap_resamples, seed=e.seed, confidence=e.confidence
+        )
+        for c in report["paired"]:
+            echo(f"paired: {sentence(c)}")
     return report
 
 
@@ -279,4 +287,6 @@ def _header(cfg: Config, tasks: Sequence[Task], harnesses: Sequence[str]) -> dic
         "seed": cfg.eval.seed,
         "engine": cfg.engine.type,
         "sampling": cfg.engine.sampling.model_dump(),
+        "bootstrap_resamples": cfg.eval.bootstrap_resamples,
+        "confidence": cfg.eval.confidence,
     }

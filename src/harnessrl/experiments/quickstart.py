@@ -15,13 +15,16 @@ ran to the end with the same inputs (so a second run reuses what the first built
     eval-rl    the SFT+RL policy, same tasks, same seeds
 
 Nothing is tuned on the held-out tasks: they are only evaluated, with the same seeds for each policy.
-The table compares Pass@1 (mean of the per-run pass rates) +- its standard error over runs.
+The table compares Pass@1 (mean of the per-run pass rates) +- its standard error over runs, and each
+policy's paired difference over the row above (SFT over base, SFT+RL over SFT) with its 95% bootstrap
+interval over tasks (`evaluate.paired`), computed from the stages' `eval.json` outcomes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import shutil
 import sys
@@ -112,7 +115,7 @@ async def evaluate_policy(
     run_cfg = cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"out_dir": str(folder)})})
     policy = Policy(label, model, Path(weights) if weights else None)
     report = await evaluate(run_cfg, tasks, harnesses=harnesses, policies=[policy])
-    write_report(report, folder)
+    write_report(report, folder, cfg.tracking, run_cfg.model_dump(mode="json"))
     entry: dict[str, Any] = report["policies"][label]
     return entry
 
@@ -164,9 +167,12 @@ async def run_quickstart(
     results["sft+rl"] = await st.run(
         "eval/sft+rl", ev | rl_inputs, lambda f: _eval(cfg, held, "sft+rl", sft["model"], ckpt, f)
     )
+    paired = paired_over_previous(out / "eval", list(results), cfg)
     summary = {"policies": results, "seconds": st.seconds, "heldout_tasks": len(held), "sft": sft}
+    summary["paired"] = paired
     (out / "quickstart.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    (out / "quickstart.md").write_text(table_markdown(results, cfg), encoding="utf-8")
+    (out / "quickstart.md").write_text(table_markdown(results, cfg, paired), encoding="utf-8")
+    track_table(out, cfg, results, paired)
     return summary
 
 
@@ -177,22 +183,74 @@ async def _sft(cfg: Config, tasks: list[Task]) -> dict[str, Any]:
     return {"model": result["model"], "log": result["log"], "dropped": result["dropped"]}
 
 
-TABLE_HEADER = ["policy", "held-out Pass@1 +- se (range)", "mean score", "per-run pass rates", "statuses"]
+TABLE_HEADER = [
+    "policy",
+    "held-out Pass@1 +- se (range)",
+    "paired difference over the row above [95% interval]",
+    "mean score",
+    "per-run pass rates",
+    "statuses",
+]
 
 
-def table_rows(results: dict[str, Any]) -> list[list[str]]:
+def paired_over_previous(eval_dir: Path, names: list[str], cfg: Config) -> dict[str, dict[str, Any]]:
+    """Each policy's paired difference of Pass@1 over the policy in the row above it (sft over base,
+    sft+rl over sft), from the outcomes in their `eval/<policy>/eval.json` (same tasks, same seeds),
+    with `evaluate.paired`'s bootstrap interval over tasks (`eval.bootstrap_resamples`, `eval.seed`)."""
+    from harnessrl.evaluate.paired import outcomes_of, paired
+
+    e = cfg.eval
+    reports = {n: json.loads((eval_dir / n / "eval.json").read_text(encoding="utf-8")) for n in names}
+    return {
+        name: {"baseline": prev}
+        | paired(
+            outcomes_of(reports[prev], prev),
+            outcomes_of(reports[name], name),
+            resamples=e.bootstrap_resamples,
+            seed=e.seed,
+            confidence=e.confidence,
+        )
+        for prev, name in itertools.pairwise(names)
+    }
+
+
+def table_rows(results: dict[str, Any], paired: dict[str, Any] | None = None) -> list[list[str]]:
+    from harnessrl.evaluate.paired import signed
     from harnessrl.evaluate.report import fmt, spread, statuses
 
+    def over(name: str) -> str:
+        c = (paired or {}).get(name)
+        if c is None:
+            return "-"
+        return f"{signed(c['difference'])} [{signed(c['lo'])}, {signed(c['hi'])}] over {c['baseline']}"
+
     return [
-        [name, spread(s), fmt(s["mean_score"]), " ".join(f"{x:.3f}" for x in s["per_run"]), statuses(s)]
+        [name, spread(s), over(name), fmt(s["mean_score"]), " ".join(f"{x:.3f}" for x in s["per_run"]),
+         statuses(s)]
         for name, s in results.items()
-    ]
+    ]  # fmt: skip
 
 
-def table_markdown(results: dict[str, Any], cfg: Config) -> str:
+def track_table(out: Path, cfg: Config, results: dict[str, Any], paired: dict[str, Any]) -> None:
+    """The before/after table and its numbers to `<out>/tb` and `tracking.report_to` (`report.trackers`)."""
+    from harnessrl.report.trackers import open_trackers
+
+    values = {f"pass1/{p}": s["pass1"] for p, s in results.items() if s.get("pass1") is not None}
+    for p, c in paired.items():
+        values |= {f"paired/{p}-{c['baseline']}/{k}": c[k] for k in ("difference", "lo", "hi")}
+    with open_trackers(out, cfg.tracking, kind="experiment", config=cfg.model_dump(mode="json")) as t:
+        t.scalars(0, values)
+        t.table("quickstart/table", TABLE_HEADER, table_rows(results, paired))
+
+
+def table_markdown(results: dict[str, Any], cfg: Config, paired: dict[str, Any] | None = None) -> str:
+    from harnessrl.evaluate.paired import sentence
+
     lines = [f"Held-out generated tasks through `{cfg.quickstart.harness}`, {cfg.eval.runs} runs each.", ""]
     lines += ["| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
-    lines += ["| " + " | ".join(row) + " |" for row in table_rows(results)]
+    lines += ["| " + " | ".join(row) + " |" for row in table_rows(results, paired)]
+    for name, c in (paired or {}).items():
+        lines += ["", sentence({"policy": name, "baseline": c["baseline"], "overall": c})]
     return "\n".join(lines) + "\n"
 
 
@@ -206,6 +264,7 @@ def quickstart(
     """Demonstrations -> SFT -> eval -> GRPO -> eval on generated tasks; prints the before/after table."""
     from rich.table import Table
 
+    from harnessrl.evaluate.paired import sentence
     from harnessrl.progress import console, quiet_loading
 
     try:
@@ -217,9 +276,11 @@ def quickstart(
     t0 = time.perf_counter()
     summary = asyncio.run(run_quickstart(cfg, fresh=fresh, echo=lambda s: print(s, flush=True)))
     table = Table(*TABLE_HEADER, title=f"before / after ({summary['heldout_tasks']} held-out tasks)")
-    for row in table_rows(summary["policies"]):
+    for row in table_rows(summary["policies"], summary["paired"]):
         table.add_row(*row)
     out.print(table)
+    for name, c in summary["paired"].items():
+        print(sentence({"policy": name, "baseline": c["baseline"], "overall": c}))
     root = Path(cfg.quickstart.out_dir)
     stages = {k: round(v) for k, v in summary["seconds"].items()}
     print(f"total {time.perf_counter() - t0:.0f} s; stages {json.dumps(stages)}")

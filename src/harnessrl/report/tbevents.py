@@ -10,7 +10,10 @@ few floats. The file format is small and stable, so it is written here directly:
 (`uint64 length`, masked CRC-32C of the length, the bytes, masked CRC-32C of the bytes) around
 `tensorflow.Event` protobufs, hand-encoded: `wall_time` (1, double), `step` (2, int64),
 `file_version` (3, string, first event only: "brain.Event:2") and `summary` (5) holding one
-`Summary.Value` per scalar: `tag` (1, string), `simple_value` (2, float). Viewing still needs
+`Summary.Value` per scalar: `tag` (1, string), `simple_value` (2, float); or per text (the config, an
+eval table as markdown: TensorBoard's Text tab): `tag` (1), `metadata` (9: `plugin_data` (1) with
+`plugin_name` (1) "text") and `tensor` (8: `dtype` (1) DT_STRING = 7, an empty `tensor_shape` (2),
+the UTF-8 text as `string_val` (8)). Viewing still needs
 `pip install tensorboard`; `read_scalars` reads the files back (tests check it against TensorBoard's
 own reader where that is installed).
 """
@@ -64,18 +67,30 @@ def _field_bytes(number: int, payload: bytes) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
+def _text_value(tag: str, text: str) -> bytes:
+    """A `Summary.Value` of TensorBoard's text plugin (module docstring)."""
+    meta = _field_bytes(1, _field_bytes(1, b"text"))
+    tensor = b"\x08\x07" + _field_bytes(2, b"") + _field_bytes(8, text.encode())
+    return _field_bytes(1, tag.encode()) + _field_bytes(9, meta) + _field_bytes(8, tensor)
+
+
 def encode_event(
-    wall_time: float, step: int, values: Mapping[str, float] | None = None, version: str = ""
+    wall_time: float,
+    step: int,
+    values: Mapping[str, float] | None = None,
+    version: str = "",
+    texts: Mapping[str, str] | None = None,
 ) -> bytes:
     """One serialized `Event` (fields in the module docstring)."""
     out = b"\x09" + struct.pack("<d", wall_time) + b"\x10" + _varint(step)
     if version:
         out += _field_bytes(3, version.encode())
-    if values:
+    if values or texts:
         summary = b"".join(
             _field_bytes(1, _field_bytes(1, tag.encode()) + b"\x15" + struct.pack("<f", float(v)))
-            for tag, v in values.items()
+            for tag, v in (values or {}).items()
         )
+        summary += b"".join(_field_bytes(1, _text_value(tag, t)) for tag, t in (texts or {}).items())
         out += _field_bytes(5, summary)
     return out
 
@@ -96,13 +111,22 @@ class EventWriter:
 
     def scalars(self, step: int, values: Mapping[str, float], wall_time: float | None = None) -> None:
         """One event holding every (tag, value) of this step (NaN values are left out)."""
+        finite = {k: float(v) for k, v in values.items() if v == v}
+        self._append(step, wall_time, finite, {})
+
+    def text(self, step: int, texts: Mapping[str, str], wall_time: float | None = None) -> None:
+        """One event holding markdown texts by tag (TensorBoard's Text tab: config, tables)."""
+        self._append(step, wall_time, {}, texts)
+
+    def _append(
+        self, step: int, wall_time: float | None, values: Mapping[str, float], texts: Mapping[str, str]
+    ) -> None:
         now = time.time() if wall_time is None else wall_time
         data = b""
         if not self.path.exists():
             self.logdir.mkdir(parents=True, exist_ok=True)
             data = frame(encode_event(now, 0, version="brain.Event:2"))
-        finite = {k: float(v) for k, v in values.items() if v == v}
-        data += frame(encode_event(now, step, finite))
+        data += frame(encode_event(now, step, values, texts=texts))
         with self.path.open("ab") as f:
             f.write(data)
 
@@ -161,9 +185,8 @@ def read_records(path: str | Path) -> Iterator[bytes]:
         i += 16 + length
 
 
-def read_scalars(path: str | Path) -> dict[str, list[tuple[int, float]]]:
-    """tag -> [(step, value), ...] of an event file."""
-    out: dict[str, list[tuple[int, float]]] = {}
+def _values(path: str | Path) -> Iterator[tuple[int, dict[int, int | float | bytes]]]:
+    """(step, fields of one `Summary.Value`) of every value of an event file."""
     for record in read_records(path):
         fields = list(_fields(record))
         step = next((int(v) for n, v in fields if n == 2 and isinstance(v, int)), 0)
@@ -172,8 +195,27 @@ def read_scalars(path: str | Path) -> dict[str, list[tuple[int, float]]]:
                 continue
             for _, value in _fields(summary):
                 assert isinstance(value, bytes)
-                parts = dict(_fields(value))
-                tag = parts[1]
-                assert isinstance(tag, bytes)
-                out.setdefault(tag.decode(), []).append((step, float(parts.get(2, 0.0))))
+                yield step, dict(_fields(value))
+
+
+def read_scalars(path: str | Path) -> dict[str, list[tuple[int, float]]]:
+    """tag -> [(step, value), ...] of the scalars of an event file."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for step, parts in _values(path):
+        tag = parts[1]
+        assert isinstance(tag, bytes)
+        if 8 not in parts:  # not a text (tensor) value
+            out.setdefault(tag.decode(), []).append((step, float(parts.get(2, 0.0))))
+    return out
+
+
+def read_texts(path: str | Path) -> dict[str, list[tuple[int, str]]]:
+    """tag -> [(step, text), ...] of the texts of an event file."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    for step, parts in _values(path):
+        tag, tensor = parts[1], parts.get(8)
+        if isinstance(tag, bytes) and isinstance(tensor, bytes):
+            text = dict(_fields(tensor)).get(8, b"")
+            assert isinstance(text, bytes)
+            out.setdefault(tag.decode(), []).append((step, text.decode()))
     return out

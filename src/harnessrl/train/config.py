@@ -145,6 +145,13 @@ class TrainConfig(Section):
     """Asynchronous rollouts: the rollouts of step s start once step s - k - 1 is trained, so they run
     while the trainer updates and are at most k policy versions old when trained (0 = synchronous:
     each step samples from the weights of the step before)."""
+    dynamic_sampling_rounds: int = Field(default=0, ge=0)
+    """Dynamic sampling (DAPO; GRPO only): after a step's rollouts, each group without reward
+    variance (all solved or all failed: zero advantage) is replaced by a group of a task the step has
+    not run, in up to this many rounds, until the step holds as many informative groups as it
+    scheduled; groups without variance are then not trained (`train/dynamic.py`). Each round costs
+    rollouts and wall time, so the default 0 keeps a step's budget fixed at tasks_per_step x
+    group_size rollouts per harness; 2-3 rounds fill most steps when some tasks are learnable."""
     stale_rollouts: Literal["drop", "keep"] = "drop"
     """An ok rollout found more than `max_off_policy_steps` versions old when trained: dropped as
     `filtered:stale`, or kept (its tokens corrected by the truncated IS weight like any other)."""

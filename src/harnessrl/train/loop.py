@@ -6,7 +6,9 @@
 One step (`TrainLoop.run_step`), as in DESIGN's "One training step, as data":
 
     schedule    jobs = which tasks x which harnesses, `group_size` rollouts per (task, harness) group
-                (`train.schedule`: a pure function of (seed, step), so a resumed run redoes the same step)
+                (`train.schedule`: a pure function of (seed, step), so a resumed run redoes the same step);
+                with `train.dynamic_sampling_rounds`, groups without reward variance are replaced by
+                other tasks' groups until the step holds as many informative ones (`train.dynamic`)
     rollouts    the runner runs every job through its harness in a sandbox against the proxy; the proxy
                 samples from the engine, which holds the current policy weights (or, with
                 `train.max_off_policy_steps = k > 0`, the weights of up to k steps ago: see Async)
@@ -73,10 +75,12 @@ from harnessrl.formats.metrics import truncate_metrics
 from harnessrl.progress import Progress
 from harnessrl.protocols import Engine
 from harnessrl.rl.algo import ALGORITHMS
+from harnessrl.rollout.runner import RolloutJob
 from harnessrl.rollout.session import RolloutStack, Runner
 from harnessrl.scaling.config import HarnessSpaceConfig
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
 from harnessrl.train.config import TrainerConfig
+from harnessrl.train.dynamic import Fill, fill, informative_groups
 from harnessrl.train.metrics import MetricsSink, outcomes
 from harnessrl.train.schedule import ScheduleSpec, SpaceSpec, schedule_step
 from harnessrl.train.staleness import apply_bound
@@ -178,6 +182,8 @@ class TreeBatch:
         self.failures_trained: Counter[str] = Counter()
         self.small_groups = 0
         """Groups dropped whole for being under `train.failures.min_group_size`."""
+        self.zero_variance_dropped = 0
+        """Samples of groups without reward variance that dynamic sampling left untrained."""
         self.tree_stats: list[dict[str, Any]] = []
 
 
@@ -224,23 +230,29 @@ def drop_small_groups(batch: TreeBatch, min_size: int) -> None:
     """GRPO: drop every group with fewer than `min_size` samples, relabelled `filtered:small_group`."""
     sizes = Counter(s.group_id for s in batch.samples)
     small = {g for g, n in sizes.items() if n < min_size}
-    if not small:
-        return
-    keep = [i for i, s in enumerate(batch.samples) if s.group_id not in small]
+    if small:
+        drop_groups(batch, small, "filtered:small_group")
+        batch.small_groups = len(small)
+
+
+def drop_groups(batch: TreeBatch, groups: set[str], label: str) -> int:
+    """Take every sample of `groups` out of the batch, relabelled `label`; returns how many."""
+    keep = [i for i, s in enumerate(batch.samples) if s.group_id not in groups]
     for i, s in enumerate(batch.samples):
-        if s.group_id in small:
-            label = batch.sample_labels[i]
-            batch.labels[label] -= 1
-            batch.labels["filtered:small_group"] += 1
-            if label != "ok":
-                batch.failures_trained[label] -= 1
+        if s.group_id in groups:
+            old = batch.sample_labels[i]
+            batch.labels[old] -= 1
+            batch.labels[label] += 1
+            if old != "ok":
+                batch.failures_trained[old] -= 1
     batch.labels = +batch.labels
     batch.failures_trained = +batch.failures_trained
-    batch.small_groups = len(small)
+    dropped = len(batch.samples) - len(keep)
     batch.samples = [batch.samples[i] for i in keep]
     batch.harness = [batch.harness[i] for i in keep]
     batch.sample_labels = [batch.sample_labels[i] for i in keep]
     batch.tree_stats = [batch.tree_stats[i] for i in keep]
+    return dropped
 
 
 def group_summary(samples: Sequence[TreeSample]) -> dict[str, int]:
@@ -294,7 +306,11 @@ class TrainLoop:
         self.out_dir = Path(cfg.train.out_dir)
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.checkpoints = self.out_dir / "checkpoints"
-        self.sink = MetricsSink(self.out_dir)
+        self.sink = MetricsSink(self.out_dir, cfg.tracking, cfg.model_dump(mode="json"))
+        if cfg.train.dynamic_sampling_rounds and not ALGORITHMS[cfg.train.algorithm].grouped:
+            raise ConfigError("train.dynamic_sampling_rounds needs a grouped algorithm (grpo)")
+        self.fills: dict[int, Fill] = {}
+        """Dynamic sampling of each step whose rollouts are done and not yet trained."""
         self.progress = progress or Progress(live=False, echo=echo, interval_s=float("inf"), summary=False)
 
     def rollout_config(self) -> Config:
@@ -310,22 +326,27 @@ class TrainLoop:
 
         The rollouts come from a `StepProducer` running at most `train.max_off_policy_steps` steps
         ahead of the trainer (0: each step's rollouts start after the previous step's update)."""
-        from harnessrl.rollout.producer import StepProducer
-
         self.out_dir.mkdir(parents=True, exist_ok=True)
         start = await self.resume() if self.cfg.train.resume else 0
         if not self.cfg.train.resume:
             self.metrics_path.write_text("")
+        self.sink.open()  # a tracker asked for but not installed fails here, before any rollout
+        try:
+            return await self.steps(start)
+        finally:
+            self.sink.close()
+
+    async def steps(self, start: int) -> list[dict[str, Any]]:
+        """Steps `start` .. `train.steps - 1` (see `run`)."""
+        from harnessrl.rollout.producer import StepProducer
+
         records: list[dict[str, Any]] = []
         async with RolloutStack.from_config(self.rollout_config(), self.tasks, engine=self.engine) as stack:
             runner = stack.runner
             assert runner is not None
 
             async def rollouts_of(step: int) -> list[Rollout]:
-                jobs = schedule_step(self.tasks, self.spec, step)
-                steps = self.cfg.train.steps
-                self.progress.start("train", len(jobs), self.cfg.rollout.concurrency, step=step, steps=steps)
-                return await runner.run_many(jobs, on_done=self.progress.on_rollout_done)
+                return await self.sample(runner, step)
 
             lag = self.cfg.train.max_off_policy_steps
             async with StepProducer(rollouts_of, start=start, stop=self.cfg.train.steps, lag=lag) as made:
@@ -337,14 +358,31 @@ class TrainLoop:
                     await made.trained(step)
         return records
 
+    async def sample(self, runner: Runner, step: int) -> list[Rollout]:
+        """Stage `schedule` + `rollouts`: the scheduled groups, then (with dynamic sampling) the
+        replacement rounds; what dynamic sampling did waits in `self.fills[step]` for `train_on`."""
+        t = self.cfg.train
+
+        async def run(jobs: list[RolloutJob], round_: int) -> list[Rollout]:
+            title = "train" if round_ == 0 else f"train resample {round_}"
+            self.progress.start(title, len(jobs), self.cfg.rollout.concurrency, step=step, steps=t.steps)
+            return await runner.run_many(jobs, on_done=self.progress.on_rollout_done)
+
+        rollouts = await run(schedule_step(self.tasks, self.spec, step), 0)
+        if t.dynamic_sampling_rounds:
+            rollouts, self.fills[step] = await fill(
+                rollouts, run, self.tasks, self.spec, step, rounds=t.dynamic_sampling_rounds,
+                trains=self.trains, min_size=min(t.failures.min_group_size, t.group_size),
+            )  # fmt: skip
+        return rollouts
+
+    def trains(self, r: Rollout) -> bool:
+        return trainable_as_failure(r, self.cfg)
+
     async def run_step(self, runner: Runner, step: int) -> dict[str, Any]:
         """One full synchronous step (module docstring); returns the metrics record it logged."""
         clock = _Clock()
-        jobs = schedule_step(self.tasks, self.spec, step)
-        self.progress.start(
-            "train", len(jobs), self.cfg.rollout.concurrency, step=step, steps=self.cfg.train.steps
-        )
-        rollouts = await runner.run_many(jobs, on_done=self.progress.on_rollout_done)
+        rollouts = await self.sample(runner, step)
         clock.lap("rollouts")
         return await self.train_on(step, rollouts, clock, clock.laps["rollouts"])
 
@@ -360,6 +398,9 @@ class TrainLoop:
             rollouts, version, t.max_off_policy_steps, t.stale_rollouts, t.failures.train_statuses
         )
         batch = await asyncio.to_thread(collect_trees, rollouts, self.cfg)
+        filled = self.fills.pop(step, None)
+        if filled is not None:
+            batch.zero_variance_dropped = drop_groups(batch, filled.uninformative, "filtered:zero_variance")
         if ALGORITHMS[t.algorithm].grouped:
             drop_small_groups(batch, min(t.failures.min_group_size, t.group_size))
         clock.lap("trees")
@@ -368,6 +409,7 @@ class TrainLoop:
             await self.engine.update_weights(await asyncio.to_thread(self.trainer.weights))
             clock.lap("weights")
         record = self.record(step, rollouts, batch, trainer_metrics, skip)
+        record["groups"] |= self.sampling_counts(rollouts, filled, batch)
         record["staleness"] = stale.summary(s.rollout_id for s in batch.samples)
         await asyncio.to_thread(self.checkpoint, step)
         clock.lap("checkpoint")
@@ -426,6 +468,17 @@ class TrainLoop:
             "weights_version": getattr(self.engine, "weights_version", None),
             "outcomes": outcomes(rollouts),
         }
+
+    def sampling_counts(
+        self, rollouts: Sequence[Rollout], filled: Fill | None, batch: TreeBatch
+    ) -> dict[str, int]:
+        """Informative groups of the step (with reward variance before the trees), and what dynamic
+        sampling did: groups resampled, rounds, tries exhausted, rollouts dropped without variance."""
+        t = self.cfg.train
+        if filled is None:
+            status = informative_groups(rollouts, self.trains, min(t.failures.min_group_size, t.group_size))
+            filled = Fill(target=len(status), informative=sum(status.values()))
+        return filled.counts() | {"dropped_zero_variance": batch.zero_variance_dropped}
 
     def write_metrics(self, record: dict[str, Any]) -> None:
         self.sink.write(record)  # metrics.jsonl + TensorBoard events (train/metrics.py)
@@ -487,9 +540,12 @@ def console_line(rec: dict[str, Any], steps: int) -> str:
         train = f"skipped ({rec['skip_reason']})"
     times = rec["time"]
     parts = " ".join(f"{k} {times[k]:.1f}" for k in ("rollouts", "trees", "train", "weights") if k in times)
+    g = rec["groups"]
+    resampled = f", resampled {g['resampled']}" if g.get("resampled") else ""
     return (
-        f"step {rec['step'] + 1}/{steps} | {status} | {reward} | groups {rec['groups']['trained']} "
-        f"(zero-var {rec['groups']['zero_variance']}) | {train} | {times['step']:.1f}s ({parts})"
+        f"step {rec['step'] + 1}/{steps} | {status} | {reward} | groups {g['trained']} "
+        f"(zero-var {g['zero_variance']}, informative {g.get('informative', '-')}{resampled}) | {train} | "
+        f"{times['step']:.1f}s ({parts})"
     )
 
 

@@ -2,7 +2,7 @@
 TensorBoard and `harnessrl plot` draw, and the sink that writes both.
 
     record["outcomes"] = outcomes(rollouts)          # pass rate, reward per harness kind, tokens, seconds
-    sink = MetricsSink(out_dir)                      # <out_dir>/metrics.jsonl + <out_dir>/tb/events.*
+    sink = MetricsSink(out_dir, cfg.tracking)        # <out_dir>/metrics.jsonl + <out_dir>/tb/events.*
     sink.write(record)
 
 Scalars: `formats.metrics.scalars` (the tags are listed there).
@@ -82,15 +82,31 @@ def workers(rollouts: Sequence[Rollout]) -> dict[str, Any]:
 
 
 class MetricsSink:
-    """Appends each step's record to `<out_dir>/metrics.jsonl` and its scalars to TensorBoard event
-    files under `<out_dir>/tb` (`report.tbevents`: no extra dependency)."""
+    """Appends each step's record to `<out_dir>/metrics.jsonl` and its scalars to the run's trackers
+    (`report.trackers`): TensorBoard event files under `<out_dir>/tb` (no extra dependency), with the
+    run's config as a text, plus `tracking.report_to` (a `config.TrackingConfig`; None: TensorBoard
+    only). The trackers open on `open()` or the first write and close on `close()`."""
 
-    def __init__(self, out_dir: str | Path) -> None:
-        from harnessrl.report.tbevents import EventWriter
+    def __init__(
+        self, out_dir: str | Path, tracking: Any = None, config: Mapping[str, Any] | None = None
+    ) -> None:
+        self.out_dir = Path(out_dir)
+        self.path = self.out_dir / METRICS_FILE
+        self.tracking, self.config = tracking, config
+        self.trackers: Any = None
 
-        self.path = Path(out_dir) / METRICS_FILE
-        self.events = EventWriter(Path(out_dir) / "tb")
+    def open(self) -> None:
+        from harnessrl.report.trackers import open_trackers
+
+        if self.trackers is None:
+            self.trackers = open_trackers(self.out_dir, self.tracking, kind="train", config=self.config)
 
     def write(self, record: Mapping[str, Any]) -> None:
         append_metrics(self.path, record)
-        self.events.scalars(int(record["step"]), scalars(record))
+        self.open()
+        self.trackers.scalars(int(record["step"]), scalars(record))
+
+    def close(self) -> None:
+        if self.trackers is not None:
+            self.trackers.close()
+            self.trackers = None

@@ -327,8 +327,10 @@ def _f(x: float | None) -> str:
 
 async def sft(cfg: Config, tasks: Sequence[Task], *, echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Demonstrations (if asked) + rollout folders -> trees -> `train_sft`. Returns the sft.json dict."""
+    from harnessrl.report.trackers import require
     from harnessrl.rollout.artifacts import read_rollout
 
+    require(cfg.tracking)  # a tracker asked for but not installed fails before the demonstrations
     rollouts: list[Rollout] = []
     if cfg.sft.demonstrations:
         rollouts += await make_demonstrations(cfg, tasks, Path(cfg.sft.out_dir) / "demos")
@@ -337,4 +339,15 @@ async def sft(cfg: Config, tasks: Sequence[Task], *, echo: Callable[[str], None]
     rollouts += [read_rollout(d) for d in rollout_dirs(cfg.sft.rollouts)]
     data = select_trees(rollouts, cfg)
     echo(f"sft: {len(data.train)} trees to train on, {len(data.heldout)} held out; dropped {data.dropped}")
-    return train_sft(cfg, data, echo=echo)
+    result = train_sft(cfg, data, echo=echo)
+    track_sft(cfg, result)
+    return result
+
+
+def track_sft(cfg: Config, result: dict[str, Any]) -> None:
+    """The NLL per step (`sft/<key>`) and the config to `sft.out_dir/tb` and `tracking.report_to`."""
+    from harnessrl.report.trackers import open_trackers
+
+    with open_trackers(cfg.sft.out_dir, cfg.tracking, kind="sft", config=cfg.model_dump(mode="json")) as t:
+        for rec in result["log"]:
+            t.scalars(rec["step"], {f"sft/{k}": v for k, v in rec.items() if k != "step" and v is not None})
