@@ -22,7 +22,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from harnessrl.train.quickstart import paired_over_previous, table_markdown, table_rows
+from harnessrl.experiments.quickstart import paired_over_previous, table_markdown, table_rows
 
 from harnessrl.config import Config
 from harnessrl.evaluate.paired import bootstrap_interval, comparisons, outcomes_of, paired, sentence
