@@ -104,7 +104,7 @@ def two_node_arm(args: argparse.Namespace, out: Path) -> tuple[float, int] | str
     with two_node_cluster() as nodes:
         argv = [__file__, "--rollouts", str(args.rollouts), "--concurrency", str(args.concurrency)]
         argv += ["--sleep", str(args.sleep), "--arm-at", nodes.address, "--arm-out", str(out)]
-        proc = run_in(nodes.head, sys.executable, *argv, timeout=1800)
+        proc = run_in(nodes.head, sys.executable, *argv, env=nodes.env, timeout=1800)
     if proc.returncode != 0:
         return f"two-node arm failed: {proc.stderr[-2000:]}"
     wall, ok = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -22,12 +22,12 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from harnessrl.experiments.quickstart import paired_over_previous, table_markdown, table_rows
 
 from harnessrl.config import Config
 from harnessrl.evaluate.paired import bootstrap_interval, comparisons, outcomes_of, paired, sentence
 from harnessrl.evaluate.report import markdown, write_report
 from harnessrl.evaluate.stats import Outcome, summarize
+from harnessrl.experiments.quickstart import paired_over_previous, table_markdown, table_rows
 
 HARNESSES = ("codex", "whitebox:00000")
 HEADER = {

@@ -63,7 +63,8 @@ def nodes() -> Iterator[Nodes]:
 @pytest.mark.multinode
 def test_a_step_across_two_nodes_survives_a_lost_node(nodes: Nodes, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    proc = run_in(nodes.head, PY, __file__, "drive", str(tmp_path), nodes.worker, nodes.address, timeout=540)
+    argv = [PY, __file__, "drive", str(tmp_path), nodes.worker, nodes.address]
+    proc = run_in(nodes.head, *argv, env=nodes.env, timeout=540)
     assert proc.returncode == 0 and out.is_file(), proc.stdout[-4000:] + proc.stderr[-8000:]
     got = json.loads(out.read_text())
 

@@ -297,7 +297,7 @@ def test_an_unsealed_channel_is_no_report() -> None:
 
 
 def test_the_driver_and_the_host_agree_on_the_tampered_status() -> None:
-    from harnessrl.verify import runner
+    from harnessrl.verify import command_runner as runner
 
     spec = importlib.util.spec_from_file_location("hrl_driver_under_test", runner.DRIVER)
     assert spec is not None and spec.loader is not None

@@ -8,8 +8,11 @@ veth link with private addresses (HEAD_IP, WORKER_IP) and nothing else: no route
 so the worker node's sandboxes reach the driver's proxy only across the link, as from another
 machine. The Ray head (`ray start --head`, GCS on HEAD_IP:6379) runs in the first namespace, a worker
 node (`ray start --address`) in the second, one CPU each, with a temp dir of their own (so no
-`/tmp/ray/ray_current_cluster` is left for other Ray users of the machine). Teardown SIGKILLs every
-process in both namespaces (`ray stop` would stop every Ray on the machine) and deletes them.
+`/tmp/ray/ray_current_cluster` is left for other Ray users of the machine) and Ray's token
+authentication on, with a token of its own (`Nodes.env`: `RAY_AUTH_MODE=token`, `RAY_AUTH_TOKEN_PATH`
+to a 0600 file in the temp dir; Ray >= 2.60 otherwise takes `~/.ray/auth_token`, which a local
+`ray.init()` writes, on the head but not on a joining node). Teardown SIGKILLs every process in both
+namespaces (`ray stop` would stop every Ray on the machine) and deletes them.
 
 What it does not simulate: a second filesystem (both nodes see one disk, so `rollout.out_dir` is
 shared by construction), packet loss or latency, or a second kernel.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -66,7 +70,13 @@ class Nodes:
     worker: str
     """Network namespace of the worker node."""
     temp_dir: str
-    """Ray's temp dir for both nodes."""
+    """Ray's temp dir for both nodes (and the cluster's auth token file)."""
+
+    @property
+    def env(self) -> dict[str, str]:
+        """RAY_ENV plus this cluster's token authentication: for `ray start` and for the driver."""
+        token = str(Path(self.temp_dir) / "auth_token")
+        return {**RAY_ENV, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": token}
 
     @property
     def address(self) -> str:
@@ -74,9 +84,11 @@ class Nodes:
         return f"{HEAD_IP}:{RAY_PORT}"
 
 
-def run_in(ns: str, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run a command inside a namespace (with RAY_ENV), capturing its output."""
-    env = {**os.environ, **RAY_ENV}
+def run_in(
+    ns: str, *argv: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run a command inside a namespace with `env` (default RAY_ENV) added, capturing its output."""
+    env = {**os.environ, **(RAY_ENV if env is None else env)}
     return subprocess.run(
         ["ip", "netns", "exec", ns, *argv], env=env, capture_output=True, text=True, timeout=timeout
     )
@@ -131,6 +143,9 @@ def namespaces() -> Iterator[Nodes]:
     try:
         for argv in steps:
             subprocess.run(argv, check=True, capture_output=True, text=True, timeout=30)
+        token = Path(temp_dir) / "auth_token"
+        token.write_text(secrets.token_hex(32))
+        token.chmod(0o600)
         yield Nodes(head, worker, temp_dir)
     finally:
         for ns in (worker, head):
@@ -150,7 +165,7 @@ def two_node_cluster(cpus_per_node: int = 1) -> Iterator[Nodes]:
         common = [f"--num-cpus={cpus_per_node}", "--disable-usage-stats", f"--temp-dir={nodes.temp_dir}"]
         started = run_in(
             nodes.head, ray, "start", "--head", f"--node-ip-address={HEAD_IP}", f"--port={RAY_PORT}",
-            "--include-dashboard=false", *common,
+            "--include-dashboard=false", *common, env=nodes.env,
         )  # fmt: skip
         if started.returncode != 0:
             raise RuntimeError(f"ray head did not start: {started.stdout}{started.stderr}")
@@ -161,6 +176,7 @@ def two_node_cluster(cpus_per_node: int = 1) -> Iterator[Nodes]:
             f"--address={nodes.address}",
             f"--node-ip-address={WORKER_IP}",
             *common,
+            env=nodes.env,
         )
         if joined.returncode != 0:
             raise RuntimeError(f"ray worker node did not join: {joined.stdout}{joined.stderr}")
