@@ -882,3 +882,76 @@ def test_copy_untrusted_caps_data_and_skips_specials(tmp_path: Path) -> None:
     assert report.truncated == "more than 6000 bytes of data"
     assert not (tmp_path / "dst" / "abs").exists() and not (tmp_path / "dst" / "fifo").exists()
     assert stat.S_ISREG(os.lstat(tmp_path / "dst" / "a").st_mode)
+
+
+# ---- 8. failures the policy causes are never infrastructure faults (issue 19, item 3) ---------------
+
+
+HIJACK_STDOUT = """cat > /tmp/hijack.py <<'PY'
+import os
+bomb = b" " * 262144 + b"\\n" + b'{"a": ' + b"[" * 100000 + b"]" * 100000 + b"}\\n"
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        link = os.readlink(f"/proc/{pid}/fd/1")
+    except OSError:
+        continue
+    if link.startswith("/memfd:hrl-") and "-out" in link:  # the harness's own stdout
+        with open(f"/proc/{pid}/fd/1", "ab") as out:
+            out.write(bomb)
+        print("wrote into", pid, link)
+PY
+python3 /tmp/hijack.py"""
+
+
+async def test_a_command_that_corrupts_the_harness_output_is_the_policys_failure(tmp_path: Path) -> None:
+    """Inside a real whitebox:00000 rollout, one bash command found the harness process (its fd 1 is
+    `/memfd:hrl-N-out`), reopened `/proc/<pid>/fd/1` for appending and wrote 256 KiB of spaces and a
+    line of JSON nested 100,000 deep: the adapter's parse raised RecursionError, the rollout ended
+    "internal error" of the infrastructure and was dropped, never pushed down (and a policy that had
+    solved the task kept it from being scored at all). Now reading what the harness produced fails
+    as the policy's harness_error, reward 0, trained; the control rollout solves the task (1.0)."""
+    from harnessrl.chat.format import ChatFormat
+    from harnessrl.config import Config
+    from harnessrl.engines.models import load_tokenizer
+    from harnessrl.engines.scripted import Script, ScriptedEngine
+    from harnessrl.rollout.session import RolloutStack, reference_command
+    from harnessrl.train.loop import collect_trees
+    from harnessrl.types import ChatMessage, ToolCall
+
+    warmup = next(t for t in load_tasks("bundled", split="train").tasks if t.id == "task_0000")
+    attack = warmup.model_copy(update={"id": "hijack", "prompt": warmup.prompt + " (hijack)"})
+    solve = reference_command(warmup)
+
+    def bash(command: str) -> ChatMessage:
+        return ChatMessage(
+            role="assistant", tool_calls=[ToolCall(name="bash", arguments={"command": command})]
+        )
+
+    engine = ScriptedEngine(
+        ChatFormat(load_tokenizer("tiny-qwen3")),
+        [
+            Script(turns=[bash(f"{solve}; {HIJACK_STDOUT}"), "done"], match=attack.prompt),
+            Script(turns=[bash(solve), "done"], match=warmup.prompt),
+        ],
+    )
+    cfg = Config()
+    cfg.engine.type, cfg.engine.model = "scripted", "tiny-qwen3"
+    cfg.rollout.out_dir, cfg.rollout.timeout_s = str(tmp_path), 120
+    async with RolloutStack.from_config(cfg, [warmup, attack], engine=engine) as stack:
+        assert stack.runner is not None
+        jobs = [
+            RolloutJob(attack, "whitebox:00000", "hijack"),
+            RolloutJob(warmup, "whitebox:00000", "control"),
+        ]
+        hijack, control = await stack.runner.run_many(jobs)
+    assert (control.status, control.reward) == (RolloutStatus.OK, 1.0), control.status_reason
+    assert (hijack.status, hijack.fault, hijack.reward) == (RolloutStatus.HARNESS_ERROR, "policy", 0.0)
+    assert hijack.status_reason.startswith(
+        "reading the harness's output failed: HarnessError: the harness's output holds JSON that cannot "
+        "be read: RecursionError"
+    ), hijack.status_reason
+    assert "code" not in hijack.reward_detail  # never scored: its output could not be read
+    assert (Path(hijack.workdir) / "workspace" / "hello.txt").read_text() == "Hello, harness!\n"
+    batch = collect_trees([hijack], Config())
+    assert [(s.rollout_id, s.reward) for s in batch.samples] == [("hijack", 0.0)]
+    assert batch.failures_trained == {"harness_error": 1}
