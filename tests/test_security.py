@@ -955,3 +955,68 @@ async def test_a_command_that_corrupts_the_harness_output_is_the_policys_failure
     batch = collect_trees([hijack], Config())
     assert [(s.rollout_id, s.reward) for s in batch.samples] == [("hijack", 0.0)]
     assert batch.failures_trained == {"harness_error": 1}
+
+
+# ---- 9. the judge's evidence is read off the loop, once, bounded (issue 19, item 5) -----------------
+
+
+MANY_FILES = (
+    "python3 -c 'import os\nfor i in range(95000):"
+    ' os.close(os.open("f%05d" % i, os.O_CREAT | os.O_WRONLY))\''
+)
+
+
+async def test_95000_files_for_the_judge_never_stall_the_loop(tmp_path: Path, sandbox_agent: str) -> None:
+    """A PinchBench-style task (rubric rules without `file_path`, so the judge is shown a digest of
+    the workspace): the agent leaves 95,000 empty files. The digest (rglob, sort, is_file, reads) was
+    made once per rule, synchronously inside the coroutine that scores it, and stalled the event loop
+    that serves every rollout's model calls for 13.5 s. A ticker coroutine measures the loop's worst
+    stall over the whole rollout: under 1 s; the judge got one digest, bounded to 200 files. (Host-side
+    file work, ~50 s under load: run with one of the two sandbox agents.)"""
+    if sandbox_agent == "native":
+        pytest.skip("the digest is host-side work: the python agent's run covers it")
+    from test_verify_judge import serve_judge
+
+    from harnessrl.config import JudgeConfig
+    from harnessrl.types import RubricRule
+    from harnessrl.verify import RubricJudge
+
+    levels = {"0": "no", "0.5": "partly", "1": "yes"}
+    rules = [
+        RubricRule(name=n, description=f"check {n}", scores=levels) for n in ("good", "digest", "fenced")
+    ]
+    task = Task(id="judged", prompt="p", grading_type="llm_judge", rubric=rules)
+    worst, stop = 0.0, asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal worst
+        last = asyncio.get_running_loop().time()
+        while not stop.is_set():
+            await asyncio.sleep(0.005)
+            now = asyncio.get_running_loop().time()
+            worst, last = max(worst, now - last), now
+
+    with serve_judge() as (fake, url):
+        judge = RubricJudge(JudgeConfig(base_url=url, model="judge-x", max_retries=0))
+        async with ProxyServer(scripted_deps(["hi"]), port=0) as server:
+            settings = RunnerSettings(
+                out_dir=tmp_path / "runs", timeout_s=120, sandbox=SandboxConfig(pool_size=0)
+            )
+            endpoint = ("127.0.0.1", server.port)
+            async with RolloutRunner(server.deps.sessions, endpoint, settings, judge=judge) as run:
+                tick = asyncio.create_task(ticker())
+                try:
+                    rollout = await run.run(
+                        RolloutJob(task, "shell", "many", options={"command": MANY_FILES})
+                    )
+                finally:
+                    stop.set()
+                    await tick
+                    await judge.aclose()
+    assert rollout.status is RolloutStatus.OK, rollout.status_reason
+    assert rollout.reward == (1.0 + 1.0 + 0.5) / 3, rollout.timings
+    assert worst < 1.0, f"the event loop stalled {worst:.2f} s"
+    shown = {b["messages"][1]["content"].split("Evidence:\n", 1)[1] for b in fake.requests}
+    assert len(shown) == 1  # one digest for every rule
+    listed = [line for line in shown.pop().splitlines() if line.startswith("- ")]
+    assert listed[:2] == ["- f00000", "- f00001"] and len(listed) == 201

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import socket
@@ -87,8 +88,9 @@ class FakeJudge:
         )
 
 
-@pytest.fixture
-def judge_server() -> Iterator[tuple[FakeJudge, str]]:
+@contextlib.contextmanager
+def serve_judge() -> Iterator[tuple[FakeJudge, str]]:
+    """A FakeJudge on a real port of 127.0.0.1 (uvicorn in a thread) -> (judge, its `/v1` URL)."""
     fake = FakeJudge()
     app = Starlette(routes=[Route("/v1/chat/completions", fake.chat, methods=["POST"])])
     sock = socket.socket()
@@ -97,14 +99,22 @@ def judge_server() -> Iterator[tuple[FakeJudge, str]]:
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    yield fake, f"http://127.0.0.1:{port}/v1"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.started
+        yield fake, f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+@pytest.fixture
+def judge_server() -> Iterator[tuple[FakeJudge, str]]:
+    with serve_judge() as served:
+        yield served
 
 
 def rule(name: str, file_path: str | None = "report.md", levels: dict[str, str] | None = None) -> RubricRule:
