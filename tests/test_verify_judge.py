@@ -338,6 +338,31 @@ async def test_a_judge_timeout_caused_by_the_evidence_is_the_policys(
     assert time.monotonic() - t0 < 4.0
 
 
+def test_evidence_never_follows_a_link_nor_opens_a_fifo(tmp_path: Path) -> None:
+    """The judge's evidence is read as hostile: links and special files are left out of the digest,
+    a rule naming a FIFO or a link that leaves the workspace scores 0 at once (never blocks), and a
+    link that stays inside is read through."""
+    from harnessrl.verify.evidence import rubric_evidence
+
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (tmp_path / "secret.txt").write_text("SECRET\n")
+    (ws / "sub" / "real.md").write_text("real\n")
+    os.symlink(tmp_path / "secret.txt", ws / "out.md")
+    os.symlink("sub/real.md", ws / "in.md")
+    os.symlink(tmp_path, ws / "up")
+    os.mkfifo(ws / "pipe.md")
+    rules = [rule("a", None), rule("b", "pipe.md"), rule("c", "out.md"), rule("d", "in.md"), rule("e", "sub")]
+    (digest, _), *files = rubric_evidence(rules, ws)
+    assert digest == "Files in the workspace:\n- sub/real.md\n\n=== sub/real.md ===\nreal\n"
+    assert files == [
+        (None, "file 'pipe.md' is missing"),
+        (None, "file 'out.md' is missing"),
+        ("Content of in.md:\nreal\n", None),
+        (None, "file 'sub' is missing"),
+    ]
+
+
 def make_files(folder: Path, n: int) -> None:
     for i in range(n):
         os.close(os.open(folder / f"f{i:05d}", os.O_CREAT | os.O_WRONLY, 0o644))
