@@ -126,3 +126,42 @@ async def test_a_status_reason_is_cause_then_bounded_tail(tmp_path: Path) -> Non
     reason = rollout.status_reason
     assert reason.startswith("harness failed (exit code 3) | [... ") and reason.endswith("yyyEND")
     assert len(reason.split(" | ", 1)[1]) == len("[... 8003 characters cut ...] ") + REASON_TAIL
+
+
+ECHO_CHECKER = """
+from pathlib import Path
+def grade(transcript, workspace_path):
+    return {"score": int(Path(workspace_path, "answer.txt").read_text())}
+"""
+
+
+async def test_an_exception_while_scoring_the_policys_workspace_is_the_policys(tmp_path: Path) -> None:
+    """Once the harness ran, whatever breaks while reading what it left is the policy's failure
+    (reward 0, trained), whatever the exception: here a checker hands back the agent's 400-digit
+    answer and `float()` of it raised OverflowError, which reached the runner's catch-all as an
+    "internal error" of the infrastructure (dropped, never trained). The control scores 0 as data."""
+    from harnessrl.types import Checker
+
+    task = TASK.model_copy(
+        update={"checker": Checker(files=[TaskFile(path="reward/check.py", content=ECHO_CHECKER)])}
+    )
+    deps = scripted_deps(["hi"])
+    async with ProxyServer(deps, port=0) as server:
+        settings = RunnerSettings(out_dir=tmp_path / "runs", timeout_s=60, sandbox=SandboxConfig(pool_size=0))
+        async with RolloutRunner(server.deps.sessions, ("127.0.0.1", server.port), settings) as runner:
+            huge, plain = await runner.run_many(
+                [
+                    RolloutJob(
+                        task,
+                        "shell",
+                        "huge",
+                        options={"command": f"{curl()}; echo 1{'0' * 400} > answer.txt"},
+                    ),
+                    RolloutJob(task, "shell", "plain", options={"command": f"{curl()}; echo 0 > answer.txt"}),
+                ]
+            )
+    assert (plain.status, plain.reward) == (RolloutStatus.OK, 0.0), plain.status_reason
+    assert (huge.status, huge.fault, huge.reward) == (RolloutStatus.VERIFIER_ERROR, "policy", 0.0), (
+        huge.status_reason
+    )
+    assert "internal error" not in huge.status_reason and len(huge.calls) == 1

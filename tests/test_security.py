@@ -1175,3 +1175,141 @@ def test_what_the_checker_writes_stays_in_its_bounded_sandbox(
     assert result.metrics["mib"] == 300.0  # under the 2 GiB size cap, in the sandbox's memory
     assert sorted(p.name for p in ws.iterdir()) == ["hoard.py"]  # the host's workspace is untouched
     assert list(sb_base.glob("hrl-sb-*")) == []  # the sandbox's folder (and its tmpfs) went with it
+
+
+# ---- 8. failures the policy causes are never infrastructure faults (issue 19, item 3) ---------------
+
+
+HIJACK_STDOUT = """cat > /tmp/hijack.py <<'PY'
+import os
+bomb = b" " * 262144 + b"\\n" + b'{"a": ' + b"[" * 100000 + b"]" * 100000 + b"}\\n"
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        link = os.readlink(f"/proc/{pid}/fd/1")
+    except OSError:
+        continue
+    if link.startswith("/memfd:hrl-") and "-out" in link:  # the harness's own stdout
+        with open(f"/proc/{pid}/fd/1", "ab") as out:
+            out.write(bomb)
+        print("wrote into", pid, link)
+PY
+python3 /tmp/hijack.py"""
+
+
+async def test_a_command_that_corrupts_the_harness_output_is_the_policys_failure(tmp_path: Path) -> None:
+    """Inside a real whitebox:00000 rollout, one bash command found the harness process (its fd 1 is
+    `/memfd:hrl-N-out`), reopened `/proc/<pid>/fd/1` for appending and wrote 256 KiB of spaces and a
+    line of JSON nested 100,000 deep: the adapter's parse raised RecursionError, the rollout ended
+    "internal error" of the infrastructure and was dropped, never pushed down (and a policy that had
+    solved the task kept it from being scored at all). Now reading what the harness produced fails
+    as the policy's harness_error, reward 0, trained; the control rollout solves the task (1.0)."""
+    from harnessrl.chat.format import ChatFormat
+    from harnessrl.config import Config
+    from harnessrl.engines.models import load_tokenizer
+    from harnessrl.engines.scripted import Script, ScriptedEngine
+    from harnessrl.rollout.session import RolloutStack, reference_command
+    from harnessrl.train.loop import collect_trees
+    from harnessrl.types import ChatMessage, ToolCall
+
+    warmup = next(t for t in load_tasks("bundled", split="train").tasks if t.id == "task_0000")
+    attack = warmup.model_copy(update={"id": "hijack", "prompt": warmup.prompt + " (hijack)"})
+    solve = reference_command(warmup)
+
+    def bash(command: str) -> ChatMessage:
+        return ChatMessage(
+            role="assistant", tool_calls=[ToolCall(name="bash", arguments={"command": command})]
+        )
+
+    engine = ScriptedEngine(
+        ChatFormat(load_tokenizer("tiny-qwen3")),
+        [
+            Script(turns=[bash(f"{solve}; {HIJACK_STDOUT}"), "done"], match=attack.prompt),
+            Script(turns=[bash(solve), "done"], match=warmup.prompt),
+        ],
+    )
+    cfg = Config()
+    cfg.engine.type, cfg.engine.model = "scripted", "tiny-qwen3"
+    cfg.rollout.out_dir, cfg.rollout.timeout_s = str(tmp_path), 120
+    async with RolloutStack.from_config(cfg, [warmup, attack], engine=engine) as stack:
+        assert stack.runner is not None
+        jobs = [
+            RolloutJob(attack, "whitebox:00000", "hijack"),
+            RolloutJob(warmup, "whitebox:00000", "control"),
+        ]
+        hijack, control = await stack.runner.run_many(jobs)
+    assert (control.status, control.reward) == (RolloutStatus.OK, 1.0), control.status_reason
+    assert (hijack.status, hijack.fault, hijack.reward) == (RolloutStatus.HARNESS_ERROR, "policy", 0.0)
+    assert hijack.status_reason.startswith(
+        "reading the harness's output failed: HarnessError: the harness's output holds JSON that cannot "
+        "be read: RecursionError"
+    ), hijack.status_reason
+    assert "code" not in hijack.reward_detail  # never scored: its output could not be read
+    assert (Path(hijack.workdir) / "workspace" / "hello.txt").read_text() == "Hello, harness!\n"
+    batch = collect_trees([hijack], Config())
+    assert [(s.rollout_id, s.reward) for s in batch.samples] == [("hijack", 0.0)]
+    assert batch.failures_trained == {"harness_error": 1}
+
+
+# ---- 9. the judge's evidence is read off the loop, once, bounded (issue 19, item 5) -----------------
+
+
+MANY_FILES = (
+    "python3 -c 'import os\nfor i in range(95000):"
+    ' os.close(os.open("f%05d" % i, os.O_CREAT | os.O_WRONLY))\''
+)
+
+
+async def test_95000_files_for_the_judge_never_stall_the_loop(tmp_path: Path, sandbox_agent: str) -> None:
+    """A PinchBench-style task (rubric rules without `file_path`, so the judge is shown a digest of
+    the workspace): the agent leaves 95,000 empty files. The digest (rglob, sort, is_file, reads) was
+    made once per rule, synchronously inside the coroutine that scores it, and stalled the event loop
+    that serves every rollout's model calls for 13.5 s. A ticker coroutine measures the loop's worst
+    stall over the whole rollout: under 1 s; the judge got one digest, bounded to 200 files. (Host-side
+    file work, ~50 s under load: run with one of the two sandbox agents.)"""
+    if sandbox_agent == "native":
+        pytest.skip("the digest is host-side work: the python agent's run covers it")
+    from test_verify_judge import serve_judge
+
+    from harnessrl.config import JudgeConfig
+    from harnessrl.types import RubricRule
+    from harnessrl.verify import RubricJudge
+
+    levels = {"0": "no", "0.5": "partly", "1": "yes"}
+    rules = [
+        RubricRule(name=n, description=f"check {n}", scores=levels) for n in ("good", "digest", "fenced")
+    ]
+    task = Task(id="judged", prompt="p", grading_type="llm_judge", rubric=rules)
+    worst, stop = 0.0, asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal worst
+        last = asyncio.get_running_loop().time()
+        while not stop.is_set():
+            await asyncio.sleep(0.005)
+            now = asyncio.get_running_loop().time()
+            worst, last = max(worst, now - last), now
+
+    with serve_judge() as (fake, url):
+        judge = RubricJudge(JudgeConfig(base_url=url, model="judge-x", max_retries=0))
+        async with ProxyServer(scripted_deps(["hi"]), port=0) as server:
+            settings = RunnerSettings(
+                out_dir=tmp_path / "runs", timeout_s=120, sandbox=SandboxConfig(pool_size=0)
+            )
+            endpoint = ("127.0.0.1", server.port)
+            async with RolloutRunner(server.deps.sessions, endpoint, settings, judge=judge) as run:
+                tick = asyncio.create_task(ticker())
+                try:
+                    rollout = await run.run(
+                        RolloutJob(task, "shell", "many", options={"command": MANY_FILES})
+                    )
+                finally:
+                    stop.set()
+                    await tick
+                    await judge.aclose()
+    assert rollout.status is RolloutStatus.OK, rollout.status_reason
+    assert rollout.reward == (1.0 + 1.0 + 0.5) / 3, rollout.timings
+    assert worst < 1.0, f"the event loop stalled {worst:.2f} s"
+    shown = {b["messages"][1]["content"].split("Evidence:\n", 1)[1] for b in fake.requests}
+    assert len(shown) == 1  # one digest for every rule
+    listed = [line for line in shown.pop().splitlines() if line.startswith("- ")]
+    assert listed[:2] == ["- f00000", "- f00001"] and len(listed) == 201

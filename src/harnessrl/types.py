@@ -339,10 +339,12 @@ class Rollout(BaseModel):
     """Who caused a failure. `policy`: anything the agent's code, its requests or its workspace
     could have caused (a timeout, the harness failing after talking to the model, the sandbox dying
     under its commands, a prompt over the context after the first call, a call that could not be
-    recorded, the checker failing on its workspace, a workspace over the caps): trained with reward
-    0 under `train.failures`, so that no failure pays better than an honest 0. `infra`: what
-    happened before untrusted code ran or outside its reach (sandbox creation, engine faults, an
-    unreachable judge, harness set-up, our own bugs): never trained. "" while ok."""
+    recorded, the checker failing on its workspace, a workspace over the caps, and any exception
+    while reading what the harness produced once it was launched): trained with reward 0 under
+    `train.failures`, so that no failure pays better than an honest 0. `infra`: what happened
+    before untrusted code ran or outside its reach (sandbox creation, engine faults, a judge that
+    cannot answer at all, harness set-up, our own bugs before the launch): never trained. "" while
+    ok."""
     exit_code: int | None = None
     final_message: str = ""
     started_at: float = 0.0

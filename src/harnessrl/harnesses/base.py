@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from harnessrl.sandbox.spec import ExecResult
+from harnessrl.types import HarnessError
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,8 @@ class Harness(Protocol):
         ...
 
     def parse(self, res: ExecResult) -> HarnessResult:
-        """Final message and status from the harness's output."""
+        """Final message and status from the harness's output. The output is untrusted (commands
+        can write into it): whatever its bytes, this returns a result or raises HarnessError."""
         ...
 
 
@@ -120,19 +122,57 @@ def mcp_servers_json(servers: tuple[McpServer, ...]) -> dict[str, dict[str, Any]
 
 
 def json_lines(text: str) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSONL stream, skipping lines that are not JSON objects (log noise)."""
+    """The JSON objects of a JSONL stream, skipping lines that are not JSON objects (log noise).
+
+    The stream is untrusted (a command can write into the harness's stdout): a line that is valid
+    JSON but past what the parser takes (nested too deep, an integer over 4,300 digits) raises
+    HarnessError, the one error a harness's `parse` may raise; no harness prints such a line."""
     for line in text.splitlines():
         line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict):
-            yield obj
+        if line.startswith("{"):
+            obj = load_json(line)
+            if isinstance(obj, dict):
+                yield obj
+
+
+def load_json(text: str) -> Any:
+    """`json.loads` for harness output: None for text that is not JSON, HarnessError for JSON that
+    the parser cannot take (too deep, an integer too long)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    except (RecursionError, ValueError) as e:  # nested too deep; an int over 4,300 digits
+        why = f"{type(e).__name__}: {str(e)[:200]}"
+        raise HarnessError(f"the harness's output holds JSON that cannot be read: {why}") from None
+
+
+def as_text(value: Any) -> str:
+    """A string field of harness output as text: strings as they are (lone surrogates, which no
+    encoder takes, replaced), numbers written out, anything else (null, lists, objects) empty."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(value) if abs(value) < 1e18 else ""  # str() of a 5,000-digit int raises
+    return ""
+
+
+def as_count(value: Any) -> int | None:
+    """A count field of harness output (turns): a non-negative int below 2**31, else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31:
+        return value
+    return None
+
+
+def clean_text(text: str) -> str:
+    """`text` with lone surrogates (from `\\ud800` escapes in JSON) replaced, so it can be written."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
 
 
 def stderr_tail(res: ExecResult, limit: int = 2000) -> str:
     """Why a run failed, when the harness did not say: the end of stderr (or the start error)."""
-    return (res.error or res.stderr.strip() or res.stdout.strip())[-limit:]
+    return clean_text((res.error or res.stderr.strip() or res.stdout.strip())[-limit:])

@@ -17,6 +17,8 @@ from harnessrl.harnesses.base import (
     HarnessContext,
     HarnessResult,
     LaunchSpec,
+    as_count,
+    as_text,
     json_lines,
     mcp_servers_json,
     stderr_tail,
@@ -76,11 +78,11 @@ class ClaudeCode:
             )
         is_error = bool(result.get("is_error")) or result.get("subtype") != "success"
         final = result.get("result")
-        final = final if isinstance(final, str) else ""
+        final = as_text(final) if isinstance(final, str) else ""
         ok = res.returncode == 0 and not is_error and not res.timed_out
         error = ""
         if is_error:  # `subtype` may still say "success": the reason is in the result text
-            error = f"{result.get('subtype', '')}: {final}".strip(": ")
+            error = f"{as_text(result.get('subtype'))}: {final}".strip(": ")
         elif not ok:
             error = stderr_tail(res)
         return HarnessResult(
@@ -89,5 +91,5 @@ class ClaudeCode:
             final_message=final,
             timed_out=res.timed_out,
             error=error,
-            turns=result.get("num_turns"),
+            turns=as_count(result.get("num_turns")),
         )

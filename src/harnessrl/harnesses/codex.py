@@ -16,6 +16,7 @@ from harnessrl.harnesses.base import (
     HarnessContext,
     HarnessResult,
     LaunchSpec,
+    as_text,
     json_lines,
     stderr_tail,
 )
@@ -80,17 +81,16 @@ class Codex:
         final, errors, turns, completed = "", [], 0, False
         for event in json_lines(res.stdout):
             kind = event.get("type")
-            item = event.get("item") or {}
-            if kind == "item.completed" and item.get("type") == "agent_message":
-                final = str(item.get("text", ""))
+            item = event.get("item")
+            if kind == "item.completed" and isinstance(item, dict) and item.get("type") == "agent_message":
+                final = as_text(item.get("text", ""))
             elif kind == "turn.completed":
                 turns += 1
                 completed = True
             elif kind in ("turn.failed", "error"):
                 err = event.get("error")
-                errors.append(
-                    str(err.get("message", err) if isinstance(err, dict) else event.get("message", err))
-                )
+                said = err.get("message", "") if isinstance(err, dict) else event.get("message", err)
+                errors.append(as_text(said) or str(kind))
         ok = res.returncode == 0 and completed and not errors and not res.timed_out
         error = "; ".join(errors) if errors else ("" if ok else stderr_tail(res))
         return HarnessResult(

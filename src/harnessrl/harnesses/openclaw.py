@@ -18,7 +18,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, mcp_servers_json, stderr_tail
+from harnessrl.harnesses.base import (
+    HarnessContext,
+    HarnessResult,
+    LaunchSpec,
+    as_count,
+    as_text,
+    load_json,
+    mcp_servers_json,
+    stderr_tail,
+)
 from harnessrl.harnesses.install import npm_install
 from harnessrl.sandbox.sandbox import SYSTEM_PATH
 from harnessrl.sandbox.spec import ExecResult
@@ -93,27 +102,22 @@ class OpenClaw:
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """stdout is one JSON envelope: `ok`, `status` (ok | error | timeout), `final`, `error.message`."""
-        envelope: dict[str, Any] | None = None
         text = res.stdout.strip()
         start = text.find("{")
-        if start >= 0:
-            try:
-                loaded = json.loads(text[start:])
-                envelope = loaded if isinstance(loaded, dict) else None
-            except json.JSONDecodeError:
-                envelope = None
+        loaded = load_json(text[start:]) if start >= 0 else None
+        envelope: dict[str, Any] | None = loaded if isinstance(loaded, dict) else None
         if envelope is None:
             return HarnessResult(
                 ok=False, exit_code=res.returncode, timed_out=res.timed_out, error=stderr_tail(res)
             )
         err = envelope.get("error")
-        error = str(err.get("message", "")) if isinstance(err, dict) else ""
-        ok = bool(envelope.get("ok")) and res.returncode == 0 and not res.timed_out
+        error = as_text(err.get("message", "")) if isinstance(err, dict) else ""
+        ok = envelope.get("ok") is True and res.returncode == 0 and not res.timed_out
         return HarnessResult(
             ok=ok,
             exit_code=res.returncode,
-            final_message=str(envelope.get("final") or ""),
+            final_message=as_text(envelope.get("final") or ""),
             timed_out=res.timed_out or envelope.get("status") == "timeout",
             error=error if not ok else "",
-            turns=envelope.get("assistantTurns"),
+            turns=as_count(envelope.get("assistantTurns")),
         )

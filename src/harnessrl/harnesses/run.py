@@ -1,9 +1,12 @@
 """Launch one harness inside one sandbox against one endpoint, and read how it ended.
 
-The rollout runner owns everything around this (proxy session, scoring, statuses); this function
-only installs (once), configures, runs with a timeout and parses. A harness that crashes or hangs is
-not an exception here: it comes back as a HarnessResult with ok=False / timed_out=True. A sandbox
-that breaks raises SandboxError; an adapter that cannot be installed raises HarnessError.
+The rollout runner owns everything around this (proxy session, scoring, statuses); `run_harness`
+only installs (once), configures, runs with a timeout and parses. Its steps are public
+(`configure_harness`, `exec_harness`, the adapter's `parse`) because the runner calls them one by
+one: a failure after the exec is the policy's. A harness that crashes or hangs is not an exception
+here: it comes back as a HarnessResult with ok=False / timed_out=True. A sandbox that breaks raises
+SandboxError; an adapter that cannot be installed or configured raises HarnessError, and so does a
+`parse` given output it cannot read.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harnessrl.harnesses.base import Endpoint, Harness, HarnessContext, HarnessResult, McpServer
+from harnessrl.harnesses.base import Endpoint, Harness, HarnessContext, HarnessResult, LaunchSpec, McpServer
 from harnessrl.harnesses.install import harness_dir
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import ExecResult
@@ -43,6 +46,25 @@ async def run_harness(
     cache_root: Path | None = None,
 ) -> tuple[HarnessResult, ExecResult]:
     """Install if needed, write config, run headless in `sandbox`, parse; returns (parsed, raw)."""
+    launch = await configure_harness(
+        harness, sandbox, endpoint, prompt, mcp_servers=mcp_servers, options=options, cache_root=cache_root
+    )
+    raw = await exec_harness(sandbox, launch, timeout_s)
+    return harness.parse(raw), raw
+
+
+async def configure_harness(
+    harness: Harness,
+    sandbox: Sandbox,
+    endpoint: Endpoint,
+    prompt: str,
+    *,
+    mcp_servers: Sequence[McpServer] = (),
+    options: Mapping[str, Any] | None = None,
+    cache_root: Path | None = None,
+) -> LaunchSpec:
+    """Install if needed and write the harness's config into the sandbox HOME; nothing runs in the
+    sandbox yet. Raises HarnessError when the harness cannot be installed or configured."""
     try:
         install_dir = await asyncio.to_thread(harness.ensure_installed, cache_root)
     except OSError as e:
@@ -67,7 +89,11 @@ async def run_harness(
         sandbox.hand_over(sandbox.host_home)  # configs written as us, used by the sandbox's own uid
     except (ValueError, OSError) as e:  # bad options, unwritable HOME: the harness cannot be launched
         raise HarnessError(f"{harness.name}: cannot configure: {e}") from e
-    raw = await sandbox.exec(
+    return launch
+
+
+async def exec_harness(sandbox: Sandbox, launch: LaunchSpec, timeout_s: float) -> ExecResult:
+    """Run a configured harness headless: from here on, untrusted code runs."""
+    return await sandbox.exec(
         launch.argv, env=launch.env, cwd=launch.cwd, timeout_s=timeout_s, rlimits=launch.rlimits
     )
-    return harness.parse(raw), raw

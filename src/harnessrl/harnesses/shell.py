@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, stderr_tail
+from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, clean_text, stderr_tail
 from harnessrl.sandbox.spec import ExecResult
 
 
@@ -35,7 +35,7 @@ class Shell:
         return HarnessResult(
             ok=ok,
             exit_code=res.returncode,
-            final_message=lines[-1] if lines else "",
+            final_message=clean_text(lines[-1]) if lines else "",
             timed_out=res.timed_out,
             error="" if ok else stderr_tail(res),
         )

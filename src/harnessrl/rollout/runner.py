@@ -13,8 +13,8 @@ For each rollout, in this order (every step's failure becomes a status, never an
     3. create the sandbox (workspace bound rw at the task's mount dir, only the model endpoint
        reachable), or, by default, take a prewarmed one from the pool (`sandbox.pool_size`) and
        copy the workspace in                                         -> sandbox_error (infra)
-    4. launch the harness headless; wait up to `timeout_s`; destroy the agent sandbox
-                                          -> timeout / harness_error / sandbox_error (it died under
+    4. launch the harness headless; wait up to `timeout_s`; destroy the agent sandbox; parse the
+       harness's output (in a thread)    -> timeout / harness_error / sandbox_error (it died under
        the harness: policy). A call whose prompt does not fit the context ends the rollout at once
        (`_until_overflow`)
     5. close the session (nothing inside can call any more): the captured calls (partial ones
@@ -32,7 +32,12 @@ The agent sandbox is destroyed before scoring: nothing the agent started can tou
 while the checker reads it. Statuses follow DESIGN invariant 3 (exactly one per rollout). `fault`
 says who caused a failure (`Rollout.fault`): whatever untrusted code, its requests or its workspace
 could have caused is the policy's, so that `train.failures` trains it with reward 0 and no failure
-is a way out of an honest 0.
+is a way out of an honest 0. The rule fails closed, by stage rather than by exception type: once the
+harness is launched (`AgentOutcome.launched`), any exception while reading what it produced (its
+output, its calls, its workspace, the checker's and the judge's verdicts on it, the artifacts) is
+the policy's failure with reward 0 and the exception's type in the reason (`status.policy_faults`);
+only the typed errors that say no score could be had (VerifierError: an unreachable judge, a
+checker sandbox that could not be made) and what broke before the launch are infrastructure.
 """
 
 from __future__ import annotations
@@ -53,10 +58,17 @@ from typing import Any, TypeVar
 from harnessrl.formats.rollout_dir import write_rollout_head
 from harnessrl.harnesses.base import Endpoint, HarnessResult, McpServer
 from harnessrl.harnesses.registry import get_harness
-from harnessrl.harnesses.run import harness_binds, run_harness
+from harnessrl.harnesses.run import configure_harness, exec_harness, harness_binds
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
-from harnessrl.rollout.status import OVERFLOW_TAG, internal_error, set_status, settle
+from harnessrl.rollout.status import (
+    OVERFLOW_TAG,
+    internal_error,
+    policy_faults,
+    set_status,
+    settle,
+    untrusted_failure,
+)
 from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.agent_env import resolve_agent_env
 from harnessrl.sandbox.config import SandboxConfig
@@ -72,6 +84,7 @@ from harnessrl.types import (
     SandboxError,
     SandboxLost,
     Task,
+    TaskError,
     VerifierError,
     group_id,
 )
@@ -105,10 +118,11 @@ class RolloutJob:
 @dataclass
 class AgentOutcome:
     """What the agent phase hands back: the harness's parsed result and its raw output (None when it
-    never ran)."""
+    never ran, or its output could not be read), and whether it was launched (untrusted code ran)."""
 
     result: HarnessResult | None = None
     raw: ExecResult | None = None
+    launched: bool = False
 
 
 @dataclass(frozen=True)
@@ -204,7 +218,7 @@ class RolloutRunner:
         if self.sessions is None:
             raise RuntimeError("this runner has no session store: it only runs phases for a remote driver")
         rollout = await self.prepare(job)
-        outcome: AgentOutcome | None = AgentOutcome()
+        outcome: AgentOutcome | None = AgentOutcome()  # None: stopped at a context overflow
         try:
             info = self.sessions.open(job.rollout_id, seed=job.seed)
             overflow = asyncio.Event()
@@ -220,8 +234,11 @@ class RolloutRunner:
                 timeout_s = job.task.timeout_s or self.settings.timeout_s
                 result = None if outcome is None else outcome.result
                 settle(rollout, closed, closed.dropped, result, stopped=outcome is None, timeout_s=timeout_s)
-        except Exception as e:  # a bug of ours must still end as data, with the traceback kept
-            internal_error(rollout, e)
+        except Exception as e:  # still data: the policy's once its harness ran (it made the calls settled)
+            if outcome is None or outcome.launched:
+                untrusted_failure(rollout, RolloutStatus.HARNESS_ERROR, "settling the rollout", e)
+            else:  # a bug of ours before anything untrusted ran, the traceback kept
+                internal_error(rollout, e)
         return await self.complete(job, rollout, None if outcome is None else outcome.raw)
 
     async def prepare(self, job: RolloutJob, rdir: Path | None = None) -> Rollout:
@@ -251,7 +268,10 @@ class RolloutRunner:
             truncated = bool(rollout.reward_detail.get("workspace", {}).get("truncated"))
             if scorable and not truncated and "traceback" not in rollout.reward_detail:
                 t0 = time.perf_counter()
-                await self._score(job.task, workspace, rollout)
+                # the checker and the judge read the policy's workspace: whatever breaks them is its
+                # failure (reward 0); only a verdict that could not be had at all is infra
+                with policy_faults(rollout, RolloutStatus.VERIFIER_ERROR, "scoring", infra=(TaskError,)):
+                    await self._score(job.task, workspace, rollout)
                 rollout.timings["verify"] = round(time.perf_counter() - t0, 3)
         except Exception as e:
             internal_error(rollout, e)
@@ -278,42 +298,58 @@ class RolloutRunner:
             await asyncio.to_thread(shutil.rmtree, initial, True)
 
     async def agent(self, job: RolloutJob, rollout: Rollout, token: str, server_url: str) -> AgentOutcome:
-        """Steps 2-4 against an open session (`token`): sandbox, harness, sandbox teardown. Sets the
-        status of sandbox and harness failures; the caller closes the session and `settle`s."""
+        """Steps 2-4 against an open session (`token`): sandbox, harness, sandbox teardown, reading the
+        harness's output. Sets the status of sandbox and harness failures; the caller closes the
+        session and `settle`s. Raises only for a bug of ours before the harness was launched: after
+        that, any exception is the policy's failure (`untrusted_failure`)."""
+        outcome = AgentOutcome()
+        try:
+            await self._agent(job, rollout, token, server_url, outcome)
+        except Exception as e:
+            if not outcome.launched:
+                raise
+            untrusted_failure(rollout, RolloutStatus.HARNESS_ERROR, "the agent phase", e)
+        return outcome
+
+    async def _agent(
+        self, job: RolloutJob, rollout: Rollout, token: str, server_url: str, outcome: AgentOutcome
+    ) -> None:
         try:
             harness = get_harness(job.harness)
         except (KeyError, HarnessError) as e:
             set_status(rollout, RolloutStatus.HARNESS_ERROR, f"unknown harness {job.harness!r}: {e}")
-            return AgentOutcome()
+            return
         workspace = Path(rollout.workdir) / "workspace"
         try:
             sandbox = await self._open_sandbox(job.task, workspace)
         except SandboxError as e:
             set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
-            return AgentOutcome()
-        outcome = AgentOutcome()
+            return
         try:
             inside = sandbox.endpoint_url or server_url
             endpoint = Endpoint(base_url=f"{inside}/r/{token}", api_key=token, model=self.settings.model_name)
-            outcome.result, outcome.raw = await run_harness(
+            launch = await configure_harness(
                 harness,
                 sandbox,
                 endpoint,
                 job.task.prompt,
-                timeout_s=job.task.timeout_s or self.settings.timeout_s,
                 mcp_servers=job.mcp_servers,
                 options=job.options,
                 cache_root=self.settings.harness_cache,
             )
+            outcome.launched = True  # from here on, untrusted code runs
+            outcome.raw = await exec_harness(sandbox, launch, job.task.timeout_s or self.settings.timeout_s)
         except SandboxLost as e:  # it died under the harness: a command can end its own sandbox
             set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e), policy=True)
         except SandboxError as e:
             set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
-        except HarnessError as e:
+        except HarnessError as e:  # it could not be installed or configured
             set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
         finally:
             await self._close_sandbox(sandbox, workspace, rollout)
-        return outcome
+        if outcome.raw is not None:  # commands can write into the harness's output: read it as theirs
+            with policy_faults(rollout, RolloutStatus.HARNESS_ERROR, "reading the harness's output"):
+                outcome.result = await asyncio.to_thread(harness.parse, outcome.raw)
 
     def _spec(self, task: Task, workspace: Path | None) -> SandboxSpec:
         env = () if self.agent_env is None else (self.agent_env,)

@@ -4,14 +4,18 @@ The first failure wins. The calls recorded in the session decide first (a lost r
 the context, an engine failure: they win over whatever the harness said), then the harness's own
 result (timeout, exit status). Whatever untrusted code, its requests or its workspace could have
 caused is the policy's fault (trained with reward 0 under `train.failures`); what happened before
-untrusted code ran or outside its reach is the infrastructure's (never trained).
+untrusted code ran or outside its reach is the infrastructure's (never trained). The rule fails
+closed: once the harness was launched, an exception while reading what it produced (its output, its
+calls, its workspace, the checker's and judge's verdicts on it) is the policy's whatever its type
+(`untrusted_failure`, `policy_faults`); `internal_error` is left for what broke before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from harnessrl.harnesses.base import HarnessResult
 from harnessrl.types import ModelCall, Rollout, RolloutStatus
@@ -45,11 +49,51 @@ def set_status(
     rollout.status_reason = f"{cause} | {tail}" if tail else cause
 
 
+TRACEBACK_CHARS = 20_000
+"""Most characters of a traceback kept in `reward_detail` (a RecursionError's runs to a megabyte)."""
+
+
 def internal_error(rollout: Rollout, e: BaseException) -> None:
-    """A bug of ours in a rollout: `harness_error` with the traceback kept (never scored)."""
+    """A bug of ours in a rollout, before untrusted code ran: `harness_error` of the infrastructure,
+    with the traceback kept (never scored). Call it from an `except` block."""
     log.exception("rollout %s failed unexpectedly", rollout.rollout_id)
-    set_status(rollout, RolloutStatus.HARNESS_ERROR, f"internal error: {e!r}")
-    rollout.reward_detail["traceback"] = traceback.format_exc()
+    set_status(rollout, RolloutStatus.HARNESS_ERROR, f"internal error: {describe(e)}")
+    rollout.reward_detail["traceback"] = traceback.format_exc()[-TRACEBACK_CHARS:]
+
+
+def untrusted_failure(rollout: Rollout, status: RolloutStatus, what: str, e: BaseException) -> None:
+    """Reading what untrusted code produced or left failed (`what`: the stage): the policy's fault,
+    whatever the exception (fail closed: no output of the policy may turn its 0 into a dropped
+    rollout). Reward 0, the exception's type in the reason, the traceback kept (so the rollout is not
+    scored after it). Call it from an `except` block."""
+    log.warning("rollout %s: %s failed: %s", rollout.rollout_id, what, describe(e), exc_info=True)
+    set_status(rollout, status, f"{what} failed: {describe(e)}", policy=True)
+    rollout.reward = 0.0
+    rollout.reward_detail.setdefault("traceback", traceback.format_exc()[-TRACEBACK_CHARS:])
+
+
+@contextlib.contextmanager
+def policy_faults(
+    rollout: Rollout, status: RolloutStatus, what: str, infra: tuple[type[Exception], ...] = ()
+) -> Iterator[None]:
+    """Run a stage that reads what untrusted code produced: any exception but the `infra` types
+    (errors that say no score could be had, which untrusted code cannot cause) becomes
+    `untrusted_failure(rollout, status, what, e)`."""
+    try:
+        yield
+    except infra:
+        raise
+    except Exception as e:
+        untrusted_failure(rollout, status, what, e)
+
+
+def describe(e: BaseException) -> str:
+    """`Type: message` of an exception, the message cut to 300 characters."""
+    try:
+        text = str(e)
+    except Exception:  # a message that cannot be made is no reason to lose the type
+        text = "?"
+    return f"{type(e).__name__}: {text[:300]}" if text else type(e).__name__
 
 
 def settle(

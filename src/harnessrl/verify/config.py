@@ -19,7 +19,8 @@ class JudgeConfig(Section):
     api_key_env: str = "HARNESSRL_JUDGE_API_KEY"
     """Environment variable holding the judge's API key (may be unset for local servers)."""
     max_retries: int = 2
-    """Retries when the judge's answer cannot be parsed."""
+    """Retries when the judge's answer is not in the form asked, or its request failed or timed out
+    (a refusal of the request for its content is not retried)."""
     timeout_s: float = 60.0
     """Per-request timeout."""
 

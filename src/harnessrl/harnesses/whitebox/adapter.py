@@ -17,8 +17,17 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, json_lines, stderr_tail
+from harnessrl.harnesses.base import (
+    HarnessContext,
+    HarnessResult,
+    LaunchSpec,
+    as_count,
+    as_text,
+    json_lines,
+    stderr_tail,
+)
 from harnessrl.harnesses.install import harness_dir
 from harnessrl.harnesses.whitebox.agent.loop import levels
 from harnessrl.sandbox.spec import ExecResult
@@ -76,14 +85,18 @@ class Whitebox:
         return LaunchSpec(argv=[python, "-m", "wbagent", path], env=env, cwd=ctx.workspace)
 
     def parse(self, res: ExecResult) -> HarnessResult:
-        result = next((o for o in reversed(list(json_lines(res.stdout))) if "code" in o), None)
-        ok = res.returncode == 0 and not res.timed_out and bool(result and result.get("ok"))
-        error = "" if ok else str((result or {}).get("error") or stderr_tail(res))
+        """The agent's last line with a `code` key: `ok`, `final`, `error`, `turns`."""
+        result: dict[str, Any] = {}
+        for obj in json_lines(res.stdout):
+            if "code" in obj:
+                result = obj
+        ok = res.returncode == 0 and not res.timed_out and result.get("ok") is True
+        error = "" if ok else as_text(result.get("error")) or stderr_tail(res)
         return HarnessResult(
             ok=ok,
             exit_code=res.returncode,
-            final_message=str((result or {}).get("final", "")),
+            final_message=as_text(result.get("final", "")),
             timed_out=res.timed_out,
             error=error,
-            turns=(result or {}).get("turns"),
+            turns=as_count(result.get("turns")),
         )
