@@ -10,7 +10,11 @@ from collections.abc import Callable
 from harnessrl.harnesses.base import Harness
 from harnessrl.harnesses.claude_code import ClaudeCode
 from harnessrl.harnesses.codex import Codex
+from harnessrl.harnesses.continue_cli import ContinueCli
+from harnessrl.harnesses.gemini_cli import GeminiCli
+from harnessrl.harnesses.kilo import Kilo
 from harnessrl.harnesses.openclaw import OpenClaw
+from harnessrl.harnesses.pi import Pi
 from harnessrl.harnesses.shell import Shell
 from harnessrl.harnesses.whitebox import Whitebox
 from harnessrl.types import HarnessError
@@ -18,7 +22,11 @@ from harnessrl.types import HarnessError
 HARNESSES: dict[str, Harness] = {
     "claude-code": ClaudeCode(),
     "codex": Codex(),
+    "continue": ContinueCli(),
+    "gemini-cli": GeminiCli(),
+    "kilo": Kilo(),
     "openclaw": OpenClaw(),
+    "pi": Pi(),
     "shell": Shell(),
 }
 FAMILIES: dict[str, Callable[[str], Harness]] = {"whitebox": Whitebox}
