@@ -11,6 +11,7 @@ from harnessrl.harnesses.base import Harness
 from harnessrl.harnesses.claude_code import ClaudeCode
 from harnessrl.harnesses.codex import Codex
 from harnessrl.harnesses.continue_cli import ContinueCli
+from harnessrl.harnesses.copilot import Copilot
 from harnessrl.harnesses.gemini_cli import GeminiCli
 from harnessrl.harnesses.kilo import Kilo
 from harnessrl.harnesses.openclaw import OpenClaw
@@ -23,6 +24,7 @@ HARNESSES: dict[str, Harness] = {
     "claude-code": ClaudeCode(),
     "codex": Codex(),
     "continue": ContinueCli(),
+    "copilot": Copilot(),
     "gemini-cli": GeminiCli(),
     "kilo": Kilo(),
     "openclaw": OpenClaw(),
