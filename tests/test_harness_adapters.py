@@ -55,7 +55,7 @@ def test_registry_names_and_unknown() -> None:
     assert get_harness("openclaw").package == "openclaw@2026.9.6"
     with pytest.raises(
         HarnessError,
-        match="unknown harness 'nope'; known: claude-code, codex, continue, copilot, gemini-cli, kilo, openclaw, ",
+        match="unknown harness 'nope'; known: claude-code, codex, continue, copilot, gemini-cli, kilo, ",
     ):
         get_harness("nope")
 
