@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
 from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, mcp_servers_json, stderr_tail
 from harnessrl.harnesses.install import npm_install
 from harnessrl.sandbox.sandbox import SYSTEM_PATH
@@ -57,9 +58,16 @@ def openclaw_config(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]
     return config
 
 
-class OpenClaw:
+class OpenClaw(HarnessBase):
     name = "openclaw"
+    version = VERSION
     package = f"openclaw@{VERSION}"
+    shell_tool = ShellTool("exec", "command")
+    modes = (
+        Mode("openai_responses", 9_820, note="api openai-responses"),
+        Mode("openai_chat", None, {"api": "openai-completions"}, "api openai-completions"),
+        Mode("anthropic", None, {"api": "anthropic-messages"}, "api anthropic-messages"),
+    )
     default_model = "policy"
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:

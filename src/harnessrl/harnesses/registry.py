@@ -18,7 +18,7 @@ from harnessrl.harnesses.openclaw import OpenClaw
 from harnessrl.harnesses.pi import Pi
 from harnessrl.harnesses.shell import Shell
 from harnessrl.harnesses.whitebox import Whitebox
-from harnessrl.types import HarnessError
+from harnessrl.types import HarnessError, HarnessName
 
 HARNESSES: dict[str, Harness] = {
     "claude-code": ClaudeCode(),
@@ -34,16 +34,18 @@ HARNESSES: dict[str, Harness] = {
 FAMILIES: dict[str, Callable[[str], Harness]] = {"whitebox": Whitebox}
 
 
-def get_harness(name: str) -> Harness:
+def get_harness(name: str | HarnessName) -> Harness:
     """The adapter registered under `name`; HarnessError listing the known names otherwise."""
-    family, sep, arg = name.partition(":")
-    if sep and family in FAMILIES:
-        try:
-            return FAMILIES[family](arg)
-        except ValueError as e:
-            raise HarnessError(f"bad harness name {name!r}: {e}") from None
     try:
-        return HARNESSES[name]
-    except KeyError:
-        known = [*sorted(HARNESSES), *(f"{f}:<config>" for f in FAMILIES)]
-        raise HarnessError(f"unknown harness {name!r}; known: {', '.join(known)}") from None
+        parsed = name if isinstance(name, HarnessName) else HarnessName.parse(name)
+    except ValueError:
+        parsed = HarnessName(family=str(name))  # not a registered name: the error below says so
+    if parsed.arg and parsed.family in FAMILIES:
+        try:
+            return FAMILIES[parsed.family](parsed.arg)
+        except ValueError as e:
+            raise HarnessError(f"bad harness name {str(name)!r}: {e}") from None
+    if not parsed.arg and parsed.family in HARNESSES:
+        return HARNESSES[parsed.family]
+    known = [*sorted(HARNESSES), *(f"{f}:<config>" for f in FAMILIES)]
+    raise HarnessError(f"unknown harness {str(name)!r}; known: {', '.join(known)}")

@@ -32,7 +32,7 @@ from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
 
-from harnessrl.types import Rollout, RolloutStatus
+from harnessrl.types import HarnessName, Rollout, RolloutStatus
 
 PASS_THRESHOLD = 1.0
 """A rollout passes at this reward or above (the eval's default `pass_threshold`)."""
@@ -52,7 +52,10 @@ TRAINER_KEYS = (
 
 def harness_kind(harness: str) -> str:
     """`whitebox:01220` -> `whitebox`; `claude-code` -> `claude-code`."""
-    return harness.split(":", 1)[0]
+    try:
+        return HarnessName.parse(harness).family
+    except ValueError:
+        return harness
 
 
 def _mean_std(values: Sequence[float]) -> dict[str, Any]:
