@@ -53,7 +53,12 @@ def test_reference_turns_use_each_harness_shell_tool() -> None:
     assert {n: (c.name, c.arguments) for n, c in call.items()} == {
         "claude-code": ("Bash", {"command": "ls"}),
         "codex": ("exec_command", {"cmd": "ls"}),
+        "continue": ("Bash", {"command": "ls"}),
+        "copilot": ("bash", {"command": "ls"}),
+        "gemini-cli": ("run_shell_command", {"command": "ls"}),
+        "kilo": ("bash", {"command": "ls"}),
         "openclaw": ("exec", {"command": "ls"}),
+        "pi": ("bash", {"command": "ls"}),
     }
     assert get_harness("shell").reference_turns("ls") == ["done"]
     # whitebox: the tool level of the code decides (bash / run / a fenced block)

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
 from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, stderr_tail
 from harnessrl.harnesses.install import npm_install
 from harnessrl.sandbox.spec import ExecResult
@@ -41,9 +42,12 @@ def continue_config(ctx: HarnessContext, model: str) -> dict[str, Any]:
     return config
 
 
-class ContinueCli:
+class ContinueCli(HarnessBase):
     name = "continue"
+    version = VERSION
     package = f"@continuedev/cli@{VERSION}"
+    shell_tool = ShellTool("Bash", "command")
+    modes = (Mode("openai_chat", 2_000),)
     default_model = "policy"
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
 from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, json_lines, stderr_tail
 from harnessrl.harnesses.install import npm_install
 from harnessrl.sandbox.spec import ExecResult
@@ -38,9 +39,15 @@ def mcp_config(ctx: HarnessContext) -> dict[str, Any]:
     return {"mcpServers": servers}
 
 
-class Copilot:
+class Copilot(HarnessBase):
     name = "copilot"
+    version = VERSION
     package = f"@github/copilot@{VERSION}"
+    shell_tool = ShellTool("bash", "command")
+    modes = (
+        Mode("openai_chat", 11_000, note="wire_api completions"),
+        Mode("openai_responses", None, {"wire_api": "responses"}, "wire_api responses"),
+    )
     default_model = "policy"
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
 from harnessrl.harnesses.base import (
     HarnessContext,
     HarnessResult,
@@ -53,9 +54,12 @@ def gemini_settings(ctx: HarnessContext, model: str) -> dict[str, Any]:
     return settings
 
 
-class GeminiCli:
+class GeminiCli(HarnessBase):
     name = "gemini-cli"
+    version = VERSION
     package = f"@google/gemini-cli@{VERSION}"
+    shell_tool = ShellTool("run_shell_command", "command")
+    modes = (Mode("gemini", 12_000),)
     default_model = "gemini-2.5-pro"
     """A model the CLI knows (its token limit, no router); the proxy serves whatever policy it holds."""
 

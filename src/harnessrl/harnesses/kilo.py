@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
 from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, json_lines, stderr_tail
 from harnessrl.harnesses.install import npm_install
 from harnessrl.sandbox.spec import ExecResult
@@ -62,9 +63,12 @@ def kilo_config(ctx: HarnessContext, model: str) -> dict[str, Any]:
     return config
 
 
-class Kilo:
+class Kilo(HarnessBase):
     name = "kilo"
+    version = VERSION
     package = f"@kilocode/cli@{VERSION}"
+    shell_tool = ShellTool("bash", "command")
+    modes = (Mode("openai_chat", 12_000),)
     default_model = "policy"
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
 from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, json_lines, stderr_tail
 from harnessrl.harnesses.install import npm_install
 from harnessrl.sandbox.spec import ExecResult
@@ -43,9 +44,17 @@ def pi_models(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]:
     return {"providers": {"harnessrl": provider}}
 
 
-class Pi:
+class Pi(HarnessBase):
     name = "pi"
+    version = VERSION
     package = f"@mariozechner/pi-coding-agent@{VERSION}"
+    shell_tool = ShellTool("bash", "command")
+    modes = (
+        Mode("openai_chat", 1_500, note="api openai-completions"),
+        Mode("openai_responses", None, {"api": "openai-responses"}, "api openai-responses"),
+        Mode("anthropic", None, {"api": "anthropic-messages"}, "api anthropic-messages"),
+        Mode("gemini", None, {"api": "google-generative-ai"}, "api google-generative-ai"),
+    )
     default_model = "policy"
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:
