@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harnessrl.cli import app
+from harnessrl.proxy import grammar
 from harnessrl.proxy.cli import read_calls
 from harnessrl.types import ModelCall, ToolCall
 
@@ -97,6 +98,27 @@ def test_serve_answers_any_key_and_exits_cleanly_on_a_signal(tmp_path: Path, sig
         "x",
         "default",
     )
+
+
+def test_serve_answers_gemini_generate_and_stream_over_plain_http(tmp_path: Path) -> None:
+    serve = Serve(tmp_path)
+    try:
+        url = serve.url() + "/v1beta/models/gemini-x"
+        headers = {"x-goog-api-key": "whatever"}
+        body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+        reply = httpx.post(url + ":generateContent", json=body, headers=headers, timeout=120).json()
+        assert reply["candidates"][0]["content"] == {"parts": [{"text": "hello there"}], "role": "model"}
+        body["contents"][0]["parts"][0]["text"] = "hi again"
+        r = httpx.post(url + ":streamGenerateContent?alt=sse", json=body, headers=headers, timeout=120)
+        assert r.headers["content-type"].startswith("text/event-stream")
+        assert grammar.check_gemini(r.content)["parts"] == [{"text": "hello there"}]
+    finally:
+        code = serve.stop(signal.SIGTERM)
+    assert code == 0, "".join(serve.lines)
+    assert [(c.dialect, c.requested_model, c.tags) for c in serve.recorded()] == [
+        ("gemini", "gemini-x", []),
+        ("gemini", "gemini-x", ["stream"]),
+    ]
 
 
 def test_serve_with_sigint_ignored_at_start_still_exits_on_sigint(tmp_path: Path) -> None:

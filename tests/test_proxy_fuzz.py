@@ -1,4 +1,5 @@
-"""Random and malformed bodies at every endpoint of a live proxy: never a 5xx (no engine faults are
+"""Random and malformed bodies at every endpoint of a live proxy (the four dialects; Gemini's stream both
+as SSE and as a JSON array): never a 5xx (no engine faults are
 injected here), always the API's error shape for a 4xx, and every 200 stream obeys its event grammar."""
 
 from __future__ import annotations
@@ -16,11 +17,26 @@ from harnessrl.proxy import grammar
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.testing import scripted_proxy
 
-ROUTES = ["/v1/messages", "/v1/messages/count_tokens", "/v1/chat/completions", "/v1/responses"]
+GEMINI = "/v1beta/models/m:generateContent"
+GEMINI_SSE = "/v1beta/models/m:streamGenerateContent?alt=sse"
+GEMINI_ARRAY = "/v1beta/models/m:streamGenerateContent"
+GEMINI_COUNT = "/v1beta/models/m:countTokens"
+ROUTES = [
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+    "/v1/chat/completions",
+    "/v1/responses",
+    GEMINI,
+    GEMINI_SSE,
+    GEMINI_ARRAY,
+    GEMINI_COUNT,
+]
 CHECK = {
     "/v1/messages": grammar.check_anthropic,
     "/v1/chat/completions": grammar.check_chat,
     "/v1/responses": grammar.check_responses,
+    GEMINI_SSE: grammar.check_gemini,
+    GEMINI_ARRAY: grammar.check_gemini,
 }
 
 
@@ -212,11 +228,78 @@ responses_bodies = st.fixed_dictionaries(
 )
 
 
+g_part = st.one_of(
+    st.fixed_dictionaries({"text": texts}, optional={"thought": st.booleans(), "thoughtSignature": texts}),
+    st.fixed_dictionaries(
+        {"functionCall": st.fixed_dictionaries({"name": names, "args": args}, optional={"id": ids})},
+        optional={"thoughtSignature": texts},
+    ),
+    st.fixed_dictionaries(
+        {
+            "functionResponse": st.fixed_dictionaries(
+                {"name": names, "response": st.fixed_dictionaries({"output": texts}) | json_values},
+                optional={"id": ids},
+            )
+        }
+    ),
+    st.fixed_dictionaries({"inlineData": st.fixed_dictionaries({"mimeType": st.just("image/png")})}),
+    st.fixed_dictionaries({"thoughtSignature": texts}),
+)
+g_content = st.fixed_dictionaries(
+    {"parts": st.lists(g_part, max_size=3)},
+    optional={"role": st.sampled_from(["user", "model", "user", "model", "function", "system"])},
+)
+gemini_bodies = st.fixed_dictionaries(
+    {"contents": st.lists(g_content, min_size=1, max_size=4)},
+    optional={
+        "systemInstruction": st.fixed_dictionaries(
+            {"parts": st.lists(st.fixed_dictionaries({"text": texts}), max_size=2)}
+        )
+        | texts,
+        "tools": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "functionDeclarations": st.lists(
+                        st.fixed_dictionaries({"name": names, "parameters": schema}), max_size=2
+                    )
+                },
+                optional={"googleSearch": st.just({})},
+            ),
+            max_size=2,
+        ),
+        "toolConfig": st.fixed_dictionaries(
+            {
+                "functionCallingConfig": st.fixed_dictionaries(
+                    {"mode": st.sampled_from(["AUTO", "NONE", "ANY"])}
+                )
+            }
+        ),
+        "generationConfig": st.fixed_dictionaries(
+            {},
+            optional={
+                "maxOutputTokens": st.integers(0, 40),
+                "temperature": st.floats(0, 2),
+                "candidateCount": st.integers(0, 2),
+                "stopSequences": st.lists(texts, max_size=1),
+                "responseLogprobs": st.booleans(),
+                "thinkingConfig": st.fixed_dictionaries(
+                    {},
+                    optional={"includeThoughts": st.booleans(), "thinkingBudget": st.integers(-2, 9000)},
+                ),
+            },
+        ),
+        "safetySettings": json_values,
+    },
+)
+
+
+MUTATED_KEYS = ["model", "messages", "input", "system", "tools", "max_tokens", "stream", "tool_choice"]
+MUTATED_KEYS += ["contents", "systemInstruction", "generationConfig", "toolConfig"]
+
+
 def mutated(valid: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[bytes]:
     """A valid-looking body, sometimes with one key replaced by random JSON or removed."""
-    key = st.sampled_from(
-        ["model", "messages", "input", "system", "tools", "max_tokens", "stream", "tool_choice"]
-    )
+    key = st.sampled_from(MUTATED_KEYS)
     replaced = st.tuples(valid, key, json_values).map(lambda t: {**t[0], t[1]: t[2]})
     dropped = st.tuples(valid, key).map(lambda t: {k: v for k, v in t[0].items() if k != t[1]})
     return st.one_of(valid, valid, replaced, dropped).map(_encode)
@@ -227,6 +310,10 @@ VALID = {
     "/v1/messages/count_tokens": anthropic_bodies,
     "/v1/chat/completions": chat_bodies,
     "/v1/responses": responses_bodies,
+    GEMINI: gemini_bodies,
+    GEMINI_SSE: gemini_bodies,
+    GEMINI_ARRAY: gemini_bodies,
+    GEMINI_COUNT: gemini_bodies | st.fixed_dictionaries({"generateContentRequest": gemini_bodies}),
 }
 
 
@@ -253,7 +340,8 @@ def _check(client: httpx.Client, route: str, content: bytes, content_type: str) 
         body: Any = r.json()
         assert body["error"]["message"]
         return
-    if route in CHECK and r.headers["content-type"].startswith("text/event-stream"):
+    streamed = r.headers["content-type"].startswith("text/event-stream") or route == GEMINI_ARRAY
+    if route in CHECK and streamed:
         decoded = CHECK[route](r.content)
         assert "error" not in decoded or decoded.get("error") is None
 

@@ -7,15 +7,16 @@
         ...                                                   # run the harness against info.base_url
         calls = sessions.close("rollout-1")                   # list[ModelCall], flushed to calls.jsonl
 
-Modules: `dialects/` (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses: parse requests,
-format responses and SSE events), `canonical` (the dialect-independent request/completion records),
-`handler` (one call in named stages: parse -> validate -> session -> prompt -> generate -> record ->
-format), `limits` (context overflow as the APIs' 400, the output cap, tool_choice none / parallel
-tool calls / unknown tools), `app` (routing, auth, body limits, pseudo-streaming with keep-alives,
-non-streaming disconnects), `sessions` (per-call JSONL journal, lost-call counter), `capture`
-(digests, headers, compaction tag), `deps` (the narrow protocol slices the proxy needs), `server`
-(uvicorn with a header-read deadline, keep-alive and connection caps, no signal handlers of its own),
-`grammar` (event-grammar checkers), `testing` (a scripted live proxy for tests), `cli`.
+Modules: `dialects/` (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses, Gemini
+generateContent: parse requests, format responses and stream events), `canonical` (the
+dialect-independent request/completion records), `handler` (one call in named stages: parse ->
+validate -> session -> prompt -> generate -> record -> format), `limits` (context overflow as the
+APIs' 400, the output cap, tool_choice none / parallel tool calls / unknown tools), `app` (routing,
+auth, body limits, pseudo-streaming with keep-alives, non-streaming disconnects), `sessions` (per-call
+JSONL journal, lost-call counter), `capture` (digests, headers, compaction tag), `deps` (the narrow
+protocol slices the proxy needs), `server` (uvicorn with a header-read deadline, keep-alive and
+connection caps, no signal handlers of its own), `grammar` (event-grammar checkers), `testing` (a
+scripted live proxy for tests), `cli`.
 
 Left out on purpose: real token streaming (turns are generated whole, then streamed; DESIGN calls this
 pseudo-streaming), server-side conversation state (`previous_response_id`, `conversation`), hosted

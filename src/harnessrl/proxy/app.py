@@ -3,9 +3,11 @@
     app = make_app(deps)     # deps: ProxyDeps (engine, chat format, session store, config)
 
 Routes, each also under `/r/<token>`: `POST /v1/messages` (+ `?beta=true`), `POST /v1/messages/count_tokens`,
-`POST /v1/chat/completions`, `POST /v1/responses`, `GET /v1/models[/<id>]`; plus `GET /` and `HEAD /`
-probes. Model routes need a session: the `/r/<token>` prefix, else the API key (`x-api-key` or
-`Authorization: Bearer`) as a token, else (open mode only) the default session; otherwise 401.
+`POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1beta/models/<model>:generateContent` (also
+`:streamGenerateContent`, `:countTokens`, and under `/v1/models/`), `GET /v1/models[/<id>]`; plus `GET /`
+and `HEAD /` probes. Model routes need a session: the `/r/<token>` prefix, else the API key
+(`x-api-key`, `Authorization: Bearer`, `x-goog-api-key` or `?key=`) as a token, else (open mode only)
+the default session; otherwise 401.
 Order of checks: route (404) -> session (401) -> body size, after gzip/deflate decoding (413) -> JSON
 (400: also nesting deeper than 256 and integers too long to convert) -> fields (400) -> prompt length
 (400 in the API's "prompt is too long" shape, before any stream header).
@@ -35,6 +37,7 @@ from harnessrl.proxy import sse
 from harnessrl.proxy.deps import ProxyDeps
 from harnessrl.proxy.dialects import DIALECTS
 from harnessrl.proxy.dialects.base import Dialect
+from harnessrl.proxy.dialects.gemini import match_route
 from harnessrl.proxy.dialects.openai_chat import openai_error
 from harnessrl.proxy.handler import LARGE_BODY, Call, Outcome, mark_partial, parse_request, prepare, start
 from harnessrl.proxy.sessions import Session
@@ -76,7 +79,9 @@ def api_key(headers: Mapping[str, str]) -> str | None:
         return key
     auth = headers.get("authorization", "")
     scheme, _, value = auth.partition(" ")
-    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return headers.get("x-goog-api-key") or None
 
 
 async def read_body(request: Request, headers: Mapping[str, str], limit: int) -> bytes:
@@ -123,34 +128,41 @@ class ProxyApp:
     async def dispatch(self, request: Request) -> Response:
         scope = request.scope
         token, route = split_path(scope.get("root_path", "") + scope["path"])  # = request.url.path
-        if route in ("/", "", MODELS) or route.startswith(MODELS + "/"):
-            if token is not None and self.deps.sessions.by_path_token(token) is None:
-                return json_response(openai_error(401, "unknown session token"), 401)
-            if route in ("/", ""):
-                return json_response({"status": "ok"})
-            return self.models(route.removeprefix(MODELS).strip("/"))
         dialect = DIALECTS.get("/v1/messages" if route == COUNT_TOKENS else route.rstrip("/"))
+        count_tokens, key = route == COUNT_TOKENS, None
         if dialect is None:
+            gemini = match_route(route, scope.get("query_string", b"").decode("latin-1"))
+            if gemini is not None:
+                dialect, count_tokens, key = gemini.dialect, gemini.count_tokens, gemini.api_key
+        if dialect is None:
+            if route in ("/", "", MODELS) or route.startswith(MODELS + "/"):
+                if token is not None and self.deps.sessions.by_path_token(token) is None:
+                    return json_response(openai_error(401, "unknown session token"), 401)
+                if route in ("/", ""):
+                    return json_response({"status": "ok"})
+                return self.models(route.removeprefix(MODELS).strip("/"))
             return json_response(openai_error(404, f"no route {request.method} {route}"), 404)
         if request.method != "POST":
             return json_response(dialect.error_json(405, f"{route} takes POST"), 405)
         headers = header_dict(request)
-        session = self.resolve(token, headers)
+        session = self.resolve(token, headers, key)
         if session is None:
             return json_response(dialect.error_json(401, "unknown session token or API key"), 401)
         try:
-            return await self.model_call(
-                request, headers, dialect, session, count_tokens=route == COUNT_TOKENS
-            )
+            return await self.model_call(request, headers, dialect, session, count_tokens)
         except RequestError as e:
             return json_response(dialect.error_json(e.status, e.message, e.param, e.code), e.status)
         except Exception as e:  # a bug; still answer in the API's shape and keep serving
             log.exception("unhandled error on %s", route)
             return json_response(dialect.error_json(500, f"internal error: {type(e).__name__}"), 500)
 
-    def resolve(self, token: str | None, headers: Mapping[str, str]) -> Session | None:
+    def resolve(
+        self, token: str | None, headers: Mapping[str, str], key: str | None = None
+    ) -> Session | None:
         sessions = self.deps.sessions
-        return sessions.by_path_token(token) if token is not None else sessions.by_api_key(api_key(headers))
+        if token is not None:
+            return sessions.by_path_token(token)
+        return sessions.by_api_key(key or api_key(headers))
 
     def models(self, model_id: str) -> Response:
         """`GET /v1/models` (both APIs' list shapes merged) or `GET /v1/models/<id>` (any id: the harness
@@ -174,7 +186,8 @@ class ProxyApp:
     ) -> Response:
         raw = await read_body(request, headers, self.deps.config.max_body_bytes)
         if count_tokens:
-            return json_response({"input_tokens": await self.count_tokens(dialect, raw, headers)})
+            n = await self.count_tokens(dialect, raw, headers)
+            return json_response({"totalTokens": n} if dialect.name == "gemini" else {"input_tokens": n})
         limit = self.deps.config.max_calls_in_flight
         if limit is not None and len(session.in_flight) >= limit:
             busy = f"{len(session.in_flight)} calls of this rollout are generating"
@@ -194,9 +207,9 @@ class ProxyApp:
                 assert call.prompt is not None
                 head = dialect.stream_head(req, call.response_id, len(call.prompt.ids))
                 body_bytes = b"".join(head + self.final_events(call, task.result()))
-                return Response(body_bytes, media_type="text/event-stream", headers=_SSE_HEADERS)
+                return Response(body_bytes, media_type=dialect.stream_media_type, headers=_SSE_HEADERS)
             return StreamingResponse(
-                self.stream(call, task), media_type="text/event-stream", headers=_SSE_HEADERS
+                self.stream(call, task), media_type=dialect.stream_media_type, headers=_SSE_HEADERS
             )
         if not await self.until_done_or_gone(request, task):
             mark_partial(call)  # the client went away: generation goes on, a retry can replay it

@@ -23,7 +23,7 @@ class CanonicalRequest:
     """One model call, independent of the API it arrived through."""
 
     dialect: str
-    """anthropic | openai_chat | openai_responses."""
+    """anthropic | openai_chat | openai_responses | gemini."""
     model: str
     """Model name the client asked for (echoed back in responses)."""
     messages: list[ChatMessage]

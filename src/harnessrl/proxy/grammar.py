@@ -1,4 +1,4 @@
-"""Event-grammar checkers for the three streaming APIs: is this SSE stream one a client will accept?
+"""Event-grammar checkers for the four streaming APIs: is this SSE stream one a client will accept?
 
 Each checker takes the raw stream bytes, raises `GrammarError` naming the first violation, and returns
 the assistant turn the stream encodes (so a test can compare it with the non-streaming JSON). Used by
@@ -10,6 +10,7 @@ not every optional field of the official schemas.
     chat:       chunk(role) chunk* chunk(finish_reason) [usage chunk] [DONE]
     responses:  response.created response.in_progress item* (response.completed | response.incomplete)
                 item = output_item.added(k) <deltas of k> output_item.done(k); sequence_number = 0, 1, ...
+    gemini:     ({} | chunk)* chunk(finishReason)  |  ... {"error"}   (SSE `data:` events or a JSON array)
 """
 
 from __future__ import annotations
@@ -192,3 +193,34 @@ def check_responses(raw: bytes) -> dict[str, Any]:
     final = dict(events[-1][1]["response"])
     _need(final["output"] == items, "final output differs from the streamed items")
     return final
+
+
+def check_gemini(raw: bytes) -> dict[str, Any]:
+    """A Gemini stream, SSE (`data:` events) or a JSON array: empty `{}` keep-alives, then response
+    chunks whose last carries `finishReason` and `usageMetadata`, or a final `{"error": ...}`. Returns
+    the chunks merged: {"parts": [...], "finishReason": ..., "usageMetadata": ...} or {"error": ...}."""
+    text = raw.decode()
+    if text.lstrip().startswith("["):
+        chunks = json.loads(text)
+        _need(isinstance(chunks, list), "array stream is not a JSON array")
+    else:
+        chunks = [json.loads(data) for _, data in parse_stream(raw)]
+    chunks = [c for c in chunks if c != {}]
+    _need(bool(chunks), "empty stream")
+    _need(all(isinstance(c, dict) for c in chunks), "a chunk is not an object")
+    if "error" in chunks[-1]:
+        _need(set(chunks[-1]) == {"error"}, "error chunk carries more than the error")
+        return {"error": chunks[-1]["error"]}
+    parts: list[Any] = []
+    finish = None
+    for k, chunk in enumerate(chunks):
+        (candidate,) = chunk["candidates"]
+        _need(candidate["index"] == 0 and candidate["content"]["role"] == "model", "bad candidate")
+        _need(finish is None, f"chunk {k} after the finishReason")
+        parts += candidate["content"]["parts"]
+        finish = candidate.get("finishReason")
+    _need(finish is not None, "no finishReason")
+    for part in parts:
+        call = part.get("functionCall")
+        _need(call is None or isinstance(call.get("args"), dict), "functionCall args are not an object")
+    return {"parts": parts, "finishReason": finish, "usageMetadata": chunks[-1]["usageMetadata"]}

@@ -43,7 +43,12 @@ from harnessrl.types import ChatMessage, ModelCall, RequestError, ToolCall
 
 log = logging.getLogger(__name__)
 
-_RESPONSE_PREFIX = {"anthropic": "msg_", "openai_chat": "chatcmpl-", "openai_responses": "resp_"}
+_RESPONSE_PREFIX = {
+    "anthropic": "msg_",
+    "openai_chat": "chatcmpl-",
+    "openai_responses": "resp_",
+    "gemini": "",
+}
 LARGE_BODY = 256 * 1024
 """Bodies from this size on are parsed and rendered off the event loop (`prepare`)."""
 MAX_JSON_DEPTH = 256

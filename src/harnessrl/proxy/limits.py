@@ -6,7 +6,8 @@ Context overflow. A prompt that leaves no room in the engine's context (or is lo
 and before any stream header, so a harness compacts or stops instead of retrying a 500. Anthropic:
 `invalid_request_error` "prompt is too long: N tokens > M maximum ..."; OpenAI:
 `context_length_exceeded` "This model's maximum context length is M tokens. However, your messages
-resulted in N tokens. ...". The message says what to do: Claude Code `bare` (a ~10x shorter system
+resulted in N tokens. ..."; Gemini: `INVALID_ARGUMENT` "The input token count (N) exceeds the maximum
+number of tokens allowed (M). ...". The message says what to do: Claude Code `bare` (a ~10x shorter system
 prompt), a model with a longer context, or a larger `engine.context_length`.
 
 Output cap. The request's own cap (Claude Code asks 32,000-128,000) is honoured up to the context left
@@ -48,6 +49,12 @@ class ContextOverflow(RequestError):
         if dialect == "anthropic":
             message = f"prompt is too long: {prompt_tokens} tokens > {limit} maximum {advice}"
             super().__init__(message)
+        elif dialect == "gemini":
+            message = (
+                f"The input token count ({prompt_tokens}) exceeds the maximum number of tokens allowed "
+                f"({limit}). {advice}"
+            )
+            super().__init__(message, param="contents")
         else:
             message = (
                 f"This model's maximum context length is {limit} tokens. However, your messages resulted "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from harnessrl.proxy.dialects.anthropic import AnthropicDialect
 from harnessrl.proxy.dialects.base import Dialect
+from harnessrl.proxy.dialects.gemini import GeminiDialect
 from harnessrl.proxy.dialects.openai_chat import OpenAIChatDialect
 from harnessrl.proxy.dialects.openai_responses import OpenAIResponsesDialect
 
@@ -14,4 +15,11 @@ DIALECTS: dict[str, Dialect] = {
 }
 """Route (after the optional `/r/<token>` prefix) -> dialect."""
 
-__all__ = ["DIALECTS", "AnthropicDialect", "Dialect", "OpenAIChatDialect", "OpenAIResponsesDialect"]
+__all__ = [
+    "DIALECTS",
+    "AnthropicDialect",
+    "Dialect",
+    "GeminiDialect",
+    "OpenAIChatDialect",
+    "OpenAIResponsesDialect",
+]

@@ -168,6 +168,7 @@ class AnthropicDialect:
     name = "anthropic"
     tool_id_prefix = "toolu_"
     keepalive = sse.PING_KEEPALIVE
+    stream_media_type = "text/event-stream"
 
     def parse(self, body: dict[str, Any]) -> CanonicalRequest:
         if body.get("stop_sequences"):

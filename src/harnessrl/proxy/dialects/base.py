@@ -14,11 +14,13 @@ from harnessrl.proxy.canonical import CanonicalRequest, Completion
 
 class Dialect(Protocol):
     name: str
-    """anthropic | openai_chat | openai_responses (ModelCall.dialect)."""
+    """anthropic | openai_chat | openai_responses | gemini (ModelCall.dialect)."""
     tool_id_prefix: str
     """Prefix of the tool-call ids this API uses (`toolu_`, `call_`)."""
     keepalive: bytes
     """SSE bytes sent while the turn is generated."""
+    stream_media_type: str
+    """Content type of a streamed response (`text/event-stream`; Gemini's JSON-array stream: JSON)."""
 
     def parse(self, body: dict[str, Any]) -> CanonicalRequest:
         """Wire request -> canonical request; raises RequestError (a 400 naming the field)."""

@@ -168,6 +168,7 @@ class OpenAIChatDialect:
     name = "openai_chat"
     tool_id_prefix = "call_"
     keepalive = sse.COMMENT_KEEPALIVE
+    stream_media_type = "text/event-stream"
 
     def parse(self, body: dict[str, Any]) -> CanonicalRequest:
         _check_unsupported(body)

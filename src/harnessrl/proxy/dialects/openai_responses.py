@@ -55,6 +55,7 @@ class OpenAIResponsesDialect:
     name = "openai_responses"
     tool_id_prefix = "call_"
     keepalive = sse.COMMENT_KEEPALIVE
+    stream_media_type = "text/event-stream"
 
     def parse(self, body: dict[str, Any]) -> CanonicalRequest:
         text = body.get("text")

@@ -1,0 +1,206 @@
+"""The Gemini API (`POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent`,
+`:countTokens`; also under `/v1/`). Request parsing lives in `gemini_input`; this module holds the
+routes, the generation options and the response formats.
+
+The model comes from the path; the API key from `x-goog-api-key` or `?key=`. `:streamGenerateContent`
+answers SSE with `?alt=sse` (what the SDKs ask for) and a JSON array otherwise, with the whole turn in
+one chunk (pseudo-streaming). Keep-alives: an empty `data: {}` chunk for SSE (the Python SDK reads a
+comment line as a JSON fragment and fails; an empty response is skipped by the SDKs and Gemini CLI),
+whitespace inside the JSON array. Errors are Google's shape: `{"error": {"code", "message", "status",
+"details": [BadRequest fieldViolations naming the field]}}`; a stream that has started ends with one.
+
+`generationConfig`: `maxOutputTokens` honoured; `temperature`, `topP`, `topK`, `seed` and the
+penalties ignored (sampling is the trainer's); `responseLogprobs` returns every sampled token's
+log-prob (`logprobsResult.chosenCandidates`, `avgLogprobs`); `thinkingConfig.includeThoughts` decides
+whether reasoning is returned as `thought` parts; `thinkingBudget` / `thinkingLevel` are accepted as
+the guidance Google documents them to be (the model may over- or under-run a budget; Gemini CLI sends
+one on every call) and not enforced. Rejected with a 400 naming the field: `candidateCount` > 1,
+`stopSequences`, `logprobs` (top candidates), a `responseMimeType` other than text/plain, response
+schemas, non-text `responseModalities`, speech and image config, `cachedContent`. `safetySettings`,
+`labels` and `toolConfig.retrievalConfig` are ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, unquote
+
+from harnessrl.proxy import sse
+from harnessrl.proxy.canonical import CanonicalRequest, Completion, expect
+from harnessrl.proxy.dialects.gemini_input import camel, parse_contents, parse_tools, tool_config
+from harnessrl.types import RequestError
+
+PREFIXES = ("/v1beta/models/", "/v1/models/")
+METHODS = ("generateContent", "streamGenerateContent", "countTokens")
+SSE_KEEPALIVE = b"data: {}\n\n"
+_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    405: "INVALID_ARGUMENT",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+_IGNORED = ("temperature", "topP", "topK", "seed", "presencePenalty", "frequencyPenalty")
+
+
+def google_error(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    """Google's error body (google.rpc.Status as JSON)."""
+    error: dict[str, Any] = {"code": status, "message": message, "status": _STATUS.get(status, "INTERNAL")}
+    if param is not None:
+        violation = {"field": param, "description": message}
+        error["details"] = [
+            {"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [violation]}
+        ]
+    return {"error": error}
+
+
+@dataclass(frozen=True)
+class GeminiRoute:
+    """One request's endpoint: the dialect bound to its path and query, and the `?key=` API key."""
+
+    dialect: GeminiDialect
+    count_tokens: bool
+    api_key: str | None
+
+
+def match_route(route: str, query: str) -> GeminiRoute | None:
+    """`/v1beta/models/<model>:<method>` (+ query) -> its endpoint; None for any other path."""
+    prefix = next((p for p in PREFIXES if route.startswith(p)), None)
+    if prefix is None:
+        return None
+    model, sep, method = route[len(prefix) :].rpartition(":")
+    if not sep or not model or "/" in model or method not in METHODS:
+        return None
+    params = parse_qs(query) if query else {}
+    key = params.get("key", [None])[0]
+    stream = method == "streamGenerateContent"
+    dialect = GeminiDialect(unquote(model), stream, sse=params.get("alt", [""])[0] == "sse" or not stream)
+    return GeminiRoute(dialect, method == "countTokens", key)
+
+
+def _generation(raw: Any) -> tuple[int | None, bool, bool]:
+    """`generationConfig` -> (maxOutputTokens, responseLogprobs, includeThoughts); 400s as listed above."""
+    if raw is None:
+        return None, False, False
+    config = camel(expect(raw, dict, "generationConfig"))
+
+    def field(name: str) -> Any:
+        return config.get(name)
+
+    def refuse(name: str, why: str) -> None:
+        raise RequestError(f"generationConfig.{name} {why}", param=f"generationConfig.{name}")
+
+    count = field("candidateCount")
+    if count is not None and count != 1:
+        refuse("candidateCount", "must be 1: one candidate per request")
+    if field("stopSequences"):
+        refuse("stopSequences", "is not supported (the engine stops at the end-of-turn token only)")
+    if field("logprobs"):
+        refuse("logprobs", "is not supported (the engine records only the sampled token's log-prob)")
+    if field("responseMimeType") not in (None, "", "text/plain"):
+        refuse("responseMimeType", f"={field('responseMimeType')!r} is not supported (text/plain only)")
+    for name in ("responseSchema", "responseJsonSchema", "speechConfig", "imageConfig"):
+        if field(name) is not None:
+            refuse(name, "is not supported")
+    modalities = field("responseModalities")
+    if modalities and any(
+        m != "TEXT" for m in expect(modalities, list, "generationConfig.responseModalities")
+    ):
+        refuse("responseModalities", f"={modalities!r} is not supported (TEXT only)")
+    cap = field("maxOutputTokens")
+    if cap is not None:
+        expect(cap, int, "generationConfig.maxOutputTokens")
+        if cap < 1:
+            refuse("maxOutputTokens", "must be >= 1")
+    thinking = camel(field("thinkingConfig"))
+    include = False
+    if thinking is not None:
+        include = expect(thinking, dict, "generationConfig.thinkingConfig").get("includeThoughts") is True
+        budget = thinking.get("thinkingBudget")
+        if budget is not None and (not isinstance(budget, int) or budget < -1):
+            refuse("thinkingConfig.thinkingBudget", "must be an integer >= -1")
+    return cap, field("responseLogprobs") is True, include
+
+
+class GeminiDialect:
+    name = "gemini"
+    tool_id_prefix = "call_"
+
+    def __init__(self, model: str = "", stream: bool = False, sse: bool = True) -> None:
+        self.model, self.stream, self.sse = model, stream, sse
+        self.keepalive = SSE_KEEPALIVE if sse else b"\n"
+        self.stream_media_type = "text/event-stream" if sse else "application/json"
+
+    def parse(self, body: dict[str, Any]) -> CanonicalRequest:
+        body = camel(body)
+        inner = body.get("generateContentRequest")  # countTokens' long form
+        if inner is not None:
+            body = camel(expect(inner, dict, "generateContentRequest"))
+        if body.get("cachedContent") is not None:
+            raise RequestError("cachedContent is not supported (no server-side state)", param="cachedContent")
+        cap, logprobs, thoughts = _generation(body.get("generationConfig"))
+        tools = parse_tools(body.get("tools") or [])
+        none = tool_config(body.get("toolConfig"), tools)
+        return CanonicalRequest(
+            dialect=self.name,
+            model=self.model,
+            messages=parse_contents(body),
+            tools=[] if none else tools,
+            max_tokens=cap,
+            stream=self.stream,
+            tool_choice_none=none,
+            logprobs=logprobs,
+            options={"include_thoughts": thoughts},
+        )
+
+    def _candidate(self, req: CanonicalRequest, c: Completion) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        if c.reasoning and req.options.get("include_thoughts"):
+            parts.append({"text": c.reasoning, "thought": True})
+        if c.text or not c.tool_calls:
+            parts.append({"text": c.text})
+        for tc in c.tool_calls:
+            parts.append({"functionCall": {"id": tc.id, "name": tc.name, "args": tc.arguments}})
+        finish = "MAX_TOKENS" if c.finish_reason == "length" else "STOP"
+        candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "finishReason": finish}
+        if c.logprobs is not None:
+            chosen = [{"token": text, "logProbability": lp} for text, lp in c.logprobs]
+            candidate["avgLogprobs"] = sum(lp for _, lp in c.logprobs) / max(1, len(c.logprobs))
+            candidate["logprobsResult"] = {"topCandidates": [], "chosenCandidates": chosen}
+        candidate["index"] = 0
+        return candidate
+
+    def response_json(self, req: CanonicalRequest, c: Completion) -> dict[str, Any]:
+        usage = {
+            "promptTokenCount": c.prompt_tokens,
+            "candidatesTokenCount": c.output_tokens,
+            "totalTokenCount": c.prompt_tokens + c.output_tokens,
+        }
+        return {
+            "candidates": [self._candidate(req, c)],
+            "usageMetadata": usage,
+            "modelVersion": c.model,
+            "responseId": c.response_id,
+        }
+
+    def stream_head(self, req: CanonicalRequest, response_id: str, prompt_tokens: int) -> list[bytes]:
+        return [] if self.sse else [b"["]
+
+    def stream_events(self, req: CanonicalRequest, c: Completion) -> list[bytes]:
+        body = self.response_json(req, c)
+        return [sse.event(body)] if self.sse else [sse.dumps(body).encode(), b"]"]
+
+    def error_json(
+        self, status: int, message: str, param: str | None = None, code: str | None = None
+    ) -> dict[str, Any]:
+        return google_error(status, message, param)
+
+    def stream_error(self, req: CanonicalRequest, response_id: str, status: int, message: str) -> list[bytes]:
+        body = google_error(status, message)
+        return [sse.event(body)] if self.sse else [sse.dumps(body).encode(), b"]"]
