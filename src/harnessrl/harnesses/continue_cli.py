@@ -47,7 +47,7 @@ class ContinueCli(HarnessBase):
     version = VERSION
     package = f"@continuedev/cli@{VERSION}"
     shell_tool = ShellTool("Bash", "command")
-    modes = (Mode("openai_chat", 2_000),)
+    modes = (Mode("openai_chat", 2_033),)
     default_model = "policy"
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:

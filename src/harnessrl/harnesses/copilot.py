@@ -45,7 +45,7 @@ class Copilot(HarnessBase):
     package = f"@github/copilot@{VERSION}"
     shell_tool = ShellTool("bash", "command")
     modes = (
-        Mode("openai_chat", 11_000, note="wire_api completions"),
+        Mode("openai_chat", 12_273, note="wire_api completions"),
         Mode("openai_responses", None, {"wire_api": "responses"}, "wire_api responses"),
     )
     default_model = "policy"

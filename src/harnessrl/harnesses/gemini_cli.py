@@ -59,7 +59,7 @@ class GeminiCli(HarnessBase):
     version = VERSION
     package = f"@google/gemini-cli@{VERSION}"
     shell_tool = ShellTool("run_shell_command", "command")
-    modes = (Mode("gemini", 12_000),)
+    modes = (Mode("gemini", 11_224),)
     default_model = "gemini-2.5-pro"
     """A model the CLI knows (its token limit, no router); the proxy serves whatever policy it holds."""
 

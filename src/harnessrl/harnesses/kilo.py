@@ -68,7 +68,7 @@ class Kilo(HarnessBase):
     version = VERSION
     package = f"@kilocode/cli@{VERSION}"
     shell_tool = ShellTool("bash", "command")
-    modes = (Mode("openai_chat", 12_000),)
+    modes = (Mode("openai_chat", 12_669),)
     default_model = "policy"
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:

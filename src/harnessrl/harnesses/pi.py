@@ -50,7 +50,7 @@ class Pi(HarnessBase):
     package = f"@mariozechner/pi-coding-agent@{VERSION}"
     shell_tool = ShellTool("bash", "command")
     modes = (
-        Mode("openai_chat", 1_500, note="api openai-completions"),
+        Mode("openai_chat", 1_537, note="api openai-completions"),
         Mode("openai_responses", None, {"api": "openai-responses"}, "api openai-responses"),
         Mode("anthropic", None, {"api": "anthropic-messages"}, "api anthropic-messages"),
         Mode("gemini", None, {"api": "google-generative-ai"}, "api google-generative-ai"),
