@@ -10,7 +10,10 @@ from collections.abc import Callable
 from harnessrl.harnesses.base import Harness
 from harnessrl.harnesses.claude_code import ClaudeCode
 from harnessrl.harnesses.codex import Codex
+from harnessrl.harnesses.mini_swe_agent import MiniSweAgent
 from harnessrl.harnesses.openclaw import OpenClaw
+from harnessrl.harnesses.opencode import Opencode
+from harnessrl.harnesses.qwen_code import QwenCode
 from harnessrl.harnesses.shell import Shell
 from harnessrl.harnesses.whitebox import Whitebox
 from harnessrl.types import HarnessError, HarnessName
@@ -19,6 +22,9 @@ HARNESSES: dict[str, Harness] = {
     "claude-code": ClaudeCode(),
     "codex": Codex(),
     "openclaw": OpenClaw(),
+    "opencode": Opencode(),
+    "qwen-code": QwenCode(),
+    "mini-swe-agent": MiniSweAgent(),
     "shell": Shell(),
 }
 FAMILIES: dict[str, Callable[[str], Harness]] = {"whitebox": Whitebox}
