@@ -54,12 +54,18 @@ def test_reference_turns_use_each_harness_shell_tool() -> None:
         "claude-code": ("Bash", {"command": "ls"}),
         "codex": ("exec_command", {"cmd": "ls"}),
         "continue": ("Bash", {"command": "ls"}),
-        "copilot": ("bash", {"command": "ls"}),
+        "copilot": ("bash", {"command": "ls", "description": "Run the command"}),
         "gemini-cli": ("run_shell_command", {"command": "ls"}),
         "kilo": ("bash", {"command": "ls"}),
         "openclaw": ("exec", {"command": "ls"}),
         "pi": ("bash", {"command": "ls"}),
+        "opencode": ("bash", {"command": "ls", "description": "Run the command"}),
+        "qwen-code": ("run_shell_command", {"command": "ls"}),
     }
+    # mini-swe-agent acts through text: a fenced block, and finishes with its submit command
+    assert get_harness("mini-swe-agent").reference_turns("ls")[0] == ChatMessage(
+        role="assistant", content="```mswea_bash_command\nls\n```"
+    )
     assert get_harness("shell").reference_turns("ls") == ["done"]
     # whitebox: the tool level of the code decides (bash / run / a fenced block)
     assert get_harness("whitebox:00000").shell_tool == ShellTool("bash", "command")

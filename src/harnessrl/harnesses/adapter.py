@@ -5,7 +5,7 @@
   definition of a shell-tool shape outside the harness programs themselves; the scripted reference
   engine, SFT demonstrations and tests take it from the adapter.
 - `Mode`: one configuration of the harness (adapter options), the dialect it speaks in it, and its
-  first-prompt size (SmolLM2 tokens on bundled task_0000, as the compatibility table measures it).
+  first-prompt size (SmolLM2 tokens, as the compatibility table measures it on a bundled task).
   The first mode is the default; `scripts/harness_compat` runs each one and checks the size.
 - `HarnessBase`: the defaults: the known-good sequence the scripted reference engine plays
   (`reference_turns`: run the command through the shell tool, then finish) and that engine.
@@ -42,6 +42,8 @@ class ShellTool:
     """The argument holding the command line (native calls)."""
     fence: str = "bash"
     """The info string of the fenced block (text actions): ```bash, ```mswea_bash_command, ..."""
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+    """Other arguments the tool requires, sent with fixed values (opencode's `description`)."""
 
     def turn(self, command: str, text: str = "") -> ChatMessage:
         """One assistant turn that runs `command` (with `text` before a fenced block)."""
@@ -50,7 +52,7 @@ class ShellTool:
         return ChatMessage(
             role="assistant",
             content=text,
-            tool_calls=[ToolCall(name=self.name, arguments={self.arg: command})],
+            tool_calls=[ToolCall(name=self.name, arguments={self.arg: command, **self.extra})],
         )
 
 
@@ -64,8 +66,8 @@ class Mode:
 
     dialect: Dialect
     first_prompt_tokens: int | None
-    """SmolLM2 tokens of the first request on bundled task_0000, as `scripts/harness_compat` measures it
-    (None: not measured, or it varies, as whitebox's with its configuration)."""
+    """SmolLM2 tokens of the first request, as `scripts/harness_compat` measures it on a bundled task
+    (a task prompt is a few dozen of them; None: it varies, as whitebox's with its configuration)."""
     options: dict[str, Any] = field(default_factory=dict)
     note: str = ""
     """How this mode differs from the default (`--bare`, `api openai-completions`)."""

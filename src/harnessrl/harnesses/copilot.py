@@ -43,7 +43,8 @@ class Copilot(HarnessBase):
     name = "copilot"
     version = VERSION
     package = f"@github/copilot@{VERSION}"
-    shell_tool = ShellTool("bash", "command")
+    shell_tool = ShellTool("bash", "command", extra={"description": "Run the command"})
+    """Its `bash` tool requires a `description` beside the command."""
     modes = (
         Mode("openai_chat", 12_273, note="wire_api completions"),
         Mode("openai_responses", None, {"wire_api": "responses"}, "wire_api responses"),

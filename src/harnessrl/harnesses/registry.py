@@ -14,8 +14,11 @@ from harnessrl.harnesses.continue_cli import ContinueCli
 from harnessrl.harnesses.copilot import Copilot
 from harnessrl.harnesses.gemini_cli import GeminiCli
 from harnessrl.harnesses.kilo import Kilo
+from harnessrl.harnesses.mini_swe_agent import MiniSweAgent
 from harnessrl.harnesses.openclaw import OpenClaw
+from harnessrl.harnesses.opencode import Opencode
 from harnessrl.harnesses.pi import Pi
+from harnessrl.harnesses.qwen_code import QwenCode
 from harnessrl.harnesses.shell import Shell
 from harnessrl.harnesses.whitebox import Whitebox
 from harnessrl.types import HarnessError, HarnessName
@@ -29,6 +32,9 @@ HARNESSES: dict[str, Harness] = {
     "kilo": Kilo(),
     "openclaw": OpenClaw(),
     "pi": Pi(),
+    "opencode": Opencode(),
+    "qwen-code": QwenCode(),
+    "mini-swe-agent": MiniSweAgent(),
     "shell": Shell(),
 }
 FAMILIES: dict[str, Callable[[str], Harness]] = {"whitebox": Whitebox}
