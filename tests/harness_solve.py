@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -15,7 +16,7 @@ from harnessrl.chat.format import ChatFormat
 from harnessrl.config import Config
 from harnessrl.engines.models import load_tokenizer
 from harnessrl.engines.scripted import Script, ScriptedEngine
-from harnessrl.harnesses import get_harness
+from harnessrl.harnesses import Endpoint, HarnessContext, get_harness
 from harnessrl.rollout import RolloutJob
 from harnessrl.rollout.session import RolloutStack, reference_command
 from harnessrl.tasks import load_tasks
@@ -28,8 +29,11 @@ MARKS = [
 WRONG = "printf 'hello harness\\n' > hello.txt"
 
 
-async def solve_and_fail(harness: str, out: Path) -> tuple[Rollout, Rollout]:
-    """(the reference rollout, the wrong one) of bundled task_0000 through `harness`, both checked."""
+async def solve_and_fail(
+    harness: str, out: Path, options: dict[str, Any] | None = None
+) -> tuple[Rollout, Rollout]:
+    """(the reference rollout, the wrong one) of bundled task_0000 through `harness` (with adapter
+    `options`: one of its modes), both checked."""
     task = next(t for t in load_tasks("bundled", split="train").tasks if t.id == "task_0000")
     wrong_task = task.model_copy(update={"id": "wrong", "prompt": task.prompt + " (second attempt)"})
     cfg = Config()
@@ -49,7 +53,10 @@ async def solve_and_fail(harness: str, out: Path) -> tuple[Rollout, Rollout]:
     async with RolloutStack.from_config(cfg, [task], engine=engine) as stack:
         assert stack.runner is not None
         good, bad = await stack.runner.run_many(
-            [RolloutJob(task, harness, "good"), RolloutJob(wrong_task, harness, "bad")]
+            [
+                RolloutJob(task, harness, "good", options=options or {}),
+                RolloutJob(wrong_task, harness, "bad", options=options or {}),
+            ]
         )
     assert good.status is RolloutStatus.OK, good.status_reason
     assert good.reward == 1.0
@@ -57,3 +64,26 @@ async def solve_and_fail(harness: str, out: Path) -> tuple[Rollout, Rollout]:
     assert bad.status is RolloutStatus.OK, bad.status_reason
     assert bad.reward is not None and bad.reward < 1.0
     return good, bad
+
+
+F = TypeVar("F")
+
+
+def harness_test(fn: F) -> F:
+    """MARKS on one test, for files that also hold tests without the real harness."""
+    for mark in MARKS:
+        fn = mark(fn)
+    return fn
+
+
+def adapter_context(host_home: Path, **kw: Any) -> HarnessContext:
+    """A HarnessContext as the runner builds it, for config and command-line tests without a sandbox."""
+    base: dict[str, Any] = dict(
+        prompt="do it",
+        endpoint=Endpoint("http://127.0.0.1:18080/r/tok", "tok"),
+        workspace="/workspace",
+        home="/home/agent",
+        host_home=host_home,
+        install_dir=Path("/cache/h"),
+    )
+    return HarnessContext(**{**base, **kw})
