@@ -3,12 +3,13 @@
 pi reads custom providers from `$PI_CODING_AGENT_DIR/models.json` (default `~/.pi/agent`); ours is
 one provider, `harnessrl`, at the endpoint, with one model. Its `api` is an option:
 `openai-completions` (default: Chat Completions), `openai-responses`, `anthropic-messages` or
-`google-generative-ai` (the Gemini API); every one of them keeps consecutive calls exact prefixes of
-each other (see the harness-traffic fixture README). `PI_OFFLINE=1` turns off every startup network
-operation (update and package checks, the install ping); settings.json also turns the install ping off
-and quiets the startup header. Its four tools (read, bash, edit, write) run without asking.
-pi has no MCP client by design, so MCP servers are not started. Left out: sessions, extensions,
-skills and prompt templates (their discovery is off), OAuth logins, thinking levels.
+`google-generative-ai` (the Gemini API); consecutive calls splice in every one (they are exact
+prefixes of each other but for Anthropic's moving `cache_control`; see the harness-traffic README).
+`PI_OFFLINE=1` turns off every startup network operation (update and package checks, the install
+ping); settings.json also turns the install ping off and quiets the startup header. Its four tools
+(read, bash, edit, write) run without asking. pi has no MCP client by design, so MCP servers are not
+started. Left out: sessions, extensions, skills and prompt templates (their discovery is off), OAuth
+logins, thinking levels.
 """
 
 from __future__ import annotations
