@@ -73,7 +73,7 @@ class MiniSweAgent(HarnessBase):
         mini += ["-c", "mini_textbased.yaml", "-c", cfg, "--agent-class", "default"]
         mini += ["-y", "--exit-immediately", "-o", traj, "-t", ctx.prompt]
         env = {
-            "PATH": f"{ctx.install_dir / 'bin'}:{SYSTEM_PATH}",
+            "PATH": SYSTEM_PATH,  # not its venv's bin: the agent's commands keep the sandbox's python
             "OPENAI_API_KEY": ctx.endpoint.api_key,
             "MSWEA_CONFIGURED": "1",
             "MSWEA_SILENT_STARTUP": "1",
