@@ -6,8 +6,10 @@ is read-only inside the sandbox."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+import pytest
 from harness_solve import MARKS, solve_and_fail
 
 from harnessrl.harnesses import get_harness, harness_binds, run_harness
@@ -27,19 +29,27 @@ async def test_mini_swe_agent_solves_task_and_wrong_sequence_fails(tmp_path: Pat
     assert (good.exit_code, bad.exit_code) == (0, 0)
 
 
+@pytest.mark.security
 async def test_python_harness_install_is_read_only_in_the_sandbox(sb_base: Path) -> None:
-    """What the sandbox's uid can do to the venv: read and run it, never write it."""
-    venv = await __import__("asyncio").to_thread(get_harness("mini-swe-agent").ensure_installed)
+    """What the sandbox's uid can do to the venv is what it can do to an npm install: read and run
+    it, never write it (both lie under the one read-only harness bind)."""
+    venv = await asyncio.to_thread(get_harness("mini-swe-agent").ensure_installed)
+    npm = await asyncio.to_thread(get_harness("opencode").ensure_installed)
     package = next((venv / "lib").glob("python3*/site-packages/minisweagent"))
     probe = (
         f"{venv}/bin/python -c 'import minisweagent' && echo import-ok; "
-        f"touch {venv}/x 2>/dev/null && echo wrote-venv; "
-        f"echo pwn >> {package}/__init__.py 2>/dev/null && echo wrote-package; echo end"
+        f"touch {venv}/x {npm}/x 2>/dev/null || echo no-new-file; "
+        f"echo pwn >> {package}/__init__.py 2>/dev/null || echo no-write-package; "
+        f"echo pwn >> {npm}/node_modules/opencode-ai/package.json 2>/dev/null || echo no-write-npm; "
+        f"rm -rf {venv}/bin 2>/dev/null; test -x {venv}/bin/python && echo venv-intact"
     )
     async with await Sandbox.create(SandboxSpec(base_dir=sb_base, ro_binds=harness_binds())) as sb:
         _, raw = await run_harness(
             get_harness("shell"), sb, Endpoint("http://127.0.0.1:1", "k"), "p", timeout_s=60,
-            options={"command": f"MSWEA_SILENT_STARTUP=1 MSWEA_GLOBAL_CONFIG_DIR=$HOME/.m {probe}"},
+            options={"command": f"export MSWEA_SILENT_STARTUP=1 MSWEA_GLOBAL_CONFIG_DIR=$HOME/.m; {probe}"},
         )  # fmt: skip
-    assert raw.stdout.split() == ["import-ok", "end"], raw.stdout + raw.stderr
+    assert raw.stdout.split() == [
+        "import-ok", "no-new-file", "no-write-package", "no-write-npm", "venv-intact"
+    ], raw.stdout + raw.stderr  # fmt: skip
     assert "pwn" not in (package / "__init__.py").read_text()
+    assert not (venv / "x").exists() and not (npm / "x").exists()

@@ -73,7 +73,7 @@ class Mode:
     """How this mode differs from the default (`--bare`, `api openai-completions`)."""
 
     def check_first_prompt(self, measured: int) -> str:
-        """ "" when `measured` is within FIRST_PROMPT_TOLERANCE of the declared size, else why not."""
+        """Why `measured` is off the declared size by more than FIRST_PROMPT_TOLERANCE; "" when it is not."""
         if self.first_prompt_tokens is None:
             return ""
         if abs(measured - self.first_prompt_tokens) <= FIRST_PROMPT_TOLERANCE * self.first_prompt_tokens:

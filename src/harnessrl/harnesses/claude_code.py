@@ -33,7 +33,7 @@ class ClaudeCode(HarnessBase):
     version = VERSION
     package = f"@anthropic-ai/claude-code@{VERSION}"
     shell_tool = ShellTool("Bash", "command")
-    modes = (Mode("anthropic", 21_172), Mode("anthropic", 1_208, {"bare": True}, "--bare"))
+    modes = (Mode("anthropic", 21_174), Mode("anthropic", 1_210, {"bare": True}, "--bare"))
     shorter_prompt = "run Claude Code with `bare` (`--option bare=true`)"
     default_model = "claude-sonnet-4-5"
 

@@ -63,7 +63,7 @@ class Codex(HarnessBase):
     version = VERSION
     package = f"@openai/codex@{VERSION}"
     shell_tool = ShellTool("exec_command", "cmd")
-    modes = (Mode("openai_responses", 9_182),)
+    modes = (Mode("openai_responses", 9_649),)
     default_model = "policy"
     """A neutral name: Codex has no built-in metadata for it, so it sends the tools and requests it sends
     any model of the user's own (a `namespace` tool among them), which the proxy must handle."""

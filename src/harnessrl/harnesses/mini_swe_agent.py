@@ -11,7 +11,8 @@ merged over the built-in one; env switches skip its first-run setup prompt, its 
 tracking (an unknown model has no price) and litellm's remote price-map fetch.
 It prints no result of its own: the launch shell prints the trajectory file it saved after a
 marker line, and `parse` reads `info.exit_status` / `info.submission` from it.
-Left out: its tool-call mode (`mini.yaml`), the interactive agent, swebench runners.
+Left out: its tool-call mode (`mini.yaml`), the interactive agent, swebench runners; it has no MCP
+client, so `mcp_servers` are not started.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class MiniSweAgent(HarnessBase):
     package = f"mini-swe-agent=={VERSION}"
     installer = "pypi"
     shell_tool = ShellTool(None, fence="mswea_bash_command")
-    modes = (Mode("openai_chat", 900),)
+    modes = (Mode("openai_chat", 840),)
     default_model = "policy"
 
     def final_turns(self) -> list[ChatMessage | str]:
@@ -72,7 +73,7 @@ class MiniSweAgent(HarnessBase):
         mini += ["-c", "mini_textbased.yaml", "-c", cfg, "--agent-class", "default"]
         mini += ["-y", "--exit-immediately", "-o", traj, "-t", ctx.prompt]
         env = {
-            "PATH": f"{ctx.install_dir / 'bin'}:{SYSTEM_PATH}",
+            "PATH": SYSTEM_PATH,  # not its venv's bin: the agent's commands keep the sandbox's python
             "OPENAI_API_KEY": ctx.endpoint.api_key,
             "MSWEA_CONFIGURED": "1",
             "MSWEA_SILENT_STARTUP": "1",

@@ -62,10 +62,9 @@ class OpenClaw(HarnessBase):
     package = f"openclaw@{VERSION}"
     shell_tool = ShellTool("exec", "command")
     modes = (
-        Mode("openai_responses", 9_820, note="api openai-responses"),
-        # The same prompt in every API (8,873 / 8,877 / 8,890 tokens in the traffic fixtures).
-        Mode("openai_chat", 9_820, {"api": "openai-completions"}, "api openai-completions"),
-        Mode("anthropic", 9_820, {"api": "anthropic-messages"}, "api anthropic-messages"),
+        Mode("openai_responses", 9_729, note="api openai-responses"),
+        Mode("openai_chat", 9_735, {"api": "openai-completions"}, "api openai-completions"),
+        Mode("anthropic", 9_754, {"api": "anthropic-messages"}, "api anthropic-messages"),
     )
     default_model = "policy"
 

@@ -65,7 +65,7 @@ class Opencode(HarnessBase):
     version = VERSION
     package = f"opencode-ai@{VERSION}"
     shell_tool = ShellTool("bash", "command", extra={"description": "Run the command"})
-    modes = (Mode("openai_chat", 8_500),)
+    modes = (Mode("openai_chat", 7_731),)
     default_model = "policy"
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:

@@ -52,7 +52,7 @@ class QwenCode(HarnessBase):
     version = VERSION
     package = f"@qwen-code/qwen-code@{VERSION}"
     shell_tool = ShellTool("run_shell_command", "command")
-    modes = (Mode("openai_chat", 19_500),)
+    modes = (Mode("openai_chat", 18_364),)
     default_model = "policy"
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:
