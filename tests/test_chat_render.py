@@ -14,7 +14,7 @@ from harnessrl.chat import render
 from harnessrl.chat.format import ChatFormat
 from harnessrl.chat.render import make_direct_renderer
 from harnessrl.chat.tokenizers import qwen3_tokenizer
-from harnessrl.proxy.dialects import DIALECTS
+from harnessrl.proxy.dialects import resolve
 from harnessrl.types import ChatMessage, ToolSpec
 
 KEYS = "{% for m in messages %}{{ m | tojson }}\n{% endfor %}{{ eos_token }}{{ add_generation_prompt }}"
@@ -49,9 +49,9 @@ def captured_requests(shared_fixtures: Path) -> list[tuple[list[ChatMessage], li
     for path in sorted((shared_fixtures / "harness-traffic").glob("*/*.json")):
         captured = json.loads(path.read_text())
         route = captured["path"].split("?")[0].rstrip("/")
-        dialect = DIALECTS.get(route.removesuffix("/count_tokens"))
-        if dialect is not None and isinstance(captured.get("body"), dict):
-            req = dialect.parse(captured["body"])
+        endpoint = resolve(route)
+        if endpoint is not None and isinstance(captured.get("body"), dict):
+            req = endpoint.dialect.parse(captured["body"])
             out.append((req.messages, req.tools))
     return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,14 @@ import pytest
 
 from harnessrl.proxy import capture, grammar, sse
 from harnessrl.proxy.canonical import CanonicalRequest, Completion
-from harnessrl.proxy.dialects import AnthropicDialect, OpenAIChatDialect, OpenAIResponsesDialect
+from harnessrl.proxy.dialects import (
+    DIALECTS,
+    AnthropicDialect,
+    Dialect,
+    OpenAIChatDialect,
+    OpenAIResponsesDialect,
+    resolve,
+)
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.types import ChatMessage, ToolCall
 
@@ -333,3 +341,52 @@ def test_session_store_rules(tmp_path: Path) -> None:
     assert store.close("r1") == []
     assert (tmp_path / "r1" / "calls.jsonl").read_text() == ""
     assert store.by_path_token(info.token) is None
+
+
+def _bound(template: str) -> str:
+    """A route template's `{name}` parts filled in (`/v1beta/models/{model}:x` -> `/v1beta/models/m:x`)."""
+    return re.sub(r"\{[^}]*\}", "m", template)
+
+
+@pytest.mark.parametrize("name", sorted(DIALECTS))
+def test_every_registered_dialect_provides_what_the_app_needs(name: str) -> None:
+    """The seam: the app, the handler and `limits` use only these members, so a dialect that has them
+    (its module plus one line in DIALECTS) is served."""
+    registered = DIALECTS[name]
+    assert registered.name == name and registered.routes
+    for template in registered.routes:
+        endpoint = resolve(_bound(template))
+        assert endpoint is not None, template
+        assert endpoint.dialect.name == name and isinstance(endpoint.dialect, Dialect)
+        d = endpoint.dialect
+        assert isinstance(d.tool_id_prefix, str) and isinstance(d.response_id_prefix, str)
+        assert isinstance(d.keepalive, bytes) and d.stream_media_type in (
+            "text/event-stream",
+            "application/json",
+        )
+        if endpoint.count_tokens is not None:
+            assert json.loads(sse.dumps(endpoint.count_tokens(5)))
+        error = json.dumps(d.error_json(400, "bad thing", "field"))
+        assert "bad thing" in error
+        message, param, code = d.overflow(90, 80, "the engine's context is 81 tokens")
+        assert "90" in message and "80" in message and "the engine's context is 81 tokens" in message
+        assert param is None or isinstance(param, str)
+        assert code is None or isinstance(code, str)
+        req = CanonicalRequest(name, "m", [ChatMessage(role="user", content="hi")], [], stream=True)
+        c = completion(text="ok", tool_calls=[ToolCall(id=d.tool_id_prefix + "1", name="exec", arguments={})])
+        assert json.loads(sse.dumps(d.response_json(req, c)))
+        head = d.stream_head(req, d.response_id_prefix + "1", 7)
+        events = d.stream_events(req, c)
+        failed = d.stream_error(req, d.response_id_prefix + "1", 500, "boom")
+        assert all(isinstance(x, bytes) and x for x in head + events + failed)
+    paths = [_bound(t) for d in DIALECTS.values() for t in d.routes]
+    assert len(paths) == len(set(paths)), "two dialects claim one route"
+
+
+def test_app_handler_and_limits_never_name_a_dialect() -> None:
+    """Adding a dialect touches its module and the registry line only (AGENTS.md, "Adding a dialect")."""
+    proxy = Path(__file__).resolve().parents[1] / "src" / "harnessrl" / "proxy"
+    for module in ("app.py", "handler.py", "limits.py"):
+        source = (proxy / module).read_text()
+        for name in DIALECTS:
+            assert f'"{name}"' not in source and f"'{name}'" not in source, (module, name)

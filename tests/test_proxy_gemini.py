@@ -5,8 +5,11 @@ function call round trip spliced, count_tokens, errors), exact wire JSON and str
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,7 +19,8 @@ from google.genai import errors, types
 
 from harnessrl.proxy import grammar
 from harnessrl.proxy.canonical import Completion
-from harnessrl.proxy.dialects.gemini import GeminiDialect, match_route
+from harnessrl.proxy.dialects import resolve
+from harnessrl.proxy.dialects.gemini import GeminiDialect
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.testing import scripted_proxy
 from harnessrl.types import ChatMessage, ModelCall, ToolCall, ToolSpec
@@ -170,6 +174,27 @@ def test_sdk_reads_a_slow_stream_with_keepalives() -> None:
         sse_raw = httpx.post(url + "?alt=sse", json=again, timeout=30).content
         assert sse_raw.startswith(b"data: {}\n\n")
         assert grammar.check_gemini(sse_raw)["finishReason"] == "STOP"
+    finally:
+        s.stop()
+
+
+def test_engine_error_after_the_stream_started_ends_it_in_googles_shape() -> None:
+    s = scripted_proxy(["done"], fault_calls={0, 1}, delay_s=0.3).start()
+    try:
+        s.server.deps.config.keepalive_s = 0.1
+        info = s.server.deps.sessions.open("fault")
+        body = {"contents": [{"parts": [{"text": "hi"}]}]}
+        url = f"{info.base_url}/v1beta/models/m:streamGenerateContent"
+        r = httpx.post(url, json=body, timeout=30)
+        assert r.status_code == 200 and r.content.startswith(b"[\n")
+        error = json.loads(r.content)[-1]["error"]
+        assert (error["code"], error["status"]) == (500, "INTERNAL")
+        assert error["message"].startswith("engine error: ")
+        client = sdk(info.base_url)
+        with pytest.raises(errors.ServerError) as e:
+            list(client.models.generate_content_stream(model="m", contents="hi again"))
+        assert (e.value.code, e.value.status) == (500, "INTERNAL")
+        assert [c.error is not None for c in recorded(s, "fault")] == [True, True]
     finally:
         s.stop()
 
@@ -433,24 +458,88 @@ def test_what_gemini_cli_sends_parses() -> None:
 
 
 def test_routes() -> None:
-    route = match_route("/v1beta/models/gemini-2.5-pro:streamGenerateContent", "alt=sse&key=k1")
-    assert route is not None and (route.dialect.model, route.dialect.stream, route.dialect.sse) == (
-        "gemini-2.5-pro",
-        True,
-        True,
+    route = resolve("/v1beta/models/gemini-2.5-pro:streamGenerateContent", b"alt=sse&key=k1")
+    assert route is not None and isinstance(route.dialect, GeminiDialect)
+    assert (route.dialect.model, route.dialect.stream, route.dialect.sse) == ("gemini-2.5-pro", True, True)
+    assert (route.count_tokens, route.api_key) == (None, "k1")
+    array = resolve("/v1/models/m:streamGenerateContent")
+    assert array is not None and isinstance(array.dialect, GeminiDialect)
+    assert (array.dialect.sse, array.dialect.stream_media_type) == (False, "application/json")
+    count = resolve("/v1beta/models/m:countTokens")
+    assert (
+        count is not None and count.count_tokens is not None and count.count_tokens(5) == {"totalTokens": 5}
     )
-    assert (route.count_tokens, route.api_key) == (False, "k1")
-    array = match_route("/v1/models/m:streamGenerateContent", "")
-    assert array is not None and (array.dialect.sse, array.dialect.stream_media_type) == (
-        False,
-        "application/json",
-    )
-    count = match_route("/v1beta/models/m:countTokens", "")
-    assert count is not None and count.count_tokens
     for path in [
         "/v1beta/models/m",
         "/v1beta/models/m:embedContent",
         "/v1beta/tunedModels/m:generateContent",
         "/v1beta/models/:generateContent",
+        "/v1/models",
     ]:
-        assert match_route(path, "") is None
+        assert resolve(path) is None
+
+
+GEMINI_CLI = "0.61.0"
+"""The version the gemini-cli harness adapter pins (it installs into the same cache folder)."""
+
+
+@pytest.mark.harness
+def test_real_gemini_cli_calls_splice(tmp_path: Path) -> None:
+    """The unmodified Gemini CLI, with its own default generation config (a thinking budget, thoughts
+    included), against a live proxy whose turns are slow enough for keep-alives: two tool calls and an
+    answer, each call spliced onto the one before."""
+    from harnessrl.harnesses.install import npm_install
+
+    install = npm_install(f"gemini-cli-{GEMINI_CLI}", [[f"@google/gemini-cli@{GEMINI_CLI}"]])
+    turns = [
+        ChatMessage(
+            role="assistant",
+            reasoning="Write it.",
+            tool_calls=[ToolCall(name="run_shell_command", arguments={"command": "printf hi > hello.txt"})],
+        ),
+        ChatMessage(
+            role="assistant",
+            tool_calls=[ToolCall(name="run_shell_command", arguments={"command": "cat hello.txt"})],
+        ),
+        ChatMessage(role="assistant", reasoning="It holds hi.", content="Done: hello.txt holds hi."),
+    ]
+    s = scripted_proxy(turns, enable_thinking=True, delay_s=0.3).start()
+    try:
+        s.server.deps.config.keepalive_s = 0.1
+        info = s.server.deps.sessions.open("gemini-cli")
+        home, workspace = tmp_path / "home", tmp_path / "ws"
+        (home / ".gemini").mkdir(parents=True)
+        workspace.mkdir()
+        settings = {
+            "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+            "model": {"disableLoopDetection": True, "skipNextSpeakerCheck": True},
+        }
+        (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(home),
+            "GEMINI_API_KEY": info.token,
+            "GOOGLE_GEMINI_BASE_URL": info.base_url,
+            "GEMINI_CLI_NO_RELAUNCH": "true",
+            "NO_COLOR": "1",
+        }
+        argv = [str(install / "node_modules" / ".bin" / "gemini"), "-p", "create hello.txt containing hi"]
+        argv += ["--output-format", "stream-json", "--yolo", "--model", "gemini-2.5-pro"]
+        done = subprocess.run(argv, env=env, cwd=workspace, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        assert events[-1]["type"] == "result" and events[-1]["status"] == "success"
+        assert (workspace / "hello.txt").read_text() == "hi"
+        calls = recorded(s, "gemini-cli")
+        assert [(c.render, c.error) for c in calls] == [
+            ("rendered", None),
+            ("spliced", None),
+            ("spliced", None),
+        ]
+        assert [c.spliced_from for c in calls[1:]] == [calls[0].call_id, calls[1].call_id]
+        assert calls[-1].text == "Done: hello.txt holds hi."
+    finally:
+        s.stop()

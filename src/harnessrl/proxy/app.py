@@ -2,6 +2,9 @@
 
     app = make_app(deps)     # deps: ProxyDeps (engine, chat format, session store, config)
 
+Model routes come from the dialect registry (`dialects.resolve`: path -> `Endpoint`); nothing here
+depends on which dialect answers.
+
 Routes, each also under `/r/<token>`: `POST /v1/messages` (+ `?beta=true`), `POST /v1/messages/count_tokens`,
 `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1beta/models/<model>:generateContent` (also
 `:streamGenerateContent`, `:countTokens`, and under `/v1/models/`), `GET /v1/models[/<id>]`; plus `GET /`
@@ -35,9 +38,8 @@ from starlette.routing import Route
 
 from harnessrl.proxy import sse
 from harnessrl.proxy.deps import ProxyDeps
-from harnessrl.proxy.dialects import DIALECTS
-from harnessrl.proxy.dialects.base import Dialect
-from harnessrl.proxy.dialects.gemini import match_route
+from harnessrl.proxy.dialects import resolve
+from harnessrl.proxy.dialects.base import Dialect, Endpoint
 from harnessrl.proxy.dialects.openai_chat import openai_error
 from harnessrl.proxy.handler import LARGE_BODY, Call, Outcome, mark_partial, parse_request, prepare, start
 from harnessrl.proxy.sessions import Session
@@ -45,7 +47,6 @@ from harnessrl.types import RequestError
 
 log = logging.getLogger(__name__)
 
-COUNT_TOKENS = "/v1/messages/count_tokens"
 MODELS = "/v1/models"
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -128,13 +129,8 @@ class ProxyApp:
     async def dispatch(self, request: Request) -> Response:
         scope = request.scope
         token, route = split_path(scope.get("root_path", "") + scope["path"])  # = request.url.path
-        dialect = DIALECTS.get("/v1/messages" if route == COUNT_TOKENS else route.rstrip("/"))
-        count_tokens, key = route == COUNT_TOKENS, None
-        if dialect is None:
-            gemini = match_route(route, scope.get("query_string", b"").decode("latin-1"))
-            if gemini is not None:
-                dialect, count_tokens, key = gemini.dialect, gemini.count_tokens, gemini.api_key
-        if dialect is None:
+        endpoint = resolve(route, scope.get("query_string", b""))
+        if endpoint is None:
             if route in ("/", "", MODELS) or route.startswith(MODELS + "/"):
                 if token is not None and self.deps.sessions.by_path_token(token) is None:
                     return json_response(openai_error(401, "unknown session token"), 401)
@@ -142,14 +138,15 @@ class ProxyApp:
                     return json_response({"status": "ok"})
                 return self.models(route.removeprefix(MODELS).strip("/"))
             return json_response(openai_error(404, f"no route {request.method} {route}"), 404)
+        dialect = endpoint.dialect
         if request.method != "POST":
             return json_response(dialect.error_json(405, f"{route} takes POST"), 405)
         headers = header_dict(request)
-        session = self.resolve(token, headers, key)
+        session = self.resolve(token, headers, endpoint.api_key)
         if session is None:
             return json_response(dialect.error_json(401, "unknown session token or API key"), 401)
         try:
-            return await self.model_call(request, headers, dialect, session, count_tokens)
+            return await self.model_call(request, headers, endpoint, session)
         except RequestError as e:
             return json_response(dialect.error_json(e.status, e.message, e.param, e.code), e.status)
         except Exception as e:  # a bug; still answer in the API's shape and keep serving
@@ -180,14 +177,13 @@ class ProxyApp:
         self,
         request: Request,
         headers: Mapping[str, str],
-        dialect: Dialect,
+        endpoint: Endpoint,
         session: Session,
-        count_tokens: bool,
     ) -> Response:
         raw = await read_body(request, headers, self.deps.config.max_body_bytes)
-        if count_tokens:
-            n = await self.count_tokens(dialect, raw, headers)
-            return json_response({"totalTokens": n} if dialect.name == "gemini" else {"input_tokens": n})
+        dialect = endpoint.dialect
+        if endpoint.count_tokens is not None:
+            return json_response(endpoint.count_tokens(await self.count_tokens(dialect, raw, headers)))
         limit = self.deps.config.max_calls_in_flight
         if limit is not None and len(session.in_flight) >= limit:
             busy = f"{len(session.in_flight)} calls of this rollout are generating"

@@ -84,6 +84,12 @@ def count_images(body: Any) -> int:
     return count
 
 
+def fit_advice(what: str, shorter: str = "use a harness with shorter prompts") -> str:
+    """The end of every "prompt is too long" message: which bound it hit and how to fit (`shorter`: the
+    dialect's hint, e.g. Claude Code's `bare` mode for the Anthropic API)."""
+    return f"({what}; to fit, {shorter}, use a model with a longer context, or raise engine.context_length)"
+
+
 def new_id(prefix: str) -> str:
     """A fresh wire id such as `toolu_3f2a...` (24 hex digits: unique, and valid in every API)."""
     return f"{prefix}{uuid.uuid4().hex[:24]}"

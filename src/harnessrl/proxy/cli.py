@@ -77,6 +77,7 @@ async def _serve(cfg: Any) -> None:
         f"harnessrl proxy on {server.url} (engine {cfg.engine.type}, model {cfg.engine.model})", err=True
     )
     typer.echo(f"  Anthropic: ANTHROPIC_BASE_URL={server.url}   OpenAI: base_url={server.url}/v1", err=True)
+    typer.echo(f"  Gemini: GOOGLE_GEMINI_BASE_URL={server.url} (the SDK's http_options.base_url)", err=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

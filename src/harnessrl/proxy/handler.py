@@ -43,12 +43,6 @@ from harnessrl.types import ChatMessage, ModelCall, RequestError, ToolCall
 
 log = logging.getLogger(__name__)
 
-_RESPONSE_PREFIX = {
-    "anthropic": "msg_",
-    "openai_chat": "chatcmpl-",
-    "openai_responses": "resp_",
-    "gemini": "",
-}
 LARGE_BODY = 256 * 1024
 """Bodies from this size on are parsed and rendered off the event loop (`prepare`)."""
 MAX_JSON_DEPTH = 256
@@ -191,7 +185,7 @@ def prompt_stage(call: Call) -> None:
     length check (`limits.check_prompt_length`) and the output cap (`limits.output_cap`)."""
     deps = call.deps
     chars = sum(len(m.content) + len(m.reasoning or "") for m in call.req.messages)
-    limits.check_prompt_chars(call.dialect.name, chars, deps.config.max_prompt_tokens)
+    limits.check_prompt_chars(call.dialect, chars, deps.config.max_prompt_tokens)
     try:
         call.prompt = deps.build_prompt(deps.fmt, call.req.messages, call.req.tools, list(call.session.turns))
     except RequestError:
@@ -199,7 +193,7 @@ def prompt_stage(call: Call) -> None:
     except Exception as e:  # template errors (jinja raise_exception, bad tool schema)
         raise RequestError(f"cannot render this conversation: {type(e).__name__}: {e}") from None
     n = len(call.prompt.ids)
-    limits.check_prompt_length(call.dialect.name, n, deps.context_length, deps.config.max_prompt_tokens)
+    limits.check_prompt_length(call.dialect, n, deps.context_length, deps.config.max_prompt_tokens)
     call.max_tokens, note = limits.output_cap(
         call.req.max_tokens, deps.sampling.max_tokens, deps.context_length, n
     )
@@ -250,7 +244,7 @@ def sampling_for(call: Call) -> SamplingParams:
 def start(call: Call) -> asyncio.Task[Outcome]:
     """Stage session + generate: claim the call index, find a retry's original, start the task."""
     call.index = call.session.claim_index()
-    call.response_id = new_id(_RESPONSE_PREFIX[call.dialect.name])
+    call.response_id = new_id(call.dialect.response_id_prefix)
     call.request_digest = capture.digest(call.raw)
     earlier = call.session.by_digest.get(call.request_digest)
     retries = capture.retry_count(call.headers)

@@ -2,13 +2,14 @@
 length (context overflow), the output cap, and which of the model's tool calls go back to the client.
 
 Context overflow. A prompt that leaves no room in the engine's context (or is longer than
-`proxy.max_prompt_tokens`) is a 400 in the API's own "prompt is too long" shape, before generation
-and before any stream header, so a harness compacts or stops instead of retrying a 500. Anthropic:
-`invalid_request_error` "prompt is too long: N tokens > M maximum ..."; OpenAI:
-`context_length_exceeded` "This model's maximum context length is M tokens. However, your messages
-resulted in N tokens. ..."; Gemini: `INVALID_ARGUMENT` "The input token count (N) exceeds the maximum
-number of tokens allowed (M). ...". The message says what to do: Claude Code `bare` (a ~10x shorter system
-prompt), a model with a longer context, or a larger `engine.context_length`.
+`proxy.max_prompt_tokens`) is a 400 in the API's own "prompt is too long" shape, worded by its dialect
+(`Dialect.overflow`), before generation and before any stream header, so a harness compacts or stops
+instead of retrying a 500. Anthropic: `invalid_request_error` "prompt is too long: N tokens > M
+maximum ..."; OpenAI: `context_length_exceeded` "This model's maximum context length is M tokens.
+However, your messages resulted in N tokens. ..."; Gemini: `INVALID_ARGUMENT` "The input token count
+(N) exceeds the maximum number of tokens allowed (M). ...". The message says what to do
+(`canonical.fit_advice`): a shorter-prompt mode (Claude Code `bare`, a ~10x shorter system prompt), a
+model with a longer context, or a larger `engine.context_length`.
 
 Output cap. The request's own cap (Claude Code asks 32,000-128,000) is honoured up to the context left
 after the prompt and up to `engine.sampling.max_tokens` when that is set; a request without a cap
@@ -26,6 +27,7 @@ ids are always kept whole, so training sees what the model produced):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from harnessrl.proxy.canonical import CanonicalRequest
 from harnessrl.types import RequestError, ToolCall
@@ -35,33 +37,19 @@ UNBOUNDED = 1 << 20
 engine without a context length)."""
 
 
+class OverflowWording(Protocol):
+    """The slice of a dialect that words a context overflow (`Dialect.overflow`)."""
+
+    def overflow(self, prompt_tokens: int, limit: int, what: str) -> tuple[str, str | None, str | None]: ...
+
+
 class ContextOverflow(RequestError):
     """The prompt is longer than the context allows: a 400 in the API's "prompt is too long" shape."""
 
-    def __init__(self, dialect: str, prompt_tokens: int, limit: int, what: str) -> None:
+    def __init__(self, dialect: OverflowWording, prompt_tokens: int, limit: int, what: str) -> None:
         self.prompt_tokens, self.limit = prompt_tokens, limit
-        shorter = (
-            "run Claude Code with `bare`" if dialect == "anthropic" else "use a harness with shorter prompts"
-        )  # chat / responses: Codex, OpenClaw, whitebox; anthropic: Claude Code (or OpenClaw's mode)
-        advice = (
-            f"({what}; to fit, {shorter}, use a model with a longer context, or raise engine.context_length)"
-        )
-        if dialect == "anthropic":
-            message = f"prompt is too long: {prompt_tokens} tokens > {limit} maximum {advice}"
-            super().__init__(message)
-        elif dialect == "gemini":
-            message = (
-                f"The input token count ({prompt_tokens}) exceeds the maximum number of tokens allowed "
-                f"({limit}). {advice}"
-            )
-            super().__init__(message, param="contents")
-        else:
-            message = (
-                f"This model's maximum context length is {limit} tokens. However, your messages resulted "
-                f"in {prompt_tokens} tokens. Please reduce the length of the messages. {advice}"
-            )
-            param = "input" if dialect == "openai_responses" else "messages"
-            super().__init__(message, param=param, code="context_length_exceeded")
+        message, param, code = dialect.overflow(prompt_tokens, limit, what)
+        super().__init__(message, param=param, code=code)
 
 
 MAX_CHARS_PER_TOKEN = 32
@@ -69,7 +57,7 @@ MAX_CHARS_PER_TOKEN = 32
 with more than `max_prompt_tokens * MAX_CHARS_PER_TOKEN` characters is refused before tokenizing it."""
 
 
-def check_prompt_chars(dialect: str, chars: int, max_prompt_tokens: int | None) -> None:
+def check_prompt_chars(dialect: OverflowWording, chars: int, max_prompt_tokens: int | None) -> None:
     """Raise ContextOverflow for a prompt too long to be worth tokenizing (see MAX_CHARS_PER_TOKEN)."""
     if max_prompt_tokens is not None and chars > max_prompt_tokens * MAX_CHARS_PER_TOKEN:
         at_least = chars // MAX_CHARS_PER_TOKEN
@@ -79,7 +67,7 @@ def check_prompt_chars(dialect: str, chars: int, max_prompt_tokens: int | None) 
 
 
 def check_prompt_length(
-    dialect: str, prompt_tokens: int, context_length: int | None, max_prompt_tokens: int | None
+    dialect: OverflowWording, prompt_tokens: int, context_length: int | None, max_prompt_tokens: int | None
 ) -> None:
     """Raise ContextOverflow unless the prompt leaves at least one token of room."""
     if context_length is not None and prompt_tokens >= context_length:

@@ -27,10 +27,12 @@ from harnessrl.proxy.canonical import (
     CanonicalRequest,
     Completion,
     expect,
+    fit_advice,
     join_text,
     optional_int,
     reject_forced_tool_choice,
 )
+from harnessrl.proxy.dialects.base import Endpoint
 from harnessrl.types import ChatMessage, RequestError, ToolCall, ToolSpec
 
 _ERROR_TYPES = {
@@ -164,11 +166,27 @@ def _messages(body: dict[str, Any]) -> list[ChatMessage]:
     return out
 
 
+def _count_json(n: int) -> dict[str, Any]:
+    return {"input_tokens": n}
+
+
 class AnthropicDialect:
     name = "anthropic"
+    routes: tuple[str, ...] = ("/v1/messages", "/v1/messages/count_tokens")
     tool_id_prefix = "toolu_"
+    response_id_prefix = "msg_"
     keepalive = sse.PING_KEEPALIVE
     stream_media_type = "text/event-stream"
+
+    def endpoints(self) -> dict[str, Endpoint]:
+        return {"/v1/messages": Endpoint(self), "/v1/messages/count_tokens": Endpoint(self, _count_json)}
+
+    def match(self, route: str, query: bytes) -> Endpoint | None:
+        return None
+
+    def overflow(self, prompt_tokens: int, limit: int, what: str) -> tuple[str, str | None, str | None]:
+        advice = fit_advice(what, "run Claude Code with `bare`")
+        return f"prompt is too long: {prompt_tokens} tokens > {limit} maximum {advice}", None, None
 
     def parse(self, body: dict[str, Any]) -> CanonicalRequest:
         if body.get("stop_sequences"):

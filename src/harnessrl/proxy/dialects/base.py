@@ -1,26 +1,58 @@
-"""The Dialect protocol: what the proxy needs from one model API (parse a request, format a response).
+"""The Dialect protocol: everything the proxy needs from one model API: its routes, parsing a request,
+formatting a response, its ids, keep-alives, errors and "prompt is too long" wording. The app, the
+handler and `limits` never branch on a dialect's name; adding a dialect is its module plus one line in
+`dialects/__init__.py`.
 
-A dialect is stateless; the handler owns timing (keep-alives) and the order head -> keep-alives ->
-events. `stream_head` is what may go out before the turn is generated (Anthropic's message_start; the
-OpenAI dialects send nothing early so that an engine error can still become a proper error event).
+A dialect is stateless (or bound to one request's path, as Gemini's is by `match`); the handler owns
+timing (keep-alives) and the order head -> keep-alives -> events. `stream_head` is what may go out
+before the turn is generated (Anthropic's message_start; the OpenAI dialects send nothing early so that
+an engine error can still become a proper error event).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from harnessrl.proxy.canonical import CanonicalRequest, Completion
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """What one route means: the dialect that answers it, whether it counts tokens, and an API key the
+    path or query carried (Gemini's `?key=`)."""
+
+    dialect: Dialect
+    count_tokens: Callable[[int], dict[str, Any]] | None = None
+    """For a token-counting route: prompt tokens -> this API's response body. None: a model call."""
+    api_key: str | None = None
+
+
+@runtime_checkable
 class Dialect(Protocol):
     name: str
     """anthropic | openai_chat | openai_responses | gemini (ModelCall.dialect)."""
+    routes: tuple[str, ...]
+    """The paths this API serves (after the optional `/r/<token>`); a `{name}` part is matched by
+    `match`, the others are looked up exactly."""
     tool_id_prefix: str
     """Prefix of the tool-call ids this API uses (`toolu_`, `call_`)."""
+    response_id_prefix: str
+    """Prefix of its response ids (`msg_`, `chatcmpl-`, `resp_`; Gemini's have none)."""
     keepalive: bytes
     """SSE bytes sent while the turn is generated."""
     stream_media_type: str
     """Content type of a streamed response (`text/event-stream`; Gemini's JSON-array stream: JSON)."""
+
+    def endpoints(self) -> dict[str, Endpoint]:
+        """The fixed routes (those of `routes` without a `{name}` part) -> their endpoints."""
+        ...
+
+    def match(self, route: str, query: bytes) -> Endpoint | None:
+        """A route with path parameters (Gemini's `/v1beta/models/{model}:generateContent`) -> its
+        endpoint; None if it is not one of this API's (always None for fixed routes only)."""
+        ...
 
     def parse(self, body: dict[str, Any]) -> CanonicalRequest:
         """Wire request -> canonical request; raises RequestError (a 400 naming the field)."""
@@ -46,4 +78,9 @@ class Dialect(Protocol):
 
     def stream_error(self, req: CanonicalRequest, response_id: str, status: int, message: str) -> list[bytes]:
         """Terminal events reporting an error after the stream has started."""
+        ...
+
+    def overflow(self, prompt_tokens: int, limit: int, what: str) -> tuple[str, str | None, str | None]:
+        """This API's "prompt is too long" 400 as (message, param, code); `what` says which bound it
+        hit, and the message ends with `canonical.fit_advice` (how to make it fit)."""
         ...

@@ -22,12 +22,12 @@ schemas, non-text `responseModalities`, speech and image config, `cachedContent`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from harnessrl.proxy import sse
-from harnessrl.proxy.canonical import CanonicalRequest, Completion, expect
+from harnessrl.proxy.canonical import CanonicalRequest, Completion, expect, fit_advice
+from harnessrl.proxy.dialects.base import Endpoint
 from harnessrl.proxy.dialects.gemini_input import camel, parse_contents, parse_tools, tool_config
 from harnessrl.types import RequestError
 
@@ -60,28 +60,8 @@ def google_error(status: int, message: str, param: str | None = None) -> dict[st
     return {"error": error}
 
 
-@dataclass(frozen=True)
-class GeminiRoute:
-    """One request's endpoint: the dialect bound to its path and query, and the `?key=` API key."""
-
-    dialect: GeminiDialect
-    count_tokens: bool
-    api_key: str | None
-
-
-def match_route(route: str, query: str) -> GeminiRoute | None:
-    """`/v1beta/models/<model>:<method>` (+ query) -> its endpoint; None for any other path."""
-    prefix = next((p for p in PREFIXES if route.startswith(p)), None)
-    if prefix is None:
-        return None
-    model, sep, method = route[len(prefix) :].rpartition(":")
-    if not sep or not model or "/" in model or method not in METHODS:
-        return None
-    params = parse_qs(query) if query else {}
-    key = params.get("key", [None])[0]
-    stream = method == "streamGenerateContent"
-    dialect = GeminiDialect(unquote(model), stream, sse=params.get("alt", [""])[0] == "sse" or not stream)
-    return GeminiRoute(dialect, method == "countTokens", key)
+def _count_json(n: int) -> dict[str, Any]:
+    return {"totalTokens": n}
 
 
 def _generation(raw: Any) -> tuple[int | None, bool, bool]:
@@ -129,13 +109,43 @@ def _generation(raw: Any) -> tuple[int | None, bool, bool]:
 
 
 class GeminiDialect:
+    """Bound to one request's model and stream form by `match` (the registry's instance is unbound)."""
+
     name = "gemini"
+    routes = tuple(f"{p}{{model}}:{m}" for p in PREFIXES for m in METHODS)
     tool_id_prefix = "call_"
+    response_id_prefix = ""
 
     def __init__(self, model: str = "", stream: bool = False, sse: bool = True) -> None:
         self.model, self.stream, self.sse = model, stream, sse
         self.keepalive = SSE_KEEPALIVE if sse else b"\n"
         self.stream_media_type = "text/event-stream" if sse else "application/json"
+
+    def endpoints(self) -> dict[str, Endpoint]:
+        return {}
+
+    def match(self, route: str, query: bytes) -> Endpoint | None:
+        """`/v1beta/models/<model>:<method>` (+ `?alt=sse`, `?key=`) -> an endpoint bound to a dialect
+        for that model and stream form; None for any other path."""
+        prefix = next((p for p in PREFIXES if route.startswith(p)), None)
+        if prefix is None:
+            return None
+        model, sep, method = route[len(prefix) :].rpartition(":")
+        if not sep or not model or "/" in model or method not in METHODS:
+            return None
+        params = parse_qs(query.decode("latin-1")) if query else {}
+        stream = method == "streamGenerateContent"
+        sse_form = params.get("alt", [""])[0] == "sse" or not stream
+        bound = GeminiDialect(unquote(model), stream, sse=sse_form)
+        count = _count_json if method == "countTokens" else None
+        return Endpoint(bound, count, params.get("key", [None])[0])
+
+    def overflow(self, prompt_tokens: int, limit: int, what: str) -> tuple[str, str | None, str | None]:
+        message = (
+            f"The input token count ({prompt_tokens}) exceeds the maximum number of tokens allowed "
+            f"({limit}). {fit_advice(what)}"
+        )
+        return message, "contents", None
 
     def parse(self, body: dict[str, Any]) -> CanonicalRequest:
         body = camel(body)

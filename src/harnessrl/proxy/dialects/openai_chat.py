@@ -24,11 +24,13 @@ from harnessrl.proxy.canonical import (
     CanonicalRequest,
     Completion,
     expect,
+    fit_advice,
     join_text,
     optional_int,
     parse_arguments,
     reject_forced_tool_choice,
 )
+from harnessrl.proxy.dialects.base import Endpoint
 from harnessrl.types import ChatMessage, RequestError, ToolCall, ToolSpec
 
 _ERROR_TYPES = {
@@ -46,6 +48,15 @@ def openai_error(
     """The error body shared by both OpenAI APIs."""
     kind = _ERROR_TYPES.get(status, "server_error")
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def openai_overflow(prompt_tokens: int, limit: int, what: str, param: str) -> tuple[str, str, str]:
+    """OpenAI's `context_length_exceeded` 400 (both APIs; `param` names the messages field)."""
+    message = (
+        f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
+        f"{prompt_tokens} tokens. Please reduce the length of the messages. {fit_advice(what)}"
+    )
+    return message, param, "context_length_exceeded"
 
 
 def _logprobs(c: Completion) -> dict[str, Any] | None:
@@ -166,9 +177,20 @@ def _check_unsupported(body: dict[str, Any]) -> None:
 
 class OpenAIChatDialect:
     name = "openai_chat"
+    routes: tuple[str, ...] = ("/v1/chat/completions",)
     tool_id_prefix = "call_"
+    response_id_prefix = "chatcmpl-"
     keepalive = sse.COMMENT_KEEPALIVE
     stream_media_type = "text/event-stream"
+
+    def endpoints(self) -> dict[str, Endpoint]:
+        return {"/v1/chat/completions": Endpoint(self)}
+
+    def match(self, route: str, query: bytes) -> Endpoint | None:
+        return None
+
+    def overflow(self, prompt_tokens: int, limit: int, what: str) -> tuple[str, str | None, str | None]:
+        return openai_overflow(prompt_tokens, limit, what, "messages")
 
     def parse(self, body: dict[str, Any]) -> CanonicalRequest:
         _check_unsupported(body)

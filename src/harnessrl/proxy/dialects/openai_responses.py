@@ -23,7 +23,8 @@ from harnessrl.proxy.canonical import (
     optional_int,
     reject_forced_tool_choice,
 )
-from harnessrl.proxy.dialects.openai_chat import openai_error
+from harnessrl.proxy.dialects.base import Endpoint
+from harnessrl.proxy.dialects.openai_chat import openai_error, openai_overflow
 from harnessrl.proxy.dialects.responses_input import LOCAL_SHELL, parse_input, parse_tools
 from harnessrl.types import RequestError
 
@@ -53,9 +54,20 @@ def _response(req: CanonicalRequest, response_id: str, created: int, status: str
 
 class OpenAIResponsesDialect:
     name = "openai_responses"
+    routes: tuple[str, ...] = ("/v1/responses",)
     tool_id_prefix = "call_"
+    response_id_prefix = "resp_"
     keepalive = sse.COMMENT_KEEPALIVE
     stream_media_type = "text/event-stream"
+
+    def endpoints(self) -> dict[str, Endpoint]:
+        return {"/v1/responses": Endpoint(self)}
+
+    def match(self, route: str, query: bytes) -> Endpoint | None:
+        return None
+
+    def overflow(self, prompt_tokens: int, limit: int, what: str) -> tuple[str, str | None, str | None]:
+        return openai_overflow(prompt_tokens, limit, what, "input")
 
     def parse(self, body: dict[str, Any]) -> CanonicalRequest:
         text = body.get("text")
