@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
+import pytest
 from harness_solve import adapter_context, harness_test, solve_and_fail
 
 from harnessrl.harnesses import McpServer, get_harness
+from harnessrl.proxy.testing import scripted_proxy, turn_from_decision
 from harnessrl.sandbox import ExecResult
 
 MCP = (McpServer(name="files", command=["python3", "-m", "srv"], env={"A": "1"}),)
@@ -84,3 +87,31 @@ async def test_gemini_cli_solves_task_and_wrong_sequence_fails(tmp_path: Path) -
     good, _ = await solve_and_fail("gemini-cli", tmp_path)  # 1.0; the wrong one < 1.0
     assert [c.dialect for c in good.calls] == ["gemini", "gemini"]
     assert good.calls[1].render == "spliced" and good.calls[1].spliced_from == good.calls[0].call_id
+
+
+@pytest.mark.parametrize("folder", ["gemini-cli", "pi-gemini"])
+def test_captured_gemini_traffic_splices_through_the_proxy(shared_fixtures: Path, folder: str) -> None:
+    """The two captured calls (Gemini CLI's and pi's, streamed with `alt=sse`) sent to a live proxy as
+    they were captured: both answered, call 2 spliced onto call 1 (the CLI's own functionCall id and
+    thoughtSignature do not break the prefix)."""
+    captured = [
+        json.loads(p.read_text())
+        for p in sorted((shared_fixtures / "harness-traffic" / folder).glob("*.json"))
+    ]
+    server = scripted_proxy([turn_from_decision(c["reply"]["decision"]) for c in captured]).start()
+    try:
+        info = server.server.deps.sessions.open(f"replay-{folder}")
+        for c in captured:
+            headers = {"content-type": "application/json", "x-goog-api-key": info.token}
+            resp = httpx.post(info.base_url + c["path"], json=c["body"], headers=headers, timeout=60)
+            assert resp.status_code == 200, resp.text
+            assert resp.headers["content-type"].startswith("text/event-stream")
+        first, second = server.server.deps.sessions.calls(f"replay-{folder}")
+    finally:
+        server.stop()
+    assert [first.dialect, second.dialect] == ["gemini", "gemini"]
+    assert (second.render, second.spliced_from) == ("spliced", first.call_id)
+    assert (
+        second.prompt_ids[: len(first.prompt_ids) + len(first.output_ids)]
+        == first.prompt_ids + first.output_ids
+    )
