@@ -3,7 +3,8 @@
 For every fixture folder: call 1 and call 2 are sent as captured (same path, body and headers of
 interest), the scripted engine answers with the fixture's own reply, every stream is checked against
 its API's event grammar, and the decoded answer must be exactly the scripted one. For the harnesses
-whose call 2 extends call 1 (Claude Code after normalisation, Codex, OpenClaw responses) call 2's
+whose call 2 extends call 1 (Claude Code and pi's Anthropic mode after normalisation, Codex, OpenClaw
+responses, pi's chat and Responses modes, Continue, Kilo, Copilot in both wire APIs) call 2's
 prompt ids must start with call 1's prompt ids + output ids; for the two OpenClaw dialects that move a
 context message to the end, call 2 must be marked `retokenized` instead (never silently merged).
 """
@@ -29,8 +30,15 @@ FOLDERS = [
     "openclaw-responses",
     "openclaw-chat",
     "openclaw-anthropic",
+    "pi-chat",
+    "pi-responses",
+    "pi-anthropic",
+    "continue",
+    "kilo",
+    "copilot",
+    "copilot-responses",
 ]
-SPLICED = {"claude-code", "claude-code-bare", "codex-responses", "openclaw-responses"}
+SPLICED = {"claude-code", "claude-code-bare", "codex-responses", "openclaw-responses", *FOLDERS[6:]}
 CHECKERS = {
     "/v1/messages": grammar.check_anthropic,
     "/v1/chat/completions": grammar.check_chat,

@@ -14,8 +14,9 @@ from harnessrl.chat.format import ChatFormat
 from harnessrl.config import Config
 from harnessrl.engines.models import load_tokenizer
 from harnessrl.engines.scripted import Script, ScriptedEngine
+from harnessrl.harnesses import get_harness
 from harnessrl.rollout import RolloutJob
-from harnessrl.rollout.session import RolloutStack, reference_command, shell_turn
+from harnessrl.rollout.session import RolloutStack, reference_command
 from harnessrl.tasks import load_tasks
 from harnessrl.types import RolloutStatus, Task
 
@@ -49,11 +50,12 @@ async def test_harness_solves_task_and_wrong_sequence_fails(harness: str, tmp_pa
     wrong_task = task.model_copy(update={"id": "wrong", "prompt": task.prompt + " (second attempt)"})
     cfg = config(tmp_path, harness)
     fmt = ChatFormat(load_tokenizer(cfg.engine.model))
+    adapter = get_harness(harness)
     engine = ScriptedEngine(
         fmt,
         [  # first match wins: the wrong task's prompt is checked first
-            Script(turns=[shell_turn(harness, WRONG), "done"], match=wrong_task.prompt),
-            Script(turns=[shell_turn(harness, reference_command(task)), "done"], match=task.prompt),
+            Script(turns=adapter.reference_turns(WRONG), match=wrong_task.prompt),
+            Script(turns=adapter.reference_turns(reference_command(task)), match=task.prompt),
         ],
     )
     async with RolloutStack.from_config(cfg, [task], engine=engine) as stack:

@@ -310,6 +310,37 @@ class RolloutStatus(enum.StrEnum):
     FILTERED = "filtered"
 
 
+class HarnessName(BaseModel):
+    """A harness name, parsed in this one place: `codex` is family `codex`; a parametrised family is
+    `<family>:<argument>` (`whitebox:01220`: family `whitebox`, argument `01220`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    family: str
+    arg: str = ""
+    """The family's argument ("" for a plain harness)."""
+
+    @classmethod
+    def parse(cls, name: str) -> HarnessName:
+        """ValueError for an empty family or an empty argument after `:`."""
+        family, sep, arg = name.partition(":")
+        if not family or (sep and not arg):
+            raise ValueError(f"a harness name is <name> or <family>:<argument>, got {name!r}")
+        return cls(family=family, arg=arg)
+
+    @classmethod
+    def arg_of(cls, name: str, family: str) -> str | None:
+        """The argument of `name` when it is a member of `family` (`whitebox:01220` -> `01220`), else None."""
+        try:
+            parsed = cls.parse(name)
+        except ValueError:
+            return None
+        return parsed.arg if parsed.family == family and parsed.arg else None
+
+    def __str__(self) -> str:
+        return f"{self.family}:{self.arg}" if self.arg else self.family
+
+
 def group_id(task_id: str, harness: str) -> str:
     """The GRPO group of a rollout: one (task, harness configuration) pair, `<task id>/<harness>`."""
     return f"{task_id}/{harness}"

@@ -28,7 +28,7 @@ from harnessrl.evaluate.paired import comparisons, sentence
 from harnessrl.evaluate.stats import Outcome, breakdown, space_group, summarize
 from harnessrl.protocols import Engine
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner
-from harnessrl.types import EngineError, Rollout, RolloutStatus, Task
+from harnessrl.types import EngineError, HarnessName, Rollout, RolloutStatus, Task
 
 if TYPE_CHECKING:  # the assembled Config imports every section, this package's too
     from harnessrl.config import Config
@@ -74,7 +74,7 @@ def harness_options(cfg: Config, harness: str) -> dict[str, Any]:
     opts = cfg.eval.harness_options
     if harness in opts:
         return dict(opts[harness])
-    if harness.startswith("whitebox:"):
+    if HarnessName.arg_of(harness, "whitebox"):
         if "whitebox" in opts:
             return dict(opts["whitebox"])
         if cfg.train.harness_space is not None:
@@ -132,7 +132,7 @@ def policy_report(cfg: Config, outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "by_category": breakdown(outcomes, runs, lambda o: o.category),
         "by_task": breakdown(outcomes, runs, lambda o: o.task_id),
     }
-    if any(o.harness.startswith("whitebox:") for o in outcomes):
+    if any(HarnessName.arg_of(o.harness, "whitebox") for o in outcomes):
         codes = train_codes(cfg)
         report["space"] = breakdown(outcomes, runs, lambda o: space_group(o.harness, codes))
     return report

@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass
 from statistics import fmean, stdev
 from typing import Any
 
+from harnessrl.types import HarnessName
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -119,6 +121,7 @@ def breakdown(
 def space_group(harness: str, train_codes: Sequence[str]) -> str:
     """Harness scaling: `in_space_train` / `in_space_heldout` for a `whitebox:<code>` (by the
     training design's codes), `out_of_space` for any other harness."""
-    if not harness.startswith("whitebox:"):
+    code = HarnessName.arg_of(harness, "whitebox")
+    if code is None:
         return "out_of_space"
-    return "in_space_train" if harness.removeprefix("whitebox:") in train_codes else "in_space_heldout"
+    return "in_space_train" if code in train_codes else "in_space_heldout"

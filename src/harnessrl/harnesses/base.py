@@ -9,15 +9,20 @@ printed. `harnesses.run.run_harness` glues one adapter to one Sandbox.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
+from harnessrl.harnesses.adapter import Installer, Mode, ShellTool
 from harnessrl.sandbox.spec import ExecResult
-from harnessrl.types import HarnessError
+from harnessrl.types import ChatMessage, HarnessError
+
+if TYPE_CHECKING:
+    from harnessrl.chat.format import ChatFormat
+    from harnessrl.protocols import Engine
 
 
 @dataclass(frozen=True)
@@ -96,11 +101,44 @@ class HarnessResult(BaseModel):
 
 
 class Harness(Protocol):
-    """One unmodified agent harness: install, configure, launch headless, read the result."""
+    """One unmodified agent harness: install, configure, launch headless, read the result; and what
+    the runner, the scripted reference engine and the compatibility table need to know about it
+    (`adapter.HarnessBase` gives the defaults; `tests/test_harness_registry.py` checks every one)."""
 
     name: str
     package: str
-    """npm package spec, pinned (`@openai/codex@0.171.0`)."""
+    """Pinned package spec (`@openai/codex@0.171.0`, `mini-swe-agent==2.4.6`); "" = nothing to install."""
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def installer(self) -> Installer: ...
+
+    @property
+    def shell_tool(self) -> ShellTool | None:
+        """How its model runs a shell command (None: it has no model-driven shell)."""
+        ...
+
+    @property
+    def modes(self) -> tuple[Mode, ...]:
+        """Its configurations for the compatibility table, each with its dialect; the first is the default."""
+        ...
+
+    @property
+    def shorter_prompt(self) -> str:
+        """How to shrink its first prompt, when it has a way ("" when not)."""
+        ...
+
+    def reference_turns(self, *commands: str) -> list[ChatMessage | str]:
+        """The known-good turns: each command through its shell tool, then its way of finishing."""
+        ...
+
+    def reference_engine(
+        self, fmt: ChatFormat, scripts: Sequence[tuple[str, Sequence[str]]], *, max_context: int | None
+    ) -> Engine:
+        """The scripted engine replaying `reference_turns` for each (prompt substring, commands)."""
+        ...
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:
         """Install (once, under a file lock) and return the install folder."""

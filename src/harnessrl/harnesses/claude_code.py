@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
 from harnessrl.harnesses.base import (
     HarnessContext,
     HarnessResult,
@@ -29,9 +30,13 @@ from harnessrl.sandbox.spec import ExecResult
 VERSION = "2.1.332"
 
 
-class ClaudeCode:
+class ClaudeCode(HarnessBase):
     name = "claude-code"
+    version = VERSION
     package = f"@anthropic-ai/claude-code@{VERSION}"
+    shell_tool = ShellTool("Bash", "command")
+    modes = (Mode("anthropic", 21_174), Mode("anthropic", 1_210, {"bare": True}, "--bare"))
+    shorter_prompt = "run Claude Code with `bare` (`--option bare=true`)"
     default_model = "claude-sonnet-4-5"
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:

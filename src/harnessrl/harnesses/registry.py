@@ -10,30 +10,48 @@ from collections.abc import Callable
 from harnessrl.harnesses.base import Harness
 from harnessrl.harnesses.claude_code import ClaudeCode
 from harnessrl.harnesses.codex import Codex
+from harnessrl.harnesses.continue_cli import ContinueCli
+from harnessrl.harnesses.copilot import Copilot
+from harnessrl.harnesses.gemini_cli import GeminiCli
+from harnessrl.harnesses.kilo import Kilo
+from harnessrl.harnesses.mini_swe_agent import MiniSweAgent
 from harnessrl.harnesses.openclaw import OpenClaw
+from harnessrl.harnesses.opencode import Opencode
+from harnessrl.harnesses.pi import Pi
+from harnessrl.harnesses.qwen_code import QwenCode
 from harnessrl.harnesses.shell import Shell
 from harnessrl.harnesses.whitebox import Whitebox
-from harnessrl.types import HarnessError
+from harnessrl.types import HarnessError, HarnessName
 
 HARNESSES: dict[str, Harness] = {
     "claude-code": ClaudeCode(),
     "codex": Codex(),
+    "continue": ContinueCli(),
+    "copilot": Copilot(),
+    "gemini-cli": GeminiCli(),
+    "kilo": Kilo(),
     "openclaw": OpenClaw(),
+    "pi": Pi(),
+    "opencode": Opencode(),
+    "qwen-code": QwenCode(),
+    "mini-swe-agent": MiniSweAgent(),
     "shell": Shell(),
 }
 FAMILIES: dict[str, Callable[[str], Harness]] = {"whitebox": Whitebox}
 
 
-def get_harness(name: str) -> Harness:
+def get_harness(name: str | HarnessName) -> Harness:
     """The adapter registered under `name`; HarnessError listing the known names otherwise."""
-    family, sep, arg = name.partition(":")
-    if sep and family in FAMILIES:
-        try:
-            return FAMILIES[family](arg)
-        except ValueError as e:
-            raise HarnessError(f"bad harness name {name!r}: {e}") from None
     try:
-        return HARNESSES[name]
-    except KeyError:
-        known = [*sorted(HARNESSES), *(f"{f}:<config>" for f in FAMILIES)]
-        raise HarnessError(f"unknown harness {name!r}; known: {', '.join(known)}") from None
+        parsed = name if isinstance(name, HarnessName) else HarnessName.parse(name)
+    except ValueError:
+        parsed = HarnessName(family=str(name))  # not a registered name: the error below says so
+    if parsed.arg and parsed.family in FAMILIES:
+        try:
+            return FAMILIES[parsed.family](parsed.arg)
+        except ValueError as e:
+            raise HarnessError(f"bad harness name {str(name)!r}: {e}") from None
+    if not parsed.arg and parsed.family in HARNESSES:
+        return HARNESSES[parsed.family]
+    known = [*sorted(HARNESSES), *(f"{f}:<config>" for f in FAMILIES)]
+    raise HarnessError(f"unknown harness {str(name)!r}; known: {', '.join(known)}")

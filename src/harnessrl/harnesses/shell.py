@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harnessrl.harnesses.adapter import HarnessBase
 from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, clean_text, stderr_tail
 from harnessrl.sandbox.spec import ExecResult
 
 
-class Shell:
+class Shell(HarnessBase):
+    """No model-driven shell: the reference engine answers any call it makes with "done"."""
+
     name = "shell"
-    package = ""
+    installer = "none"
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:
         return Path("/usr")

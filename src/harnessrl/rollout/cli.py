@@ -124,7 +124,7 @@ def rollout(
     tasks: Annotated[str | None, typer.Option(help="Task set (default: the bundled set).")] = None,
     split: Annotated[str | None, typer.Option(help="Only tasks of this split.")] = None,
     limit: Annotated[int | None, typer.Option(help="At most this many tasks.")] = None,
-    harness: Annotated[str | None, typer.Option(help="claude-code | codex | openclaw | shell.")] = None,
+    harness: Annotated[str | None, typer.Option(help="`harnessrl harness list`, whitebox:<code>.")] = None,
     engine: Annotated[str | None, typer.Option(help="hf | scripted (replays references) | vllm.")] = None,
     model: Annotated[str | None, typer.Option(help="`default` or a local HF checkpoint.")] = None,
     n: Annotated[int | None, typer.Option("--n", help="Rollouts per task.")] = None,

@@ -38,7 +38,7 @@ class RayConfig(Section):
 
 class RolloutConfig(Section):
     harness: str = "claude-code"
-    """Harness name: claude-code | codex | openclaw | whitebox:<config>."""
+    """Harness name (`harnessrl harness list`): claude-code, codex, opencode, ... or whitebox:<config>."""
     n: int = 1
     """Rollouts per task."""
     concurrency: int = 4

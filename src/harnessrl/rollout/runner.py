@@ -102,7 +102,7 @@ class RolloutJob:
 
     task: Task
     harness: str
-    """Registry name: claude-code | codex | openclaw | shell."""
+    """Registry name (`harnesses.registry`), e.g. codex or whitebox:01220."""
     rollout_id: str
     group_id: str = ""
     """GRPO group; default `<task id>/<harness>`."""

@@ -5,9 +5,9 @@
 
 The stack owns the engine, the chat format, the proxy server (in this event loop) and the runner.
 With `engine.type = "scripted"` and no `engine.script`, every task is answered by its reference
-solution as a single shell tool call of the chosen harness, then a final "done": the known-good
-action sequence used to check a harness end to end. The `shell` harness runs its own `command`
-option; a call it makes is answered "done".
+solution as a single action through the chosen harness's own shell tool, then its way of finishing
+(the adapter's `reference_engine`: the known-good sequence used to check a harness end to end). The
+`shell` harness runs its own `command` option; a call it makes is answered "done".
 """
 
 from __future__ import annotations
@@ -18,31 +18,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from harnessrl.harnesses.registry import get_harness
 from harnessrl.protocols import Engine
 from harnessrl.proxy.deps import default_deps
 from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings
-from harnessrl.types import ChatMessage, EngineError, Rollout, Task, ToolCall
+from harnessrl.types import EngineError, HarnessError, Rollout, Task
 
 if TYPE_CHECKING:  # the assembled Config imports every section, this package's too
     from harnessrl.config import Config
-
-SHELL_TOOLS: dict[str, tuple[str, str]] = {
-    "claude-code": ("Bash", "command"),
-    "codex": ("exec_command", "cmd"),
-    "openclaw": ("exec", "command"),
-}
-"""Harness -> (name of its shell tool, argument holding the command line), as seen in real traffic."""
-
-
-def shell_turn(harness: str, command: str) -> ChatMessage:
-    """One assistant turn that runs `command` through the harness's own shell tool."""
-    try:
-        name, key = SHELL_TOOLS[harness]
-    except KeyError:
-        raise EngineError(f"no known shell tool for harness {harness!r}; give engine.script") from None
-    return ChatMessage(role="assistant", tool_calls=[ToolCall(name=name, arguments={key: command})])
 
 
 def reference_command(task: Task) -> str:
@@ -58,23 +43,19 @@ def reference_command(task: Task) -> str:
 
 
 def reference_engine(cfg: Config, tasks: list[Task], harness: str) -> Engine:
-    """A scripted engine answering each task (matched by its prompt) with its reference solution."""
+    """A scripted engine answering each task (matched by its prompt) with its reference solution,
+    through the harness's own shell tool (the adapter's `reference_engine`)."""
     from harnessrl.chat.format import ChatFormat
     from harnessrl.engines.models import load_tokenizer
-    from harnessrl.engines.scripted import Script, ScriptedEngine
 
+    try:
+        adapter = get_harness(harness)
+    except HarnessError as e:
+        raise EngineError(f"no reference engine: {e}") from None
     fmt = ChatFormat(load_tokenizer(cfg.engine.model))
-    if harness.startswith("whitebox:"):  # its tool format depends on the configuration
-        from harnessrl.harnesses.whitebox.reference import ReferenceEngine
-
-        return ReferenceEngine(fmt, [(t.prompt, [reference_command(t)]) for t in tasks])
-    context = cfg.engine.context_length  # the proxy's length check, as for a real model
-    if harness == "shell":  # runs its own `command`; a model call it makes gets "done"
-        return ScriptedEngine(fmt, ["done"], max_context=context)
-    scripts = [
-        Script(turns=[shell_turn(harness, reference_command(t)), "done"], match=t.prompt) for t in tasks
-    ]
-    return ScriptedEngine(fmt, scripts, max_context=context)
+    scripts = [(t.prompt, [reference_command(t)]) for t in tasks]
+    # The proxy's length check, as for a real model.
+    return adapter.reference_engine(fmt, scripts, max_context=cfg.engine.context_length)
 
 
 def build_engine_for(cfg: Config, tasks: list[Task]) -> Engine:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from itertools import product
 
+from harnessrl.types import HarnessName
+
 FACTORS: tuple[tuple[str, tuple[str, str, str]], ...] = (
     ("system_prompt", ("terse", "detailed", "persona")),
     ("tools", ("bash", "files", "fenced")),
@@ -18,7 +20,8 @@ FACTORS: tuple[tuple[str, tuple[str, str, str]], ...] = (
 )
 NUM_FACTORS = len(FACTORS)
 NUM_LEVELS = 3
-PREFIX = "whitebox:"
+FAMILY = "whitebox"
+"""The registry family of the configurations (`HarnessName`): `whitebox:<code>`."""
 
 
 def all_codes() -> list[str]:
@@ -44,11 +47,12 @@ def describe(code: str) -> dict[str, str]:
 
 def harness_name(code: str) -> str:
     """The registry name of a configuration (`whitebox:01220`)."""
-    return PREFIX + check_code(code)
+    return str(HarnessName(family=FAMILY, arg=check_code(code)))
 
 
 def code_of(harness: str) -> str:
     """Inverse of `harness_name`."""
-    if not harness.startswith(PREFIX):
+    code = HarnessName.arg_of(harness, FAMILY)
+    if code is None:
         raise ValueError(f"{harness!r} is not a whitebox configuration")
-    return check_code(harness[len(PREFIX) :])
+    return check_code(code)

@@ -18,7 +18,7 @@ from typing import Any
 
 from harnessrl.formats.metrics import METRICS_FILE, append_metrics
 from harnessrl.formats.metrics import scalars as scalars  # its home before
-from harnessrl.types import WORKER_LOST, Rollout, RolloutStatus
+from harnessrl.types import WORKER_LOST, HarnessName, Rollout, RolloutStatus
 
 PASS_THRESHOLD = 1.0
 """A rollout passes at this reward or above (the eval's default `pass_threshold`)."""
@@ -26,7 +26,10 @@ PASS_THRESHOLD = 1.0
 
 def harness_kind(harness: str) -> str:
     """`whitebox:01220` -> `whitebox`; `claude-code` -> `claude-code`."""
-    return harness.split(":", 1)[0]
+    try:
+        return HarnessName.parse(harness).family
+    except ValueError:
+        return harness
 
 
 def _mean_std(values: Sequence[float]) -> dict[str, Any]:

@@ -43,10 +43,7 @@ from harnessrl.rl.forward import packed_forward
 from harnessrl.rl.packing import TreeLayout, layout_tree, pack_by_budget
 from harnessrl.train.config import TrainerConfig
 from harnessrl.train.trainer import Trainer
-from harnessrl.types import Rollout, RolloutStatus, Task, TreeNode, TreeSample
-
-WHITEBOX_SHELL = {"0": ("bash", "command"), "1": ("run", "cmd")}
-"""Whitebox tool level -> (shell tool, argument); level 2 is a fenced ```bash block."""
+from harnessrl.types import HarnessName, Rollout, RolloutStatus, Task, TreeNode, TreeSample
 
 
 @dataclass
@@ -59,31 +56,14 @@ class SftData:
 
 
 def demo_engine(cfg: Config, tasks: Sequence[Task], harness: str) -> Engine:
-    """The scripted engine of the demonstrations: the reference as one shell action, then "done".
+    """The scripted engine of the demonstrations: the reference as one action through the harness's
+    own shell tool, then its way of finishing (the adapter's `reference_engine`). A whitebox
+    configuration with full context and the free ReAct workflow (`whitebox:??x00`) gets the clean
+    turns; any other one `ReferenceEngine`, whose commands carry `echo ref-step-i;` progress markers
+    (those are then learned too)."""
+    from harnessrl.rollout.session import reference_engine
 
-    A whitebox configuration with full context and the free ReAct workflow (`whitebox:??x00`) gets the
-    clean turns through a `ScriptedEngine` (turn k answers a prompt holding k assistant turns); any
-    other configuration needs `ReferenceEngine`, whose commands carry `echo ref-step-i;` progress
-    markers (those are then learned too); the real harnesses get `rollout.session.reference_engine`."""
-    from harnessrl.chat.format import ChatFormat
-    from harnessrl.engines.models import load_tokenizer
-    from harnessrl.engines.scripted import Script, ScriptedEngine
-    from harnessrl.rollout.session import reference_command, reference_engine
-    from harnessrl.types import ChatMessage, ToolCall
-
-    code = harness.removeprefix("whitebox:")
-    if not harness.startswith("whitebox:") or code[3:] != "00":
-        return reference_engine(cfg, list(tasks), harness)
-    scripts = []
-    for t in tasks:
-        command = reference_command(t)
-        if code[1] in WHITEBOX_SHELL:
-            name, key = WHITEBOX_SHELL[code[1]]
-            act = ChatMessage(role="assistant", tool_calls=[ToolCall(name=name, arguments={key: command})])
-        else:
-            act = ChatMessage(role="assistant", content=f"```bash\n{command}\n```")
-        scripts.append(Script(turns=[act, "done"], match=t.prompt))
-    return ScriptedEngine(ChatFormat(load_tokenizer(cfg.engine.model)), scripts)
+    return reference_engine(cfg, list(tasks), harness)
 
 
 async def make_demonstrations(cfg: Config, tasks: Sequence[Task], out_dir: Path) -> list[Rollout]:
@@ -95,7 +75,7 @@ async def make_demonstrations(cfg: Config, tasks: Sequence[Task], out_dir: Path)
     harness = cfg.sft.harness or cfg.rollout.harness
     run_cfg = cfg.model_copy(update={"rollout": cfg.rollout.model_copy(update={"out_dir": str(out_dir)})})
     options = dict(cfg.train.harness_options.get(harness, {}))
-    if harness.startswith("whitebox:") and cfg.train.harness_space is not None:
+    if HarnessName.arg_of(harness, "whitebox") and cfg.train.harness_space is not None:
         options = dict(cfg.train.harness_space.options)
     jobs = [RolloutJob(t, harness, rollout_id(0, t, harness, 0), options=options) for t in tasks]
     async with RolloutStack.from_config(run_cfg, list(tasks), engine=demo_engine(cfg, tasks, harness)) as st:

@@ -16,9 +16,11 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from harnessrl.harnesses.adapter import TEXT_SHELL, HarnessBase, Mode, ShellTool
 from harnessrl.harnesses.base import (
     HarnessContext,
     HarnessResult,
@@ -30,7 +32,12 @@ from harnessrl.harnesses.base import (
 )
 from harnessrl.harnesses.install import harness_dir
 from harnessrl.harnesses.whitebox.agent.loop import levels
+from harnessrl.harnesses.whitebox.agent.tools import SHELL_TOOLS
 from harnessrl.sandbox.spec import ExecResult
+
+if TYPE_CHECKING:
+    from harnessrl.chat.format import ChatFormat
+    from harnessrl.protocols import Engine
 
 AGENT_SRC = Path(__file__).parent / "agent"
 OPTIONS = (
@@ -50,13 +57,29 @@ def agent_digest() -> str:
     return h.hexdigest()[:12]
 
 
-class Whitebox:
-    package = ""
+class Whitebox(HarnessBase):
+    installer = "local"
+    modes = (Mode("openai_chat", None),)  # ~250-900 SmolLM2 tokens, by configuration
 
     def __init__(self, code: str) -> None:
-        levels(code)  # ValueError for a malformed code
+        tools = levels(code)[1]  # ValueError for a malformed code
         self.code = code
         self.name = f"whitebox:{code}"
+        self.version = agent_digest()
+        shell = SHELL_TOOLS.get(tools)
+        self.shell_tool = TEXT_SHELL if shell is None else ShellTool(*shell)
+
+    def reference_engine(
+        self, fmt: ChatFormat, scripts: Sequence[tuple[str, Sequence[str]]], *, max_context: int | None
+    ) -> Engine:
+        """Full context and the free ReAct loop (`??x00`): the clean turns (turn k answers a prompt with
+        k assistant turns); any other configuration: `ReferenceEngine`, which reads each prompt and
+        marks its commands `echo ref-step-i;` (windows, compaction, plan and verify calls)."""
+        if self.code[3:] == "00":
+            return super().reference_engine(fmt, scripts, max_context=max_context)
+        from harnessrl.harnesses.whitebox.reference import ReferenceEngine
+
+        return ReferenceEngine(fmt, scripts)
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:
         target = harness_dir(cache_root) / f"whitebox-{agent_digest()}"

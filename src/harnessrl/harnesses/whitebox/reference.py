@@ -30,13 +30,16 @@ from typing import Any
 
 from harnessrl.chat.format import ChatFormat
 from harnessrl.engines.scripted import Scorer, cut_output
-from harnessrl.harnesses.whitebox.agent import context, workflow
+from harnessrl.harnesses.adapter import TEXT_SHELL, ShellTool
+from harnessrl.harnesses.whitebox.agent import context, tools, workflow
 from harnessrl.protocols import GenerationResult, SamplingParams
-from harnessrl.types import ChatMessage, EngineError, ToolCall
+from harnessrl.types import ChatMessage, EngineError
 
 STEP = re.compile(r"ref-step-(\d+)")
 VERIFY_COMMAND = "echo ref-verify; ls -la"
-TOOL = re.compile(r'"name":\s*"(bash|run)"')
+SHELLS = dict(tools.SHELL_TOOLS.values())
+"""Shell tool name -> its command argument, over every tool level."""
+TOOL = re.compile(r'"name":\s*"(' + "|".join(SHELLS) + ')"')
 MARK = "<|im_start|>"
 
 
@@ -83,11 +86,10 @@ def _text(text: str) -> ChatMessage:
 
 
 def _action(system: str, command: str) -> ChatMessage:
+    """`command` through the shell tool the rendered tools offer; a fenced block when there is none."""
     tool = TOOL.search(system)
-    if tool is None:
-        return _text(f"```bash\n{command}\n```")
-    key = "command" if tool.group(1) == "bash" else "cmd"
-    return ChatMessage(role="assistant", tool_calls=[ToolCall(name=tool.group(1), arguments={key: command})])
+    shell = TEXT_SHELL if tool is None else ShellTool(tool.group(1), SHELLS[tool.group(1)])
+    return shell.turn(command)
 
 
 class ReferenceEngine:

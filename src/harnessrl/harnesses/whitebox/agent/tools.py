@@ -22,6 +22,9 @@ from .client import Message, Reply
 from .observe import CommandOutcome
 
 LEVELS = ("bash", "files", "fenced")
+SHELL_TOOLS = {"bash": ("bash", "command"), "files": ("run", "cmd")}
+"""Level -> (its shell tool, the argument holding the command line); `fenced` has no tools: the
+model writes a ```bash block. The adapter reads this table (`Whitebox.shell_tool`)."""
 
 
 @dataclass
@@ -80,8 +83,9 @@ class Native:
     """Native tool calls: `bash` alone, or the file tools (read, write, edit, list, run)."""
 
     def __init__(self, level: str) -> None:
+        name, arg = SHELL_TOOLS[level]
         if level == "bash":
-            self.specs = [_spec("bash", "Run a bash command in the workspace.", command="The command line.")]
+            self.specs = [_spec(name, "Run a bash command in the workspace.", **{arg: "The command line."})]
             self.instructions = "Act by calling the `bash` tool with one command line."
         else:
             self.specs = [
@@ -95,7 +99,7 @@ class Native:
                     new="Replacement.",
                 ),
                 _spec("list_dir", "List a folder.", path="Folder path."),
-                _spec("run", "Run a shell command.", cmd="The command line."),
+                _spec(name, "Run a shell command.", **{arg: "The command line."}),
             ]
             self.instructions = (
                 "Act by calling the file tools (read_file, write_file, edit_file, list_dir) or run."
@@ -123,8 +127,9 @@ class Native:
         return out
 
     def run(self, act: Action, timeout_s: float) -> CommandOutcome:
-        if act.name in ("bash", "run"):
-            return run_shell(str(act.args.get("command", act.args.get("cmd", ""))), timeout_s)
+        shells = dict(SHELL_TOOLS.values())
+        if act.name in shells:
+            return run_shell(str(act.args.get(shells[act.name], "")), timeout_s)
         t0 = time.monotonic()
         try:
             return CommandOutcome(0, _file_op(act.name, act.args), "", time.monotonic() - t0)

@@ -1,0 +1,89 @@
+"""Shared body of the per-harness end-to-end tests (`test_harness_<name>.py`): one bundled task through
+the real harness CLI in a bubblewrap sandbox, its model calls going to the proxy, the scripted engine
+replaying the adapter's known-good sequence (`reference_turns`: the task's reference through the
+harness's own shell tool, then its way of finishing), the checker scoring the final workspace in its
+own sandbox (reward 1.0); a wrong sequence through the same path, run alongside, scores below 1.0."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from harnessrl.chat.format import ChatFormat
+from harnessrl.config import Config
+from harnessrl.engines.models import load_tokenizer
+from harnessrl.engines.scripted import Script, ScriptedEngine
+from harnessrl.harnesses import Endpoint, HarnessContext, get_harness
+from harnessrl.rollout import RolloutJob
+from harnessrl.rollout.session import RolloutStack, reference_command
+from harnessrl.tasks import load_tasks
+from harnessrl.types import Rollout, RolloutStatus
+
+MARKS = [
+    pytest.mark.harness,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed"),
+]
+WRONG = "printf 'hello harness\\n' > hello.txt"
+
+
+async def solve_and_fail(
+    harness: str, out: Path, options: dict[str, Any] | None = None
+) -> tuple[Rollout, Rollout]:
+    """(the reference rollout, the wrong one) of bundled task_0000 through `harness` (with adapter
+    `options`: one of its modes), both checked."""
+    task = next(t for t in load_tasks("bundled", split="train").tasks if t.id == "task_0000")
+    wrong_task = task.model_copy(update={"id": "wrong", "prompt": task.prompt + " (second attempt)"})
+    cfg = Config()
+    cfg.engine.type = "scripted"
+    cfg.engine.model = "tiny-qwen3"  # the Qwen3 tokenizer and template: tool calls render natively
+    cfg.rollout.harness = harness
+    cfg.rollout.out_dir = str(out)
+    cfg.rollout.timeout_s = 240
+    adapter = get_harness(harness)
+    engine = ScriptedEngine(
+        ChatFormat(load_tokenizer(cfg.engine.model)),
+        [  # first match wins: the wrong task's prompt is checked first
+            Script(turns=adapter.reference_turns(WRONG), match=wrong_task.prompt),
+            Script(turns=adapter.reference_turns(reference_command(task)), match=task.prompt),
+        ],
+    )
+    async with RolloutStack.from_config(cfg, [task], engine=engine) as stack:
+        assert stack.runner is not None
+        good, bad = await stack.runner.run_many(
+            [
+                RolloutJob(task, harness, "good", options=options or {}),
+                RolloutJob(wrong_task, harness, "bad", options=options or {}),
+            ]
+        )
+    assert good.status is RolloutStatus.OK, good.status_reason
+    assert good.reward == 1.0
+    assert (out / "good" / "workspace" / "hello.txt").read_text() == "Hello, harness!\n"
+    assert bad.status is RolloutStatus.OK, bad.status_reason
+    assert bad.reward is not None and bad.reward < 1.0
+    return good, bad
+
+
+F = TypeVar("F")
+
+
+def harness_test(fn: F) -> F:
+    """MARKS on one test, for files that also hold tests without the real harness."""
+    for mark in MARKS:
+        fn = mark(fn)
+    return fn
+
+
+def adapter_context(host_home: Path, **kw: Any) -> HarnessContext:
+    """A HarnessContext as the runner builds it, for config and command-line tests without a sandbox."""
+    base: dict[str, Any] = dict(
+        prompt="do it",
+        endpoint=Endpoint("http://127.0.0.1:18080/r/tok", "tok"),
+        workspace="/workspace",
+        home="/home/agent",
+        host_home=host_home,
+        install_dir=Path("/cache/h"),
+    )
+    return HarnessContext(**{**base, **kw})
