@@ -18,11 +18,14 @@ from hypothesis import strategies as st
 
 from harnessrl.harnesses import get_harness
 from harnessrl.harnesses.base import HarnessResult
+from harnessrl.harnesses.mini_swe_agent import MARK as MSWEA_MARK
+from harnessrl.harnesses.registry import HARNESSES as REGISTERED
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import HarnessError
 from harnessrl.verify.judge import parse_score, reply_text
 
-HARNESSES = ["claude-code", "codex", "openclaw", "shell", "whitebox:00000"]
+HARNESSES = [*sorted(REGISTERED), "whitebox:00000"]
+"""Every registered adapter (the new ones too) and the white-box family."""
 KEYS = [
     "type", "subtype", "result", "is_error", "num_turns", "item", "text", "error", "message",
     "ok", "final", "status", "assistantTurns", "code", "turns", "calls",
@@ -115,6 +118,10 @@ def _exec(stdout: str) -> ExecResult:
     return ExecResult(returncode=0, stdout=stdout, stderr="", timed_out=False, duration_s=1.0)
 
 
+TEXT_OUTPUT = {"shell", "continue"}
+"""Harnesses whose final message is their plain stdout: they read no JSON at all."""
+JSON_AFTER = {"mini-swe-agent": MSWEA_MARK + "\n"}
+"""Harnesses that read JSON only after a marker line of their launch script."""
 REPRODUCED = [
     # the whitebox attack: 256 KiB of spaces, then a line nested 100,000 deep, through the harness's fd 1
     " " * 256 * 1024 + '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n",
@@ -126,12 +133,12 @@ REPRODUCED = [
 @pytest.mark.parametrize("stdout", REPRODUCED, ids=["deep", "huge-int"])
 def test_reproduced_outputs_are_a_harness_error(name: str, stdout: str) -> None:
     """What escaped as RecursionError / ValueError ("internal error", fault infra) is HarnessError
-    (the runner makes it the policy's failure); the shell harness reads no JSON at all."""
-    if name == "shell":
+    (the runner makes it the policy's failure); the text-output harnesses read no JSON at all."""
+    if name in TEXT_OUTPUT:
         assert get_harness(name).parse(_exec(stdout)).ok
         return
     with pytest.raises(HarnessError, match="JSON that cannot be read"):
-        get_harness(name).parse(_exec(stdout))
+        get_harness(name).parse(_exec(JSON_AFTER.get(name, "") + stdout))
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, stderr_tail
+from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, clean_text, stderr_tail
 from harnessrl.harnesses.install import npm_install
 from harnessrl.sandbox.spec import ExecResult
 
@@ -73,7 +73,7 @@ class ContinueCli(HarnessBase):
         return HarnessResult(
             ok=ok,
             exit_code=res.returncode,
-            final_message=res.stdout.strip(),
+            final_message=clean_text(res.stdout.strip()),
             timed_out=res.timed_out,
             error="" if ok else stderr_tail(res),
         )

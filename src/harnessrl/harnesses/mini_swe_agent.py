@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, stderr_tail
+from harnessrl.harnesses.base import (
+    HarnessContext,
+    HarnessResult,
+    LaunchSpec,
+    as_count,
+    as_text,
+    load_json,
+    stderr_tail,
+)
 from harnessrl.harnesses.install import python_install
 from harnessrl.sandbox.sandbox import SYSTEM_PATH
 from harnessrl.sandbox.spec import ExecResult
@@ -91,26 +99,27 @@ class MiniSweAgent(HarnessBase):
         _, found, tail = res.stdout.rpartition(MARK)
         info: dict[str, Any] = {}
         messages: list[Any] = []
-        try:
-            data = json.loads(tail) if found else None
-        except ValueError:
-            data = None
+        data = load_json(tail) if found else None  # HarnessError for JSON past the parser (too deep)
         if isinstance(data, dict) and isinstance(data.get("info"), dict):
             info = data["info"]
         if isinstance(data, dict) and isinstance(data.get("messages"), list):
             messages = data["messages"]
-        status = str(info.get("exit_status", ""))
+        status = as_text(info.get("exit_status"))
         ok = res.returncode == 0 and status == "Submitted" and not res.timed_out
-        said = [m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
-        final = str(info.get("submission") or "").strip() or next((s for s in reversed(said) if s), "")
+        said = [
+            as_text(m.get("content"))
+            for m in messages
+            if isinstance(m, dict) and m.get("role") == "assistant"
+        ]
+        final = as_text(info.get("submission")).strip() or next((s for s in reversed(said) if s), "")
         stats = info.get("model_stats")
-        calls = stats.get("api_calls") if isinstance(stats, dict) else None
+        calls = as_count(stats.get("api_calls")) if isinstance(stats, dict) else None
         error = "" if ok else (f"exit status {status}" if status else stderr_tail(res))
         return HarnessResult(
             ok=ok,
             exit_code=res.returncode,
-            final_message=str(final),
+            final_message=final,
             timed_out=res.timed_out,
             error=error,
-            turns=calls if isinstance(calls, int) else None,
+            turns=calls,
         )

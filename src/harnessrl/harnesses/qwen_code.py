@@ -19,6 +19,8 @@ from harnessrl.harnesses.base import (
     HarnessContext,
     HarnessResult,
     LaunchSpec,
+    as_count,
+    as_text,
     json_lines,
     mcp_servers_json,
     stderr_tail,
@@ -82,17 +84,16 @@ class QwenCode(HarnessBase):
             return HarnessResult(
                 ok=False, exit_code=res.returncode, timed_out=res.timed_out, error=stderr_tail(res)
             )
-        final = result.get("result")
-        final = final if isinstance(final, str) else ""
+        final = as_text(result.get("result")) if isinstance(result.get("result"), str) else ""
         is_error = bool(result.get("is_error")) or result.get("subtype") != "success"
         ok = res.returncode == 0 and not is_error and not res.timed_out
-        error = f"{result.get('subtype', '')}: {final}".strip(": ") if is_error else stderr_tail(res)
-        turns = result.get("num_turns")
+        error = f"{as_text(result.get('subtype'))}: {final}".strip(": ") if is_error else stderr_tail(res)
+        turns = as_count(result.get("num_turns"))
         return HarnessResult(
             ok=ok,
             exit_code=res.returncode,
             final_message=final,
             timed_out=res.timed_out,
             error="" if ok else error,
-            turns=turns if isinstance(turns, int) else None,
+            turns=turns,
         )
