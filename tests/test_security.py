@@ -624,25 +624,76 @@ CURL = (
     '"content": "hi"}]}\' > /dev/null'
 )
 HOG = "python3 -c 'import time; x = bytearray(90 << 20); x[::4096] = b\"x\" * len(x[::4096]); time.sleep(20)'"
-OOM_AGENT = f"{CURL}; echo 1000 > /proc/1/oom_score_adj; for i in 1 2 3; do {HOG} & done; wait"
+RAISE_OOM = "echo 1000 > /proc/1/oom_score_adj && echo RAISED"
+OOM_AGENT = f"{CURL}; {RAISE_OOM}; for i in 1 2 3; do {HOG} & done; wait; echo done"
+SLEEPER = f"{CURL}; sleep 60"
 
 
 @pytest.mark.skipif(cgroups.layout()[0] == "none", reason="no cgroups here: memory is capped per process")
-async def test_a_rollout_that_kills_its_own_sandbox_is_trained_as_a_failure(runner) -> None:
-    """A command can still end its own sandbox (here: make the agent the OOM victim through
-    /proc/1/oom_score_adj, which its owner, the sandbox uid, may raise). That must never be a way out
-    of a 0: the rollout is the policy's sandbox_error, and the failure policy trains it with reward 0
-    on the calls it made."""
-    from harnessrl.config import Config
-    from harnessrl.train.loop import collect_trees
-
+async def test_commands_cannot_make_the_agent_the_oom_victim(runner) -> None:
+    """Commands run as uid 1000 inside (bwrap.INSIDE_UID), so the non-dumpable agent's /proc entries
+    belong to real root: `echo 1000 > /proc/1/oom_score_adj` is refused (it made the agent the OOM
+    victim and ended the sandbox while it was uid 0 inside). Under a 200 MB cap the cgroup's OOM
+    killer takes a hog, never the agent: the sandbox lives, the rollout ends with its real status."""
     rollout = await runner(pool_size=0, memory_mb=200).run(
         RolloutJob(link_task(), "shell", "oom", options={"command": OOM_AGENT})
     )
+    assert rollout.status is not RolloutStatus.SANDBOX_ERROR, rollout.status_reason
+    assert len(rollout.calls) == 1
+    out = (Path(rollout.workdir) / "harness.stdout").read_text()
+    assert "RAISED" not in out and out.rstrip().endswith("done"), out[-500:]
+
+
+def _agents_of(pid: int) -> list[int]:
+    """Pids of in-sandbox agents among the descendants of `pid` (this test's own sandboxes only)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            todo.append(child)
+            try:
+                argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if os.path.basename(argv[0]) != b"bwrap" and any(
+                a.startswith(b"/opt/harnessrl/agent") for a in argv
+            ):
+                found.append(child)
+    return found
+
+
+async def test_a_sandbox_lost_under_a_command_is_trained_as_a_failure(runner) -> None:
+    """A sandbox that dies under a command (here its agent is SIGKILLed from the host once the
+    rollout made its call; the policy can no longer do it itself, see the test above) cannot be
+    told apart from one the policy killed: it must never be a way out of a 0. The rollout is the
+    policy's sandbox_error, and the failure policy trains it with reward 0 on the calls it made."""
+    from harnessrl.config import Config
+    from harnessrl.train.loop import collect_trees
+
+    run = runner(pool_size=0)
+    task = asyncio.create_task(
+        run.run(RolloutJob(link_task(), "shell", "lost", options={"command": SLEEPER}))
+    )
+    agents: list[int] = []
+    for _ in range(600):
+        await asyncio.sleep(0.05)
+        agents = _agents_of(os.getpid())
+        if agents and run.sessions is not None and run.sessions.calls("lost"):
+            break
+    assert len(agents) == 1, agents
+    os.kill(agents[0], 9)
+    rollout = await asyncio.wait_for(task, timeout=60)
     assert (rollout.status, rollout.fault) == (RolloutStatus.SANDBOX_ERROR, "policy"), rollout.status_reason
     assert "agent lost during exec" in rollout.status_reason and len(rollout.calls) == 1
     batch = collect_trees([rollout], Config())
-    assert [(s.rollout_id, s.reward) for s in batch.samples] == [("oom", 0.0)]
+    assert [(s.rollout_id, s.reward) for s in batch.samples] == [("lost", 0.0)]
     assert batch.failures_trained == {"sandbox_error": 1}
 
 
@@ -962,17 +1013,13 @@ PROC_ONE = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (issue 19 item 6): the non-dumpable agent's /proc entries belong to its user "
-    "namespace's root, which is the commands' own uid; closing it needs bwrap --uid/--gid other than 0",
-)
 async def test_commands_cannot_list_the_agents_descriptors(sb_base: Path) -> None:
     """The agent is non-dumpable, so its descriptors' targets, environment and memory map are refused
     (a ptrace check); listing /proc/1/fd needs only the directory's permission, and the kernel gives
-    a non-dumpable process's /proc entries to root of its user namespace, which is uid 0 inside: the
-    commands' own uid. A command listed the agent's descriptor numbers (which commands are running,
-    how many descriptors the host passed)."""
+    a non-dumpable process's /proc entries to root of its user namespace. While everything ran as
+    uid 0 inside, that was the commands' own uid, and a command listed the agent's descriptor numbers
+    (which commands are running, how many descriptors the host passed). At uid 1000 inside
+    (bwrap.INSIDE_UID) root of the namespace is unmapped: the listing is refused, for both agents."""
     async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
         _, out, _ = await run_in(sb, PROC_ONE)
     assert out.split() == ["own-fd", "end"]

@@ -19,12 +19,26 @@ from harnessrl.sandbox.spec import SandboxSpec
 
 AGENT_DIR = "/opt/harnessrl"
 """Inside the sandbox: the agent script, its io folder and the endpoint socket folder live here."""
+INSIDE_UID = 1000
+"""The uid and gid everything in the sandbox runs as (mapped to the sandbox's leased host uid). Not 0:
+the kernel gives a non-dumpable process's /proc entries to root of its user namespace, so with
+commands at uid 0 they could list the agent's descriptors (`/proc/1/fd`) and write its
+`oom_score_adj`; at 1000 root of that namespace is unmapped and those entries are real root's."""
+
+
+def etc_identity(home: str) -> dict[str, str]:
+    """`/etc/passwd` and `/etc/group` of a sandbox: root and the one user everything runs as."""
+    u = INSIDE_UID
+    return {
+        "passwd": f"root:x:0:0:root:/root:/bin/sh\nagent:x:{u}:{u}:agent:{home}:/bin/bash\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+        "group": f"root:x:0:\nagent:x:{u}:\nnogroup:x:65534:\n",
+    }
+
 
 # Minimal /etc: users, the dynamic linker, alternatives symlinks, time zone, TLS roots (harmless; there
 # is no network). resolv.conf is deliberately absent: there is nothing to resolve names with.
 ETC_FILES = (
-    "passwd",
-    "group",
     "nsswitch.conf",
     "ld.so.cache",
     "ld.so.conf",
@@ -101,13 +115,15 @@ def build_argv(
     _, py_binds = agent_python()
     base = root.parent
     argv = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent"]
-    argv += ["--new-session", "--as-pid-1", "--cap-drop", "ALL", "--uid", "0", "--gid", "0"]
+    argv += ["--new-session", "--as-pid-1", "--cap-drop", "ALL"]
+    argv += ["--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID)]
     if seccomp_fd is not None:  # it refuses unshare, setns and clone(CLONE_NEWUSER) already
         argv += ["--seccomp", str(seccomp_fd)]
     else:  # no filter on this architecture: have bwrap forbid nested user namespaces (a fork more)
         argv += ["--disable-userns"]
     argv += system_args()
-    argv += ["--ro-bind", str(root / "hosts"), "/etc/hosts"]
+    for name in ("hosts", "passwd", "group"):  # written per sandbox (Sandbox.start)
+        argv += ["--ro-bind", str(root / name), f"/etc/{name}"]
     # bwrap covers /proc/sys only where the sandbox could write it; namespaced sysctls (IPC limits,
     # ns_last_pid) would stay writable: bind it read-only over the new /proc.
     argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]

@@ -203,6 +203,8 @@ class Sandbox:
         for sub in ("home", "tmp", "sock"):
             (self.root / sub).mkdir()
         (self.root / "hosts").write_text("127.0.0.1 localhost\n::1 localhost\n")
+        for name, text in bwrap.etc_identity(self.spec.home_dir).items():
+            (self.root / name).write_text(text)
         uid = self.lease.uid
         if self.spec.workspace is None:
             self.host_workspace.mkdir()
