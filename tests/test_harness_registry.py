@@ -56,6 +56,7 @@ def test_reference_turns_use_each_harness_shell_tool() -> None:
         "continue": ("Bash", {"command": "ls"}),
         "copilot": ("bash", {"command": "ls", "description": "Run the command"}),
         "gemini-cli": ("run_shell_command", {"command": "ls"}),
+        "hermes": ("terminal", {"command": "ls"}),
         "kilo": ("bash", {"command": "ls"}),
         "openclaw": ("exec", {"command": "ls"}),
         "pi": ("bash", {"command": "ls"}),

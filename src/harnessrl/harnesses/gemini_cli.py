@@ -4,11 +4,11 @@ It speaks the Gemini API (`POST {GOOGLE_GEMINI_BASE_URL}/v1beta/models/{model}:s
 ?alt=sse`, key in `x-goog-api-key`), through the `@google/genai` SDK, API-key auth with `GEMINI_API_KEY`.
 `~/.gemini/settings.json` turns off telemetry, usage statistics, auto-update and its notice,
 checkpointing, folder trust (the workspace is trusted: no prompt) and the loop-detection and
-next-speaker side calls, and redefines the model's alias so that no thinking budget is requested;
-`--yolo` approves every tool call. The model is named explicitly, which keeps
-the CLI's model router (classifier calls to a small model) out of the run. MCP servers go to
-`mcpServers` in the same settings file. Left out: OAuth / Code Assist and Vertex logins, extensions,
-sessions (`--resume`), the interactive UI.
+next-speaker side calls; `--yolo` approves every tool call. The generation config stays the CLI's own
+for the model (thoughts included, a thinking budget: the Gemini dialect accepts both). The model is
+named explicitly, which keeps the CLI's model router (classifier calls to a small model) out of the
+run. MCP servers go to `mcpServers` in the same settings file. Left out: OAuth / Code Assist and
+Vertex logins, extensions, sessions (`--resume`), the interactive UI.
 """
 
 from __future__ import annotations
@@ -32,10 +32,7 @@ from harnessrl.sandbox.spec import ExecResult
 VERSION = "0.61.0"
 
 
-def gemini_settings(ctx: HarnessContext, model: str) -> dict[str, Any]:
-    # The model's alias is redefined on the plain `base` config: without it the CLI asks for thoughts
-    # with a thinking budget (`generationConfig.thinkingConfig`), which a policy cannot honour.
-    alias = {"extends": "base", "modelConfig": {"model": model, "generateContentConfig": {"temperature": 1}}}
+def gemini_settings(ctx: HarnessContext) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
         "privacy": {"usageStatisticsEnabled": False},
@@ -47,7 +44,6 @@ def gemini_settings(ctx: HarnessContext, model: str) -> dict[str, Any]:
         },
         "model": {"disableLoopDetection": True, "skipNextSpeakerCheck": True},
         "ide": {"enabled": False},
-        "modelConfigs": {"customAliases": {model: alias}},
     }
     if ctx.mcp_servers:
         settings["mcpServers"] = mcp_servers_json(ctx.mcp_servers)
@@ -68,7 +64,7 @@ class GeminiCli(HarnessBase):
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
         model = ctx.endpoint.model or self.default_model
-        ctx.write_home_file(".gemini/settings.json", json.dumps(gemini_settings(ctx, model), indent=1))
+        ctx.write_home_file(".gemini/settings.json", json.dumps(gemini_settings(ctx), indent=1))
         exe = str(ctx.install_dir / "node_modules" / ".bin" / "gemini")
         argv = [exe, "-p", ctx.prompt, "--output-format", "stream-json", "--yolo", "--model", model]
         env = {

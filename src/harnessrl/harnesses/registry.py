@@ -13,6 +13,7 @@ from harnessrl.harnesses.codex import Codex
 from harnessrl.harnesses.continue_cli import ContinueCli
 from harnessrl.harnesses.copilot import Copilot
 from harnessrl.harnesses.gemini_cli import GeminiCli
+from harnessrl.harnesses.hermes import Hermes
 from harnessrl.harnesses.kilo import Kilo
 from harnessrl.harnesses.mini_swe_agent import MiniSweAgent
 from harnessrl.harnesses.openclaw import OpenClaw
@@ -29,6 +30,7 @@ HARNESSES: dict[str, Harness] = {
     "continue": ContinueCli(),
     "copilot": Copilot(),
     "gemini-cli": GeminiCli(),
+    "hermes": Hermes(),
     "kilo": Kilo(),
     "openclaw": OpenClaw(),
     "pi": Pi(),

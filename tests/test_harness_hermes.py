@@ -1,0 +1,45 @@
+"""Hermes Agent (a Python harness from PyPI): its config, command line and output parsing; and (marked
+`harness`) the real agent solving a bundled task through the proxy with the scripted engine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness_solve import adapter_context, harness_test, solve_and_fail
+
+from harnessrl.harnesses import get_harness
+from harnessrl.sandbox import ExecResult
+
+
+def test_hermes_config_and_launch(tmp_path: Path) -> None:
+    launch = get_harness("hermes").prepare(adapter_context(tmp_path))
+    assert json.loads((tmp_path / ".hermes" / "config.yaml").read_text()) == {
+        "model": {
+            "provider": "custom",
+            "default": "policy",
+            "base_url": "http://127.0.0.1:18080/r/tok/v1",
+            "api_key": "tok",
+            "context_length": 131072,
+        },
+        "security": {"tirith_enabled": False},
+    }
+    assert launch.argv == ["/cache/h/bin/hermes", "chat", "-q", "do it", "-Q", "--yolo"]
+    assert launch.env["HERMES_HOME"] == "/home/agent/.hermes"
+    assert "/cache/h" not in launch.env["PATH"]  # its venv stays off the agent commands' PATH
+
+
+def test_hermes_parse() -> None:
+    hermes = get_harness("hermes")
+    assert hermes.parse(ExecResult(0, "done\n", "", False, 1.0)).model_dump() == {
+        "ok": True, "exit_code": 0, "final_message": "done", "timed_out": False, "error": "", "turns": None,
+    }  # fmt: skip
+    failed = hermes.parse(ExecResult(1, "", "Error: 400 prompt is too long\n", False, 1.0))
+    assert (failed.ok, failed.error, failed.final_message) == (False, "Error: 400 prompt is too long", "")
+
+
+@harness_test
+async def test_hermes_solves_task_and_wrong_sequence_fails(tmp_path: Path) -> None:
+    good, _ = await solve_and_fail("hermes", tmp_path)  # 1.0; the wrong one < 1.0
+    assert [c.dialect for c in good.calls] == ["openai_chat", "openai_chat"]
+    assert good.calls[1].render == "spliced" and good.calls[1].spliced_from == good.calls[0].call_id
