@@ -118,7 +118,7 @@ def _exec(stdout: str) -> ExecResult:
     return ExecResult(returncode=0, stdout=stdout, stderr="", timed_out=False, duration_s=1.0)
 
 
-TEXT_OUTPUT = {"shell", "continue"}
+TEXT_OUTPUT = {"shell", "continue", "hermes"}
 """Harnesses whose final message is their plain stdout: they read no JSON at all."""
 JSON_AFTER = {"mini-swe-agent": MSWEA_MARK + "\n"}
 """Harnesses that read JSON only after a marker line of their launch script."""

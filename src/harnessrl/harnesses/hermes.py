@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, stderr_tail
+from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, clean_text, stderr_tail
 from harnessrl.harnesses.install import python_install
 from harnessrl.sandbox.sandbox import SYSTEM_PATH
 from harnessrl.sandbox.spec import ExecResult
@@ -56,7 +56,7 @@ class Hermes(HarnessBase):
         return HarnessResult(
             ok=ok,
             exit_code=res.returncode,
-            final_message=res.stdout.strip(),
+            final_message=clean_text(res.stdout.strip()),
             timed_out=res.timed_out,
             error="" if ok else stderr_tail(res),
         )
