@@ -214,3 +214,33 @@ def clean_text(text: str) -> str:
 def stderr_tail(res: ExecResult, limit: int = 2000) -> str:
     """Why a run failed, when the harness did not say: the end of stderr (or the start error)."""
     return clean_text((res.error or res.stderr.strip() or res.stdout.strip())[-limit:])
+
+
+def parse_result_event(res: ExecResult) -> HarnessResult:
+    """A `--output-format stream-json` run (Claude Code, Qwen Code): the last `{"type": "result"}`
+    event carries the final text, the error flag (`is_error`, `subtype`) and the turn count."""
+    result = None
+    for event in json_lines(res.stdout):
+        if event.get("type") == "result":
+            result = event
+    if result is None:
+        return HarnessResult(
+            ok=False, exit_code=res.returncode, timed_out=res.timed_out, error=stderr_tail(res)
+        )
+    is_error = bool(result.get("is_error")) or result.get("subtype") != "success"
+    final = result.get("result")
+    final = as_text(final) if isinstance(final, str) else ""
+    ok = res.returncode == 0 and not is_error and not res.timed_out
+    error = ""
+    if is_error:  # `subtype` may still say "success": the reason is in the result text
+        error = f"{as_text(result.get('subtype'))}: {final}".strip(": ")
+    elif not ok:
+        error = stderr_tail(res)
+    return HarnessResult(
+        ok=ok,
+        exit_code=res.returncode,
+        final_message=final,
+        timed_out=res.timed_out,
+        error=error,
+        turns=as_count(result.get("num_turns")),
+    )

@@ -18,11 +18,8 @@ from harnessrl.harnesses.base import (
     HarnessContext,
     HarnessResult,
     LaunchSpec,
-    as_count,
-    as_text,
-    json_lines,
     mcp_servers_json,
-    stderr_tail,
+    parse_result_event,
 )
 from harnessrl.harnesses.install import npm_install
 from harnessrl.sandbox.spec import ExecResult
@@ -73,28 +70,4 @@ class ClaudeCode(HarnessBase):
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The last `{"type": "result"}` event carries the final text, the error flag and the turn count."""
-        result = None
-        for event in json_lines(res.stdout):
-            if event.get("type") == "result":
-                result = event
-        if result is None:
-            return HarnessResult(
-                ok=False, exit_code=res.returncode, timed_out=res.timed_out, error=stderr_tail(res)
-            )
-        is_error = bool(result.get("is_error")) or result.get("subtype") != "success"
-        final = result.get("result")
-        final = as_text(final) if isinstance(final, str) else ""
-        ok = res.returncode == 0 and not is_error and not res.timed_out
-        error = ""
-        if is_error:  # `subtype` may still say "success": the reason is in the result text
-            error = f"{as_text(result.get('subtype'))}: {final}".strip(": ")
-        elif not ok:
-            error = stderr_tail(res)
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=final,
-            timed_out=res.timed_out,
-            error=error,
-            turns=as_count(result.get("num_turns")),
-        )
+        return parse_result_event(res)

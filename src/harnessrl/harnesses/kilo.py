@@ -18,11 +18,11 @@ from typing import Any
 from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
 from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, json_lines, stderr_tail
 from harnessrl.harnesses.install import npm_install
+from harnessrl.harnesses.opencode import KEY_ENV, opencode_config
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "7.7.7"
 """7.8.1 is the newest `@kilocode/cli`, but its Linux binary package was never published."""
-KEY_ENV = "HARNESSRL_API_KEY"
 OFF_SWITCHES = (
     "KILO_DISABLE_AUTOUPDATE",
     "KILO_DISABLE_MODELS_FETCH",
@@ -40,27 +40,8 @@ OFF_SWITCHES = (
 
 
 def kilo_config(ctx: HarnessContext, model: str) -> dict[str, Any]:
-    limit = {"context": int(ctx.options.get("context_window", 131072)), "output": 8192}
-    provider = {
-        "npm": "@ai-sdk/openai-compatible",
-        "name": "harnessrl",
-        "options": {"baseURL": ctx.endpoint.base_url + "/v1", "apiKey": f"{{env:{KEY_ENV}}}"},
-        "models": {model: {"name": model, "tool_call": True, "limit": limit}},
-    }
-    config: dict[str, Any] = {
-        "provider": {"harnessrl": provider},
-        "model": f"harnessrl/{model}",
-        "small_model": f"harnessrl/{model}",
-        "autoupdate": False,
-        "share": "disabled",
-        "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow", "external_directory": "allow"},
-    }
-    if ctx.mcp_servers:
-        config["mcp"] = {
-            s.name: {"type": "local", "command": list(s.command), "environment": s.env, "enabled": True}
-            for s in ctx.mcp_servers
-        }
-    return config
+    """opencode's config (Kilo is its fork), the model marked as calling tools."""
+    return opencode_config(ctx, model, tool_call=True)
 
 
 class Kilo(HarnessBase):

@@ -36,13 +36,15 @@ QUIET = (
 """Env switches set to 1: no network but the model's, nothing read from outside the sandbox HOME."""
 
 
-def opencode_config(ctx: HarnessContext, model: str) -> dict[str, Any]:
+def opencode_config(ctx: HarnessContext, model: str, **model_extra: Any) -> dict[str, Any]:
+    """The config of opencode and its forks (Kilo): one OpenAI-compatible provider at the endpoint,
+    one model (with `model_extra` in its entry), every permission allowed, MCP servers as local ones."""
     limit = {"context": int(ctx.options.get("context_window", 131072)), "output": 8192}
     provider = {
         "npm": "@ai-sdk/openai-compatible",
         "name": "harnessrl",
         "options": {"baseURL": ctx.endpoint.base_url + "/v1", "apiKey": f"{{env:{KEY_ENV}}}"},
-        "models": {model: {"name": model, "limit": limit}},
+        "models": {model: {"name": model, **model_extra, "limit": limit}},
     }
     config: dict[str, Any] = {
         "provider": {"harnessrl": provider},

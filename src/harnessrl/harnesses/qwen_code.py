@@ -19,11 +19,8 @@ from harnessrl.harnesses.base import (
     HarnessContext,
     HarnessResult,
     LaunchSpec,
-    as_count,
-    as_text,
-    json_lines,
     mcp_servers_json,
-    stderr_tail,
+    parse_result_event,
 )
 from harnessrl.harnesses.install import NODE_BIN, NODE_PACKAGE, npm_install
 from harnessrl.sandbox.sandbox import SYSTEM_PATH
@@ -75,25 +72,5 @@ class QwenCode(HarnessBase):
         return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
 
     def parse(self, res: ExecResult) -> HarnessResult:
-        """The last `{"type": "result"}` event: `is_error`, `subtype`, `result` text, `num_turns`."""
-        result = None
-        for event in json_lines(res.stdout):
-            if event.get("type") == "result":
-                result = event
-        if result is None:
-            return HarnessResult(
-                ok=False, exit_code=res.returncode, timed_out=res.timed_out, error=stderr_tail(res)
-            )
-        final = as_text(result.get("result")) if isinstance(result.get("result"), str) else ""
-        is_error = bool(result.get("is_error")) or result.get("subtype") != "success"
-        ok = res.returncode == 0 and not is_error and not res.timed_out
-        error = f"{as_text(result.get('subtype'))}: {final}".strip(": ") if is_error else stderr_tail(res)
-        turns = as_count(result.get("num_turns"))
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=final,
-            timed_out=res.timed_out,
-            error="" if ok else error,
-            turns=turns,
-        )
+        """Claude Code's stream-json: the last `{"type": "result"}` event."""
+        return parse_result_event(res)
