@@ -53,7 +53,8 @@ def reference_engine(cfg: Config, tasks: list[Task], harness: str) -> Engine:
     except HarnessError as e:
         raise EngineError(f"no reference engine: {e}") from None
     fmt = ChatFormat(load_tokenizer(cfg.engine.model))
-    scripts = [(t.prompt, [reference_command(t)]) for t in tasks]
+    # A harness without a shell tool (`shell`: it runs its own command) needs no reference solution.
+    scripts = [(t.prompt, [reference_command(t)]) for t in tasks] if adapter.shell_tool is not None else []
     # The proxy's length check, as for a real model.
     return adapter.reference_engine(fmt, scripts, max_context=cfg.engine.context_length)
 
