@@ -4,9 +4,11 @@
     .venv/bin/python benchmarks/packing.py --leaves 8 16 --prefix 1024 --hidden 256
     .venv/bin/python benchmarks/packing.py --leaves 4 8 --model CHECKPOINT_FOLDER   # e.g. SmolLM2-135M
 
-Measured on the shared 2-core dev box (CPU seconds, one thread): tiny default model, 4/8/16/32 leaves:
-paths/tree 1.97x / 3.87x / 5.99x / 7.30x, calls/tree 5.4x / 10.5x / 9.4x / 10.8x; SmolLM2-135M, 4/8
-leaves: paths/tree 3.50x / 4.58x, calls/tree 8.95x / 9.50x (about 6 minutes).
+Measured on the shared 2-core dev box (CPU seconds, one thread), 2026-12-02, load 1.7-2.2: tiny
+default model, 4/8/16/32 leaves: paths/tree 2.93x / 5.48x / 7.42x / 11.43x with the chunked tree
+attention (87% / 95% / 87% / 87% of the token ratio), 2.63x / 4.33x / 5.22x / 6.45x with the dense mask
+in the same run. Earlier, dense only: SmolLM2-135M, 4/8 leaves: paths/tree 3.50x / 4.58x, calls/tree
+8.95x / 9.50x (about 6 minutes).
 
 Trees are shaped like agent rollouts (`harnessrl.rl.synthetic.rollout_tree`): a long shared prefix
 (system prompt, tools, task), then turns of tool output + model output, with further leaves branching

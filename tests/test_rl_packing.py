@@ -156,7 +156,7 @@ def test_tree_attention_plan_equals_dense_mask(chunk: int) -> None:
     assert plan.bounds[0][0] == 0 and plan.bounds[-1][1] == end.numel()
     for (a, b), keys, mask in zip(plan.bounds, plan.keys, plan.masks, strict=True):
         rebuilt = torch.zeros(b - a, end.numel(), dtype=torch.bool)
-        rebuilt[:, keys] = mask
+        rebuilt[:, keys] = mask  # keys: a slice or an index tensor
         assert torch.equal(rebuilt, dense[a:b])
 
 

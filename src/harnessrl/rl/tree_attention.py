@@ -36,7 +36,8 @@ class TreePlan:
     """Query chunks of one packed row and, per chunk, the keys it needs and its [rows, keys] mask."""
 
     bounds: list[tuple[int, int]]
-    keys: list[torch.Tensor]
+    keys: list[torch.Tensor | slice]
+    """Key positions per chunk; a slice where they are contiguous (a view instead of a gather)."""
     masks: list[torch.Tensor]
 
 
@@ -59,12 +60,13 @@ def plan_tree_attention(subtree_end: torch.Tensor, chunk: int = 128) -> TreePlan
             si += 1
         cuts.append(best if best > a else limit)
     bounds = list(pairwise(cuts))
-    keys: list[torch.Tensor] = []
+    keys: list[torch.Tensor | slice] = []
     masks: list[torch.Tensor] = []
     for a, b in bounds:
         k = torch.nonzero(end[:b] > a).squeeze(-1)
         q = idx[a:b, None]
-        keys.append(k)
+        first, last = int(k[0]), int(k[-1])  # never empty: row a sees itself
+        keys.append(slice(first, last + 1) if last - first + 1 == k.numel() else k)
         masks.append((k[None, :] <= q) & (q < end[k][None, :]))
     return TreePlan(bounds=bounds, keys=keys, masks=masks)
 
@@ -88,14 +90,13 @@ def tree_sdpa_forward(
     value = repeat_kv(value, groups)
     outs = []
     for (a, b), k, m in zip(tree_plan.bounds, tree_plan.keys, tree_plan.masks, strict=True):
+        if isinstance(k, slice):
+            kc, vc = key[:, :, k], value[:, :, k]
+        else:
+            kc, vc = key.index_select(2, k), value.index_select(2, k)
         outs.append(
             F.scaled_dot_product_attention(
-                query[:, :, a:b],
-                key.index_select(2, k),
-                value.index_select(2, k),
-                attn_mask=m,
-                dropout_p=dropout,
-                scale=scaling,
+                query[:, :, a:b], kc, vc, attn_mask=m, dropout_p=dropout, scale=scaling
             )
         )
     return torch.cat(outs, dim=2).transpose(1, 2).contiguous(), None
