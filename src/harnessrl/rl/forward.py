@@ -52,6 +52,8 @@ class PackedOutputs:
 
 def set_attention(model: Any, attention: Attention) -> None:
     """Switch a transformers model to the attention implementation that `packed_forward` needs."""
+    if attention == "tree":
+        tree_attention.register()
     model.set_attn_implementation(_IMPL[attention])
 
 

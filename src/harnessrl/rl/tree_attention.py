@@ -10,7 +10,8 @@ restricted to those keys, so the work is about the sum of the rows' path lengths
 Every key a row may attend is in its chunk's key set and the mask is the same predicate, so the
 result equals the dense masked attention up to float summation order.
 
-The implementation is registered with transformers' `AttentionInterface` as `tree_sdpa`; `forward.py`
+The implementation is registered with transformers' `AttentionInterface` as `tree_sdpa` (`register`,
+called by `forward.set_attention`, so importing this module does not import transformers); `forward.py`
 passes the plan as the `tree_plan` keyword (and a 4-D placeholder mask, which transformers hands on
 as-is). Without a plan (a plain causal forward, e.g. `path_logprobs`) it is ordinary SDPA.
 Left out: sliding-window layers and attention sinks (the dense path does not handle them either).
@@ -24,9 +25,6 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from transformers import AttentionInterface
-from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 IMPL = "tree_sdpa"
 
@@ -83,6 +81,8 @@ def tree_sdpa_forward(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """[B, T, H, D] attention output: chunked tree attention with a plan, else plain SDPA."""
+    from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
+
     if tree_plan is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
     groups = getattr(module, "num_key_value_groups", 1)
@@ -102,5 +102,10 @@ def tree_sdpa_forward(
     return torch.cat(outs, dim=2).transpose(1, 2).contiguous(), None
 
 
-AttentionInterface.register(IMPL, tree_sdpa_forward)
-AttentionMaskInterface.register(IMPL, sdpa_mask)
+def register() -> None:
+    """Make `tree_sdpa` known to transformers (idempotent; `forward.set_attention` calls it)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(IMPL, tree_sdpa_forward)
+    AttentionMaskInterface.register(IMPL, sdpa_mask)
