@@ -12,6 +12,8 @@ The model is a Qwen3 built from config with random weights (no download): the Qw
   branching off late turns), dense tree mask through SDPA.
 - trainer tree flex: the same, FlexAttention with the tree BlockMask (compiled on first use; the
   compile is in the warm-up, not the timing).
+- trainer tree chunked: the same, chunked tree attention (`rl.tree_attention`: each chunk of query
+  rows through SDPA against only its ancestor keys; the CPU default's contender).
 - trainer paths sdpa: the same tree trained path by path (each root-to-leaf path its own causal
   sequence, shared tokens recomputed): the baseline the tree packing replaces.
 - engine c=1 / c=16: the embedded engine (`engines/hf.py`) generating `--gen-tokens` tokens per
@@ -190,6 +192,7 @@ def main() -> None:
     trainer_row("trainer tree sdpa", lambda: tree_step(model, opt, layout, "sdpa"), unique, trained_tree)
     if not args.skip_flex:
         trainer_row("trainer tree flex", lambda: tree_step(model, opt, layout, "flex"), unique, trained_tree)
+    trainer_row("trainer tree chunked", lambda: tree_step(model, opt, layout, "tree"), unique, trained_tree)
     trainer_row(
         "trainer paths sdpa", lambda: paths_step(model, opt, layout, args.device), path_tokens, trained_paths
     )

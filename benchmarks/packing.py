@@ -4,15 +4,23 @@
     .venv/bin/python benchmarks/packing.py --leaves 8 16 --prefix 1024 --hidden 256
     .venv/bin/python benchmarks/packing.py --leaves 4 8 --model CHECKPOINT_FOLDER   # e.g. SmolLM2-135M
 
-Measured on the shared 2-core dev box (CPU seconds, one thread): tiny default model, 4/8/16/32 leaves:
-paths/tree 1.97x / 3.87x / 5.99x / 7.30x, calls/tree 5.4x / 10.5x / 9.4x / 10.8x; SmolLM2-135M, 4/8
-leaves: paths/tree 3.50x / 4.58x, calls/tree 8.95x / 9.50x (about 6 minutes).
+Measured on the shared 2-core dev box (CPU seconds, one thread), 2026-12-02, load 1.7-2.8, two
+runs: tiny default model, 4/8/16/32 leaves: paths/tree 2.93-3.43x / 5.36-5.48x / 7.42-8.21x /
+11.43-13.32x with the chunked tree attention (87-102% of the token ratio; ~10% run-to-run noise),
+2.63-2.88x / 3.99-4.33x / 5.22-5.91x / 6.45-7.19x with the dense mask in the same runs. Earlier, dense
+only: SmolLM2-135M, 4/8 leaves: paths/tree 3.50x / 4.58x, calls/tree 8.95x / 9.50x (about 6 minutes).
 
 Trees are shaped like agent rollouts (`harnessrl.rl.synthetic.rollout_tree`): a long shared prefix
 (system prompt, tools, task), then turns of tool output + model output, with further leaves branching
 off earlier turns (retries, re-rendered histories, sub-agents sharing the prompt). For each tree:
 
-- tree:  one packed forward+backward of the unique tokens with the tree attention mask;
+- dense: one packed forward+backward of the unique tokens, SDPA with the dense [T, T] tree mask (the
+  baseline: it pays for every masked pair);
+- tree:  the same with the chunked tree attention (`harnessrl.rl.tree_attention`: each chunk of query
+  rows against only its ancestor keys); "of ratio" is paths/tree over the token ratio path tok/unique;
+  "pair ratio" is the same ratio for attention (query, key) pairs, lower than the token ratio (a
+  path's shared prefix tokens attend few keys): no exact attention beats it, so on a model whose time
+  is mostly attention (the tiny default) paths/tree stays between the two ratios;
 - paths: one forward+backward per kept root-to-leaf path (shared tokens recomputed per path);
 - calls: one forward+backward per model call's full sequence (prompt + output), i.e. what training on
   the captured calls without prefix merging would process.
@@ -32,7 +40,7 @@ from typing import Any
 
 import torch
 
-from harnessrl.rl.forward import packed_forward, token_logprobs
+from harnessrl.rl.forward import Attention, packed_forward, set_attention, token_logprobs
 from harnessrl.rl.packing import TreeLayout, layout_tree, pack
 from harnessrl.rl.synthetic import call_token_counts, rollout_tree
 from harnessrl.train.causal_lm import load_causal_lm, tiny_causal_lm
@@ -50,9 +58,18 @@ def best_time(fn: Callable[[], None], repeats: int) -> float:
     return min(times)
 
 
-def run_tree(model: Any, layout: TreeLayout) -> None:
+def pair_ratio(layout: TreeLayout) -> float:
+    """Attention (query, key) pairs path by path (causal: L(L+1)/2 a path) over those of the tree
+    (each token attends its depth + 1 ancestors): the bound on the attention part's speed-up."""
+    paths = sum(len(t) * (len(t) + 1) // 2 for t in layout.path_tokens)
+    return paths / float((layout.position_ids + 1).sum())
+
+
+def run_tree(model: Any, layout: TreeLayout, attention: Attention = "sdpa") -> None:
+    set_attention(model, attention)
     model.zero_grad(set_to_none=True)
-    packed_forward(model, pack([layout], [0])).logprobs.sum().backward()
+    packed_forward(model, pack([layout], [0]), attention=attention).logprobs.sum().backward()
+    set_attention(model, "sdpa")
 
 
 def causal_step(model: Any, ids: list[int], trained: list[bool]) -> None:
@@ -109,8 +126,9 @@ def main() -> None:
         print(f"model: Qwen3 {args.layers} layers, hidden {args.hidden}, vocab {args.vocab}", end="")
         print(f"; prefix {args.prefix}")
     print(
-        f"{'leaves':>6} {'unique':>7} {'path tok':>8} {'call tok':>8} | {'tree cpu':>8} {'paths':>7}"
-        f" {'calls':>7} | {'paths/tree':>10} {'calls/tree':>10}"
+        f"{'leaves':>6} {'unique':>7} {'path tok':>8} {'call tok':>8} | {'dense':>7} {'tree':>7} {'paths':>7}"
+        f" {'calls':>7} | {'paths/dense':>11} {'paths/tree':>10} {'of ratio':>8} {'calls/tree':>10}"
+        f" {'pair ratio':>10}"
     )
     rng = random.Random(args.seed)
     span = (args.turn_tokens[0], args.turn_tokens[1])
@@ -133,12 +151,16 @@ def main() -> None:
         call_tok = sum(call_token_counts(sample))
         if leaves == args.leaves[0]:
             run_tree(model, layout)  # warm-up
-        t_tree = best_time(lambda L=layout: run_tree(model, L), args.repeats)  # type: ignore[misc]
+            run_tree(model, layout, "tree")
+        t_dense = best_time(lambda L=layout: run_tree(model, L), args.repeats)  # type: ignore[misc]
+        t_tree = best_time(lambda L=layout: run_tree(model, L, "tree"), args.repeats)  # type: ignore[misc]
         t_paths = best_time(lambda L=layout: run_paths(model, L), args.repeats)  # type: ignore[misc]
         t_calls = best_time(lambda S=sample: run_calls(model, S), args.repeats)  # type: ignore[misc]
+        of_ratio = (t_paths / t_tree) / (path_tok / unique)
         print(
-            f"{leaves:>6} {unique:>7} {path_tok:>8} {call_tok:>8} | {t_tree:>8.3f} {t_paths:>7.3f}"
-            f" {t_calls:>7.3f} | {t_paths / t_tree:>9.2f}x {t_calls / t_tree:>9.2f}x",
+            f"{leaves:>6} {unique:>7} {path_tok:>8} {call_tok:>8} | {t_dense:>7.3f} {t_tree:>7.3f}"
+            f" {t_paths:>7.3f} {t_calls:>7.3f} | {t_paths / t_dense:>10.2f}x {t_paths / t_tree:>9.2f}x"
+            f" {of_ratio:>8.0%} {t_calls / t_tree:>9.2f}x {pair_ratio(layout):>9.2f}x",
             flush=True,
         )
 

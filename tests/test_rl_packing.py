@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ import torch
 from harnessrl.rl.forward import packed_forward, path_logprobs, set_attention
 from harnessrl.rl.packing import first_fit, layout_tree, pack, pack_by_budget, tree_attention_mask
 from harnessrl.rl.synthetic import rollout_tree
+from harnessrl.rl.tree_attention import plan_tree_attention
 from harnessrl.train.causal_lm import tiny_causal_lm
 from harnessrl.types import TreeNode, TreeSample
 
@@ -135,6 +137,40 @@ def test_attention_mode_mismatch_is_an_error() -> None:
     batch = pack([layout_tree(small_tree())], [0])
     with pytest.raises(ValueError, match="flex_attention"):
         packed_forward(model, batch, attention="flex")
+
+
+def test_packed_logprobs_equal_per_path_tree() -> None:
+    """Invariant (a) with the chunked tree attention (`tree_attention.py`)."""
+    assert _check_packed_equals_paths("tree") < 1e-5
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 64])
+def test_tree_attention_plan_equals_dense_mask(chunk: int) -> None:
+    """Each chunk's keys hold every key its rows may see, and its mask is the dense mask's slice."""
+    rng = random.Random(1)
+    layouts = [layout_tree(rollout_tree(rng, vocab=97, leaves=k, prefix=9)) for k in (1, 4, 6)]
+    end = pack(layouts, [0, 1, 2]).subtree_end
+    dense = tree_attention_mask(end)
+    plan = plan_tree_attention(end, chunk)
+    assert all(b == a for (_, b), (a, _) in pairwise(plan.bounds))
+    assert plan.bounds[0][0] == 0 and plan.bounds[-1][1] == end.numel()
+    for (a, b), keys, mask in zip(plan.bounds, plan.keys, plan.masks, strict=True):
+        rebuilt = torch.zeros(b - a, end.numel(), dtype=torch.bool)
+        rebuilt[:, keys] = mask  # keys: a slice or an index tensor
+        assert torch.equal(rebuilt, dense[a:b])
+
+
+def test_tree_attention_gradients_equal_dense() -> None:
+    """Gradients of the packed loss through the chunked attention equal the dense SDPA ones."""
+    rng = random.Random(2)
+    batch = pack([layout_tree(rollout_tree(rng, vocab=97, leaves=5, prefix=20))], [0])
+    grads = []
+    for attention in ("sdpa", "tree"):
+        model = tiny_causal_lm(vocab_size=97, seed=3)
+        set_attention(model, attention)  # type: ignore[arg-type]
+        packed_forward(model, batch, attention=attention).logprobs.sum().backward()  # type: ignore[arg-type]
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
+    assert (grads[0] - grads[1]).abs().max().item() < 1e-5
 
 
 @pytest.mark.slow

@@ -106,9 +106,8 @@ def build_trace(
     calls = _insert_all(ordered, trie, main_key)
     dead = {n.nid for n in mark_leaves(trie, ordered, calls)}
     kept = _keep(trie, calls, cfg)
-    kept_leaves = [
-        n.nid for n in trie.nodes if n.nid in kept and not any(c.nid in kept for c in n.children.values())
-    ]
+    inner = {p.nid for k in kept if (p := trie.nodes[k].parent) is not None}
+    kept_leaves = [n.nid for n in trie.nodes if n.nid in kept and n.nid not in inner]
     filter_reason: DropReason | None = None
     if not kept_leaves:
         filter_reason = "no_trainable_calls"
@@ -125,6 +124,24 @@ def build_trace(
     tree.main_group = main_key
     tree.stats = tree_stats(tree)
     return tree
+
+
+def _bools(mask: bytearray) -> list[bool]:
+    """`mask` (0/1 bytes) as bools, built run by run (a node is a few runs of environment and output)."""
+    out: list[bool] = []
+    i, n = 0, len(mask)
+    while i < n:
+        j = mask.find(1, i)
+        if j < 0:
+            j = n
+        out += [False] * (j - i)
+        if j == n:
+            break
+        i = mask.find(0, j)
+        if i < 0:
+            i = n
+        out += [True] * (i - j)
+    return out
 
 
 def _emit(trie: PrefixTrie, calls: list[TraceCall], kept: set[int], dead: set[int]) -> TraceTree:
@@ -145,7 +162,7 @@ def _emit(trie: PrefixTrie, calls: list[TraceCall], kept: set[int], dead: set[in
                 parent=parent,
                 start=n.start,
                 tokens=n.tokens,
-                model_mask=list(map(bool, n.mask)),
+                model_mask=_bools(n.mask),
                 logprobs=n.logprobs,
                 call_ids=[calls[c].call_id for c in n.ends],
                 children=sorted(ids[c.nid] for c in n.children.values()),
@@ -157,7 +174,8 @@ def _emit(trie: PrefixTrie, calls: list[TraceCall], kept: set[int], dead: set[in
     for i, call in enumerate(calls):
         end = trie.call_end.get(i)
         call.end_node = ids[end.nid] if end is not None else -1
-    kept_leaves = [n.node_id for n in nodes if n.kept and not any(nodes[c].kept for c in n.children)]
+    inner = {n.parent for n in nodes if n.kept}
+    kept_leaves = [n.node_id for n in nodes if n.kept and n.node_id not in inner]
     return TraceTree(
         rollout_id="",
         group_id="",

@@ -106,10 +106,11 @@ class ThreadTracker:
         """
         x = -1
         depth = 0
-        for node in path:
+        for node in reversed(path):
             if node.thread_call >= 0:
                 x = node.thread_call
-                depth = node.end
+                depth = node.start + len(node.tokens)
+                break
         kind: CallKind = "main"
         if x < 0:
             new_segment = self.seen_thread

@@ -23,6 +23,7 @@ call kinds or filters (see `classify.py`); this module only knows tokens.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 
 
@@ -99,6 +100,8 @@ class PrefixTrie:
         """Every node, in creation order (ids are indices here; not parents-first after splits)."""
         self.call_end: dict[int, TrieNode] = {}
         """Call index -> the node its sequence ends at (kept current across splits)."""
+        self._last: tuple[list[int], list[TrieNode], list[int]] = ([], [], [])
+        """The previous insertion's (sequence, path, node end depths): the next call usually extends it."""
 
     @property
     def roots(self) -> list[TrieNode]:
@@ -119,10 +122,8 @@ class PrefixTrie:
         are marked as model tokens (with `logprobs`, one per output token) only when `model_output`.
         `seq` must not be empty.
         """
-        node = self._root
-        pos = 0
+        node, pos, path, ends = self._resume(seq, prompt_len, logprobs, model_output)
         n = len(seq)
-        path: list[TrieNode] = []
         while pos < n:
             child = node.children.get(seq[pos])
             if child is None:
@@ -139,13 +140,41 @@ class PrefixTrie:
             path.append(child)
             node = child
             pos += k
+            ends.append(pos)
         matched = pos
         if pos < n:
             path.append(self._new_leaf(node, seq, pos, prompt_len, logprobs, call, model_output))
+            ends.append(n)
         end = path[-1]
         end.ends.append(call)
         self.call_end[call] = end
+        self._last = (seq, path, ends)
         return path, matched
+
+    def _resume(
+        self, seq: list[int], prompt_len: int, logprobs: Sequence[float], model_output: bool
+    ) -> tuple[TrieNode, int, list[TrieNode], list[int]]:
+        """(node, depth, path, end depths) past the nodes `seq` shares whole with the previous path.
+
+        Its common prefix with the previous sequence is found with C-level list comparisons, and
+        every node of the previous path that lies within it is traversed by `seq` too (a radix trie has
+        one path per prefix), so `insert` goes on from there instead of walking those nodes one by
+        one: the per-call cost no longer grows with the depth of a thread that extends itself.
+        """
+        last, last_path, ends = self._last
+        if not last_path:
+            return self._root, 0, [], []
+        n = min(len(seq), len(last))
+        same = seq[:n] == last if n == len(last) else seq == last[:n]
+        shared = n if same else _common_prefix(seq, 0, last, n)
+        j = bisect_right(ends, shared)
+        if j == 0:
+            return self._root, 0, [], []
+        path = last_path[:j]
+        if model_output and ends[j - 1] > prompt_len:
+            for node in path[bisect_right(ends, prompt_len) :]:
+                self._mark_model(node, node.start, len(node.tokens), prompt_len, logprobs)
+        return path[-1], ends[j - 1], path, ends[:j]
 
     def _new_leaf(
         self,

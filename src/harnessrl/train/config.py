@@ -56,8 +56,9 @@ class TrainerConfig(Section):
     exact; model tokens are never shared), in forests of at most `token_budget` tokens."""
     bf16: bool = False
     """Run forward passes under bf16 autocast (weights and optimizer stay float32)."""
-    attention: Literal["sdpa", "flex"] = "sdpa"
-    """Tree-mask implementation: dense bool mask to SDPA, or a FlexAttention BlockMask."""
+    attention: Literal["sdpa", "flex", "tree"] = "sdpa"
+    """Tree-mask implementation: dense bool mask to SDPA, a FlexAttention BlockMask, or chunked tree
+    attention (`rl.tree_attention`: SDPA per chunk of rows against its ancestors only; faster on CPU)."""
     temperature: float = Field(1.0, gt=0.0)
     """Sampling temperature the rollouts used (log-probs are computed under the same scaling; greedy
     rollouts record log-probs at temperature 1, so use 1.0 for them)."""
