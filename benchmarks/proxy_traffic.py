@@ -15,14 +15,16 @@ that engine too). Columns:
 - added p50/p99: proxy latency minus direct latency (wall time: the machine is shared, read it loosely);
 - CPU/call: the proxy process's CPU time (user + system, `time.process_time` in the child) per call,
   the load-independent figure. At 1 session it is taken per call (the child is asked for its process
-  time before and after each call; the cost of asking is measured and subtracted), which gives the
-  table by call index and the slopes; at 64 sessions it is the total over all calls.
-- slope: least squares of per-call CPU against prompt tokens (us per 1k prompt tokens) and against
-  new tokens (the suffix the proxy rendered and tokenized: prompt minus the spliced prefix), each
-  alone and both together. With token-in-token-out splicing a call should cost in proportion to its
+  time before and after each call; the cost of asking is measured and subtracted), `--repeat` (3)
+  conversations in a row, which gives the table by call index and the slopes; at 64 sessions it is
+  the total over all calls. The table's CPU column includes the engine's (its own column).
+- slope: least squares of per-call proxy CPU (the engine's own CPU for the same call, measured
+  directly, subtracted: the scripted engine scans the whole prompt) against prompt tokens (us per
+  1k prompt tokens) and against new tokens (the suffix the proxy rendered and tokenized: prompt
+  minus the spliced prefix), each alone and both together. With token-in-token-out splicing a call should cost in proportion to its
   new tokens: the joint prompt-token slope should be ~0 and the new-token slope carry the growth.
 
-    .venv/bin/python benchmarks/proxy_traffic.py                        # ~2 minutes on two cores
+    .venv/bin/python benchmarks/proxy_traffic.py                        # ~5 minutes on two loaded cores
     .venv/bin/python benchmarks/proxy_traffic.py --dialects anthropic --sessions 1 --calls 30
     .venv/bin/python benchmarks/proxy_traffic.py --sessions 1 --profile /tmp/proxy.prof   # cProfile the proxy
 
@@ -296,6 +298,21 @@ async def direct(engine: Any, prompts: list[list[int]], n: int, pause: float) ->
     return out, (time.process_time() - cpu0) / len(out)
 
 
+async def engine_cpu_by_call(engine: Any, prompts: list[list[int]], runs: int = 5) -> list[float]:
+    """The scripted engine's own CPU seconds per call index (least of `runs`): the proxy process runs
+    the same engine, so this is subtracted from its per-call CPU (the engine scans the whole prompt)."""
+    from harnessrl.protocols import SamplingParams
+
+    sampling = SamplingParams(max_tokens=4096, stop_token_ids=tuple(engine.fmt.stop_token_ids))
+    best = [float("inf")] * len(prompts)
+    for _ in range(runs):
+        for call, ids in enumerate(prompts):
+            cpu0 = time.process_time()
+            await engine.generate(ids, sampling)
+            best[call] = min(best[call], time.process_time() - cpu0)
+    return best
+
+
 def fit(xs: list[list[float]], ys: list[float]) -> list[float]:
     """Least squares y = b0 + sum(bi * xi): the coefficients [b0, b1, ...] (normal equations)."""
     rows = [[1.0, *x] for x in xs]
@@ -334,17 +351,35 @@ async def run_level(
             ).encode()
             for k in range(args.calls)
         ]
-        for s in range(n)
+        for s in range(n if n > 1 else 0)
     ]
     d_lat, d_cpu = await direct(engine, prompts, n, pause)
-    tokens = child.ask(f"open {n}")
     out: dict[str, list[float]] = {"latency": [], "cpu": []}
+    # One session: `--repeat` conversations one after another (different tool results, so nothing is
+    # served from the tokenizer's piece cache), every call timed on its own and pooled for the fits.
+    groups = [[1000 + s] for s in range(args.repeat)] if n == 1 else [list(range(n))]
+    calls: list[list[Any]] = []
     cpu0 = child.ask("cpu")
-    await asyncio.gather(
-        *(proxy_session(child, dialect, t, payloads[s], pause, s, out) for s, t in enumerate(tokens))
-    )
+    for group in groups:
+        if n == 1:
+            payloads = [
+                [
+                    json.dumps(
+                        body(dialect, system, tools, [tool_result(corpus, s, c) for c in range(k)], s)
+                    ).encode()
+                    for k in range(args.calls)
+                ]
+                for s in group
+            ]
+        tokens = child.ask(f"open {len(group)}")
+        await asyncio.gather(
+            *(
+                proxy_session(child, dialect, t, payloads[i], pause, s, out)
+                for i, (s, t) in enumerate(zip(group, tokens, strict=True))
+            )
+        )
+        calls += child.ask("calls")
     total_cpu = child.ask("cpu") - cpu0
-    calls = child.ask("calls")
     renders = [c[2] for conv in calls for c in conv]
     r: dict[str, Any] = {"n": n, "calls": len(out["latency"]), "direct_cpu": d_cpu * 1000}
     r["cpu"] = (
@@ -356,25 +391,26 @@ async def run_level(
     for name, xs in (("direct", d_lat), ("proxy", out["latency"])):
         r[f"{name}_p50"], r[f"{name}_p99"] = percentile(xs, 0.5) * 1000, percentile(xs, 0.99) * 1000
     if out["cpu"]:
+        sizes = [(c[0], new) for conv in calls for c, new in zip(conv, new_tokens(conv), strict=True)]
         r["per_call"] = [
-            (c[0], new, (cpu - args.ask_cost) * 1000, lat * 1000)
-            for c, new, cpu, lat in zip(
-                calls[0], new_tokens(calls[0]), out["cpu"], out["latency"], strict=True
-            )
+            (p, new, (cpu - args.ask_cost - args.engine_cpu[i % args.calls]) * 1000, lat * 1000)
+            for i, ((p, new), cpu, lat) in enumerate(zip(sizes, out["cpu"], out["latency"], strict=True))
         ]
+        r["calls_per_conversation"] = args.calls
     return r
 
 
 def report_slopes(dialect: str, r: dict[str, Any], every: int) -> None:
-    rows = r["per_call"][1:]  # call 0 renders the whole prompt: not a spliced call
+    k = r["calls_per_conversation"]
+    rows = [row for i, row in enumerate(r["per_call"]) if i % k]  # call 0 renders it all: not spliced
     prompt = [float(p) for p, _, _, _ in rows]
     new = [float(x) for _, x, _, _ in rows]
     cpu = [c for _, _, c, _ in rows]
-    print(f"  {dialect}, 1 session, by call:")
-    print(f"    {'call':>4} {'prompt tok':>10} {'new tok':>7} {'CPU ms':>7} {'latency ms':>10}")
-    for i, (p, x, c, lat) in enumerate(r["per_call"]):
-        if i % every == 0 or i == len(r["per_call"]) - 1:
-            print(f"    {i:>4} {p:>10} {x:>7} {c:>7.2f} {lat:>10.2f}")
+    print(f"  {dialect}, 1 session, by call (the first conversation of {len(r['per_call']) // k}):")
+    print(f"    {'call':>4} {'prompt tok':>10} {'new tok':>7} {'proxy CPU ms':>12} {'latency ms':>10}")
+    for i, (p, x, c, lat) in enumerate(r["per_call"][:k]):
+        if i % every == 0 or i == k - 1:
+            print(f"    {i:>4} {p:>10} {x:>7} {c:>12.2f} {lat:>10.2f}")
     b_p = fit([[p / 1000] for p in prompt], cpu)
     b_n = fit([[x / 1000] for x in new], cpu)
     b_j = fit([[p / 1000, x / 1000] for p, x in zip(prompt, new, strict=True)], cpu)
@@ -406,10 +442,13 @@ async def run_all(args: argparse.Namespace, child: Child) -> None:
     prompts = [deps.fmt.render(req.messages, req.tools) for req in conv]
     convo = (system, tools, corpus, prompts)
     cpus = [child.ask("cpu") for _ in range(21)]
+    args.engine_cpu = await engine_cpu_by_call(deps.engine, prompts)
     args.ask_cost = sorted(b - a for a, b in itertools.pairwise(cpus))[10]
     print(
         f"conversation: {len(prompts[0])} prompt tokens at call 0, {len(prompts[-1])} at call"
-        f" {args.calls - 1}; the child's CPU per `cpu` query: {args.ask_cost * 1e6:.0f} us (subtracted)"
+        f" {args.calls - 1}; subtracted from the proxy's CPU per call at 1 session: the child's CPU per `cpu`"
+        f" query ({args.ask_cost * 1e6:.0f} us) and the engine's own CPU for that call"
+        f" ({args.engine_cpu[0] * 1e3:.2f} ms at call 0, {args.engine_cpu[-1] * 1e3:.2f} ms at the last)"
     )
     await run_level(
         argparse.Namespace(**{**vars(args), "calls": 3}), child, "anthropic", 2, convo, deps.engine
@@ -449,6 +488,7 @@ def main() -> None:
     parser.add_argument(
         "--think-ms", type=float, default=500.0, help="mean pause between a session's calls (not at 1)"
     )
+    parser.add_argument("--repeat", type=int, default=3, help="conversations in a row at 1 session")
     parser.add_argument("--every", type=int, default=5, help="print every k-th call of the 1-session run")
     parser.add_argument("--profile", help="run the proxy child under cProfile, writing this file")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
