@@ -21,8 +21,9 @@ that engine too). Columns:
 - slope: least squares of per-call proxy CPU (the engine's own CPU for the same call, measured
   directly, subtracted: the scripted engine scans the whole prompt) against prompt tokens (us per
   1k prompt tokens) and against new tokens (the suffix the proxy rendered and tokenized: prompt
-  minus the spliced prefix), each alone and both together. With token-in-token-out splicing a call should cost in proportion to its
-  new tokens: the joint prompt-token slope should be ~0 and the new-token slope carry the growth.
+  minus the spliced prefix), each alone and both together. With token-in-token-out splicing a call
+  should cost in proportion to its new tokens: the joint prompt-token slope should be ~0 and the
+  new-token slope carry the growth.
 
     .venv/bin/python benchmarks/proxy_traffic.py                        # ~5 minutes on two loaded cores
     .venv/bin/python benchmarks/proxy_traffic.py --dialects anthropic --sessions 1 --calls 30
