@@ -33,6 +33,10 @@ class SegmentEncoder:
         self._added = {a.content: i for i, a in added.items()}
         longest_first = sorted(self._added, key=len, reverse=True)
         self._split = re.compile("(" + "|".join(re.escape(t) for t in longest_first) + ")") if added else None
+        # Without offsets (tokenizers >= 0.21): the same ids, ~25% less CPU per new token.
+        self._encode_batch: Any = getattr(self.backend, "encode_batch_fast", None) or getattr(
+            self.backend, "encode_batch", None
+        )
         self._cache: OrderedDict[str, list[int]] = OrderedDict()
         self._chars = 0
         self._lock = threading.Lock()
@@ -62,7 +66,7 @@ class SegmentEncoder:
         missing = list(dict.fromkeys(t for t in texts if t not in found))
         if not missing:
             return found
-        encodings = self.backend.encode_batch(missing, add_special_tokens=False)
+        encodings = self._encode_batch(missing, add_special_tokens=False)
         with self._lock:
             for t, enc in zip(missing, encodings, strict=True):
                 found[t] = list(enc.ids)

@@ -123,13 +123,19 @@ _LONE_SURROGATE_ESCAPE = re.compile(
 )
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""Any escaped UTF-16 surrogate half, paired or not (what `_LONE_SURROGATE_ESCAPE` needs to match)."""
+
+
 def check_surrogates(raw: bytes, body: Any) -> None:
     """A 400 when a string holds a lone UTF-16 surrogate (`"\\ud800"` alone is valid JSON but not
     Unicode text: it cannot be encoded, and recording such a request failed, which made its rollout
     lose a call). Only a body whose text shows an unpaired surrogate escape is encoded to check: an
     escaped pair (an emoji from a client that escapes non-ASCII) decodes to one character and costs
-    nothing more."""
-    if not _LONE_SURROGATE_ESCAPE.search(raw):
+    nothing more. The pairing regex (lookarounds tried at every byte, ~13 ns a byte: 2.4 ms for a
+    Claude Code body of 177 KB) runs only on a body that holds a surrogate escape at all (a literal-
+    prefix scan, ~30x faster)."""
+    if not _SURROGATE_ESCAPE.search(raw) or not _LONE_SURROGATE_ESCAPE.search(raw):
         return
     try:
         json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -144,13 +150,17 @@ def check_depth(raw: bytes, body: Any, limit: int = MAX_JSON_DEPTH) -> None:
     body with more than `limit` opening brackets is walked, and only its containers."""
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return
-    stack: list[tuple[Any, int]] = [(body, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            raise RequestError(f"request body nests deeper than {limit} levels")
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    level: list[Any] = [body]  # the containers at one depth, breadth first (no per-node tuples)
+    for _ in range(limit):
+        deeper: list[Any] = []
+        for node in level:
+            for c in node.values() if type(node) is dict else node:
+                if type(c) is dict or type(c) is list:  # json.loads makes exactly these
+                    deeper.append(c)
+        if not deeper:
+            return
+        level = deeper
+    raise RequestError(f"request body nests deeper than {limit} levels")
 
 
 def parse_and_validate(dialect: Dialect, body: dict[str, Any]) -> CanonicalRequest:
