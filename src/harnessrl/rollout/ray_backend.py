@@ -42,7 +42,7 @@ from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.config import RayConfig
 from harnessrl.rollout.runner import AgentOutcome, RolloutJob, RolloutRunner, RunnerSettings, run_all
-from harnessrl.rollout.status import internal_error, settle
+from harnessrl.rollout.status import internal_error, settle, untrusted_failure
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import WORKER_LOST, ModelCall, Rollout, RolloutStatus, group_id
@@ -239,7 +239,13 @@ class RayRolloutRunner:
         finally:
             closed = self.sessions.close(job.rollout_id)
             self._calls[job.rollout_id] = list(closed)
-        settle(rollout, closed, closed.dropped, outcome.result)
+        try:
+            settle(rollout, closed, closed.dropped, outcome.result)
+        except Exception as e:  # still data, as in RolloutRunner.run: the policy's once it was launched
+            if outcome.launched:
+                untrusted_failure(rollout, RolloutStatus.HARNESS_ERROR, "settling the rollout", e)
+            else:
+                internal_error(rollout, e)
         rollout.node, rollout.attempts = self._nodes[index], attempts
         done: Rollout = await worker.complete.remote(job, rollout, outcome.raw)
         await asyncio.to_thread(self._publish, done, folder)
