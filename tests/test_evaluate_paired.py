@@ -25,8 +25,8 @@ import pytest
 
 from harnessrl.config import Config
 from harnessrl.evaluate.paired import bootstrap_interval, comparisons, outcomes_of, paired, sentence
-from harnessrl.evaluate.report import markdown, write_report
 from harnessrl.evaluate.stats import Outcome, summarize
+from harnessrl.evaluate.tables import markdown, write_report
 from harnessrl.experiments.quickstart import paired_over_previous, table_markdown, table_rows
 
 HARNESSES = ("codex", "whitebox:00000")

@@ -15,8 +15,8 @@ import math
 
 import pytest
 
-from harnessrl.evaluate.report import markdown
 from harnessrl.evaluate.stats import Outcome, breakdown, pass_at_k, pass_hat_k, space_group, summarize
+from harnessrl.evaluate.tables import markdown
 
 PASSES = {"A": [1, 1, 0, 1], "B": [0, 0, 0, 0], "C": [1, 0, 1, 0]}
 

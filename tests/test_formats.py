@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from harnessrl.cli import app
 from harnessrl.config import SandboxConfig, load_config
-from harnessrl.evaluate.report import write_report
 from harnessrl.evaluate.run import _header, policy_report
 from harnessrl.evaluate.stats import Outcome
+from harnessrl.evaluate.tables import write_report
 from harnessrl.formats import FormatError
 from harnessrl.formats.calls import CALLS_FILE, append_call, read_calls, write_calls
 from harnessrl.formats.eval_report import EVAL_FILE, read_eval

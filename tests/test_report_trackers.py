@@ -31,7 +31,7 @@ WRITE = """
 import json, sys
 from pathlib import Path
 from harnessrl.config import TrackingConfig
-from harnessrl.evaluate.report import write_report
+from harnessrl.evaluate.tables import write_report
 from harnessrl.evaluate.stats import Outcome, summarize
 from harnessrl.train.metrics import MetricsSink
 

@@ -72,7 +72,7 @@ def test_baseline_designs() -> None:
 
 
 def test_factor_levels_match_the_harness_program() -> None:
-    from harnessrl.harnesses.whitebox.agent.loop import FACTORS as PROGRAM
+    from harnessrl.harnesses.whitebox.agent.agent_loop import FACTORS as PROGRAM
 
     assert tuple(levels for _, levels in FACTORS) == PROGRAM
 

@@ -12,7 +12,7 @@ import pytest
 
 from harnessrl.trace import build_trace
 from harnessrl.trace.load import TraceInputError, load_rollout
-from harnessrl.trace.render import render_html, render_text
+from harnessrl.trace.views import render_html, render_text
 from harnessrl.types import ModelCall, Rollout
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from harnessrl.trace import build_trace
 from harnessrl.trace.cli import load_decoder
-from harnessrl.trace.render import render_html
+from harnessrl.trace.views import render_html
 from harnessrl.types import ModelCall
 
 CHAINS = ["claude-code", "claude-code-bare", "codex-responses", "openclaw-responses"]

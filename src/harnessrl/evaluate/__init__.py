@@ -8,9 +8,9 @@
 the real rollout runner, `report` the JSON / markdown / rich output, `cli` the `harnessrl eval` command.
 """
 
-from harnessrl.evaluate.report import markdown, rich_tables, write_report
 from harnessrl.evaluate.run import Policy, eval_seed, evaluate, parse_policy
 from harnessrl.evaluate.stats import Outcome, pass_at_k, pass_hat_k, summarize
+from harnessrl.evaluate.tables import markdown, rich_tables, write_report
 
 __all__ = [
     "Outcome",

@@ -64,7 +64,7 @@ def eval_cmd(
     except (TaskError, EngineError, ConfigError, ValueError) as e:
         out_console.print(f"error: {e}", markup=False)
         raise typer.Exit(2) from None
-    from harnessrl.evaluate.report import rich_tables, write_report
+    from harnessrl.evaluate.tables import rich_tables, write_report
 
     for table in rich_tables(report):
         out_console.print(table)

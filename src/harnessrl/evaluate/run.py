@@ -241,7 +241,7 @@ async def evaluate(
     echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Evaluate every policy on every (task, harness) pair `eval.runs` times; returns the report dict
-    (`evaluate.report` writes and prints it). Defaults: `eval.harnesses` (else `rollout.harness`),
+    (`evaluate.tables` writes and prints it). Defaults: `eval.harnesses` (else `rollout.harness`),
     `eval.checkpoints` (else `engine.model`). With `engine`, every policy is served by it (a
     policy's trainer weights are loaded into it first; model folders are not reloaded): a script that
     already holds an engine, or a test's scripted engine."""

@@ -209,7 +209,7 @@ def cell(s: dict[str, Any]) -> str:
 
 
 def table_rows(results: dict[str, Any]) -> list[list[str]]:
-    from harnessrl.evaluate.report import fmt, statuses
+    from harnessrl.evaluate.tables import fmt, statuses
 
     rows = []
     for name, r in results.items():

@@ -216,7 +216,7 @@ def paired_over_previous(eval_dir: Path, names: list[str], cfg: Config) -> dict[
 
 def table_rows(results: dict[str, Any], paired: dict[str, Any] | None = None) -> list[list[str]]:
     from harnessrl.evaluate.paired import signed
-    from harnessrl.evaluate.report import fmt, spread, statuses
+    from harnessrl.evaluate.tables import fmt, spread, statuses
 
     def over(name: str) -> str:
         c = (paired or {}).get(name)

@@ -1,6 +1,6 @@
 """`eval.json`: one evaluation report (`harnessrl eval`), a JSON object.
 
-    path = write_eval(out_dir, report)    `evaluate.report.write_report` (beside its `eval.md`)
+    path = write_eval(out_dir, report)    `evaluate.tables.write_report` (beside its `eval.md`)
     report = read_eval(path)              the report page, the ablation's seed table
 
 Its fields are documented where the report is built (`evaluate/run.py`, `evaluate/stats.py`); the

@@ -5,8 +5,8 @@ one inside a Sandbox. Adapters never import the proxy or the trainer.
 """
 
 from harnessrl.harnesses.base import Endpoint, Harness, HarnessContext, HarnessResult, LaunchSpec, McpServer
+from harnessrl.harnesses.launch import harness_binds, run_harness
 from harnessrl.harnesses.registry import HARNESSES, get_harness
-from harnessrl.harnesses.run import harness_binds, run_harness
 
 __all__ = [
     "HARNESSES",

@@ -3,7 +3,7 @@
 An adapter never talks to the proxy or the trainer: it gets an Endpoint (a URL as seen from inside
 the sandbox, and the rollout's session token as API key), writes its harness's config files into the
 sandbox HOME, returns the command line to run, and reads the final message out of what the harness
-printed. `harnesses.run.run_harness` glues one adapter to one Sandbox.
+printed. `harnesses.launch.run_harness` glues one adapter to one Sandbox.
 """
 
 from __future__ import annotations

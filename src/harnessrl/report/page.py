@@ -115,7 +115,7 @@ def write_trees(run: RunData, limit: int) -> dict[str, str]:
     from harnessrl.trace.config import TraceConfig
     from harnessrl.trace.decode import choose_decoder
     from harnessrl.trace.load import TraceInputError, load_rollout
-    from harnessrl.trace.render import engine_line, render_html
+    from harnessrl.trace.views import engine_line, render_html
 
     links: dict[str, str] = {}
     out = run.root / "trees"

@@ -57,8 +57,8 @@ from typing import Any, TypeVar
 
 from harnessrl.formats.rollout_dir import write_rollout_head
 from harnessrl.harnesses.base import Endpoint, HarnessResult, McpServer
+from harnessrl.harnesses.launch import configure_harness, exec_harness, harness_binds
 from harnessrl.harnesses.registry import get_harness
-from harnessrl.harnesses.run import configure_harness, exec_harness, harness_binds
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.status import (

@@ -28,8 +28,8 @@ from harnessrl.trace.build import trace_rollout
 from harnessrl.trace.config import TraceConfig
 from harnessrl.trace.decode import Decode, choose_decoder, load_tokenizer
 from harnessrl.trace.load import TraceInputError, load_rollout
-from harnessrl.trace.render import engine_line, render_html, render_text
 from harnessrl.trace.stats import aggregate_stats
+from harnessrl.trace.views import engine_line, render_html, render_text
 
 app = typer.Typer(help="Prefix trees of rollouts: show them, count their tokens.", no_args_is_help=True)
 

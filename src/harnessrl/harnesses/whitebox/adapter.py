@@ -31,7 +31,7 @@ from harnessrl.harnesses.base import (
     stderr_tail,
 )
 from harnessrl.harnesses.install import harness_dir
-from harnessrl.harnesses.whitebox.agent.loop import levels
+from harnessrl.harnesses.whitebox.agent.agent_loop import levels
 from harnessrl.harnesses.whitebox.agent.tools import SHELL_TOOLS
 from harnessrl.sandbox.spec import ExecResult
 

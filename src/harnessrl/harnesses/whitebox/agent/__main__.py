@@ -1,5 +1,5 @@
 import sys
 
-from .loop import main
+from .agent_loop import main
 
 sys.exit(main(sys.argv))
