@@ -244,3 +244,16 @@ def parse_result_event(res: ExecResult) -> HarnessResult:
         error=error,
         turns=as_count(result.get("num_turns")),
     )
+
+
+def parse_plain_text(res: ExecResult) -> HarnessResult:
+    """A harness whose final message is its plain stdout (Continue's and Hermes' quiet modes): ok on
+    a clean exit, the text with lone surrogates replaced, the end of stderr as the error."""
+    ok = res.returncode == 0 and not res.timed_out
+    return HarnessResult(
+        ok=ok,
+        exit_code=res.returncode,
+        final_message=clean_text(res.stdout.strip()),
+        timed_out=res.timed_out,
+        error="" if ok else stderr_tail(res),
+    )

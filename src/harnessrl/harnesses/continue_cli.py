@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, clean_text, stderr_tail
+from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, parse_plain_text
 from harnessrl.harnesses.install import npm_install
 from harnessrl.sandbox.spec import ExecResult
 
@@ -69,11 +69,4 @@ class ContinueCli(HarnessBase):
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """`-p` prints the final assistant text on stdout and exits non-zero on an error."""
-        ok = res.returncode == 0 and not res.timed_out
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=clean_text(res.stdout.strip()),
-            timed_out=res.timed_out,
-            error="" if ok else stderr_tail(res),
-        )
+        return parse_plain_text(res)

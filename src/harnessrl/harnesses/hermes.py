@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, clean_text, stderr_tail
+from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, parse_plain_text
 from harnessrl.harnesses.install import python_install
 from harnessrl.sandbox.sandbox import SYSTEM_PATH
 from harnessrl.sandbox.spec import ExecResult
@@ -52,11 +52,5 @@ class Hermes(HarnessBase):
         return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
 
     def parse(self, res: ExecResult) -> HarnessResult:
-        ok = res.returncode == 0 and not res.timed_out
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=clean_text(res.stdout.strip()),
-            timed_out=res.timed_out,
-            error="" if ok else stderr_tail(res),
-        )
+        """`-q -Q` prints the final assistant text on stdout and exits non-zero on an error."""
+        return parse_plain_text(res)
