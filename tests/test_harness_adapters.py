@@ -81,6 +81,16 @@ def test_claude_code_launch(tmp_path: Path) -> None:
     }
 
 
+def test_claude_code_max_turns(tmp_path: Path) -> None:
+    cc = get_harness("claude-code")
+    argv = cc.prepare(ctx(tmp_path, options={"bare": True, "max_turns": 4})).argv
+    assert argv[argv.index("--max-turns") + 1] == "4"
+    assert "--max-turns" not in cc.prepare(ctx(tmp_path, options={"bare": True})).argv
+    for bad in (0, -1, "4", True, 2.5):
+        with pytest.raises(ValueError, match="max_turns must be a whole number >= 1"):
+            cc.prepare(ctx(tmp_path, options={"max_turns": bad}))
+
+
 def test_claude_code_parse() -> None:
     cc = get_harness("claude-code")
     events = [

@@ -202,6 +202,13 @@ def as_count(value: Any) -> int | None:
     return None
 
 
+def positive_int(value: Any, option: str) -> int:
+    """An adapter option that must be a whole number >= 1 (a config value, not harness output)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"harness option {option} must be a whole number >= 1, got {value!r}")
+    return value
+
+
 def clean_text(text: str) -> str:
     """`text` with lone surrogates (from `\\ud800` escapes in JSON) replaced, so it can be written."""
     try:

@@ -4,7 +4,9 @@ It speaks Anthropic Messages (`POST {ANTHROPIC_BASE_URL}/v1/messages?beta=true`,
 root with `--dangerously-skip-permissions` it needs `IS_SANDBOX=1`; with the nonessential-traffic and
 telemetry switches off it makes no call but the model's. Both model slots (main and small/fast) are
 pinned to the one name we serve, so sub-agents and background calls reach the same policy.
-Options: `bare` (bool) adds `--bare` (3 tools, 4 KB prompts). MCP servers go to `--mcp-config`.
+Options: `bare` (bool) adds `--bare` (3 tools, 4 KB prompts); `max_turns` (int) adds `--max-turns N`
+(the run ends with `error_max_turns` after N model turns: a rollout that never stops costs N calls, not
+the rollout timeout). MCP servers go to `--mcp-config`.
 Left out: `--resume`/sessions, OAuth logins, settings.json hooks: a rollout is one fresh `-p` run.
 """
 
@@ -20,6 +22,7 @@ from harnessrl.harnesses.base import (
     LaunchSpec,
     mcp_servers_json,
     parse_result_event,
+    positive_int,
 )
 from harnessrl.harnesses.install import npm_install
 from harnessrl.sandbox.spec import ExecResult
@@ -46,6 +49,8 @@ class ClaudeCode(HarnessBase):
         argv += ["--dangerously-skip-permissions", "--model", model]
         if ctx.options.get("bare"):
             argv.append("--bare")
+        if ctx.options.get("max_turns") is not None:
+            argv += ["--max-turns", str(positive_int(ctx.options["max_turns"], "max_turns"))]
         if ctx.mcp_servers:
             servers = mcp_servers_json(ctx.mcp_servers)
             argv += [
