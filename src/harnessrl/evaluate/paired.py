@@ -94,8 +94,31 @@ def paired(
     confidence: float = CONFIDENCE,
 ) -> dict[str, Any]:
     """Difference of Pass@1 (other - base), its bootstrap interval over tasks and the task counts."""
-    d = task_differences(base, other)
-    values = list(d.values())
+    return summarize(list(task_differences(base, other).values()), resamples, seed, confidence)
+
+
+def pooled(
+    replicates: Sequence[tuple[Sequence[Outcome], Sequence[Outcome]]],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> dict[str, Any]:
+    """`paired` over several replicates (base, other) of one comparison on the same tasks (a policy
+    trained with several seeds, each evaluated like the baseline): d_t is the mean over replicates
+    of each replicate's d_t, then the bootstrap over tasks as in `paired`. ValueError unless every
+    replicate holds the same tasks."""
+    if not replicates:
+        raise ValueError("no replicates to pool")
+    per = [task_differences(a, b) for a, b in replicates]
+    if any(set(d) != set(per[0]) for d in per):
+        raise ValueError("pooled differences need every replicate on the same tasks")
+    values = [fmean(d[t] for d in per) for t in sorted(per[0])]
+    return summarize(values, resamples, seed, confidence) | {"replicates": len(per)}
+
+
+def summarize(values: Sequence[float], resamples: int, seed: int, confidence: float) -> dict[str, Any]:
+    """The entry `paired` returns, from the per-task differences d_t."""
     lo, hi = bootstrap_interval(values, resamples, seed, confidence)
     return {
         "difference": math.fsum(values) / len(values),
