@@ -22,7 +22,7 @@ from pydantic import Field, ValidationError
 from harnessrl.config_section import Section
 from harnessrl.engines.config import EngineConfig, SamplingConfig, VLLMConfig
 from harnessrl.evaluate.config import EvalConfig
-from harnessrl.experiments.config import AblationConfig, QuickstartConfig
+from harnessrl.experiments.config import AblationConfig, QuickstartConfig, TransferConfig
 from harnessrl.proxy.config import ProxyConfig
 from harnessrl.report.config import TrackingConfig
 from harnessrl.rl.config import AdvantageConfig, LossConfig
@@ -69,6 +69,7 @@ __all__ = [
     "TrainConfig",
     "TrainableStatus",
     "TrainerConfig",
+    "TransferConfig",
     "VLLMConfig",
     "VerifyConfig",
     "flag_overrides",
@@ -105,6 +106,8 @@ class Config(Section):
     """`harnessrl quickstart`."""
     ablation: AblationConfig = Field(default_factory=AblationConfig)
     """The harness-scaling ablation (`scripts/scaling_ablation`)."""
+    transfer: TransferConfig = Field(default_factory=TransferConfig)
+    """The harness-transfer experiment (`scripts/harness_transfer`)."""
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     """Experiment trackers besides TensorBoard (`report.trackers`)."""
 

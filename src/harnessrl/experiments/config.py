@@ -57,3 +57,45 @@ class AblationConfig(Section):
     """Real harnesses evaluated (out of the space); options from `eval.harness_options`."""
     base_model_row: bool = False
     """Also evaluate the untrained `engine.model` (the cold start is always evaluated)."""
+
+
+class TransferConfig(Section):
+    """`scripts/harness_transfer` (`harnessrl.experiments.transfer`): from one shared cold start, one
+    GRPO run per arm (a set of training harnesses) and seed, each policy evaluated through every
+    `eval_harnesses`: the train-in-A, evaluate-in-B matrix."""
+
+    out_dir: str = "runs/transfer"
+    """One folder per stage (`tasks/`, `sft/`, `arm-<arm>-s<seed>/`, `eval/<policy>/`), reused like the
+    quickstart's."""
+    arms: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "whitebox": ["whitebox:00000"],
+            "claude-code": ["claude-code"],
+            "mixed": ["whitebox:00000", "claude-code"],
+        }
+    )
+    """Arm name -> the harnesses it trains through. Every arm has the same budget (`train.steps` x
+    `train.tasks_per_step` x `train.group_size` rollouts): a drawn task runs under ONE of an arm's
+    harnesses (`train.harnesses_per_task = 1`), each (task, harness) its own GRPO group."""
+    eval_harnesses: list[str] = Field(
+        default_factory=lambda: ["whitebox:00000", "claude-code", "whitebox:21220"]
+    )
+    """Every policy is evaluated through each of these (options from `eval.harness_options`); put at
+    least one that no arm trains in (the default's `whitebox:21220` is 4 factors from 00000)."""
+    seeds: list[int] = Field(default_factory=lambda: [0, 1], min_length=1)
+    """RL seeds (`train.seed`): one GRPO run per arm and seed, all from the same cold start."""
+    families: list[str] = Field(default_factory=list)
+    """Generated train families (empty = every train family)."""
+    train_per_family: int = Field(default=8, ge=1)
+    """Generated train instances per family (demonstrations and RL)."""
+    heldout_per_family: int = Field(default=10, ge=1)
+    """Held-out instances per train family (never trained on): the main evaluation set."""
+    heldout_family: int = Field(default=10, ge=0)
+    """Instances of the held-out family (`json_field`, never trained on): out-of-family transfer."""
+    task_seed: int = 0
+    """Seed of the generated task instances."""
+    sft_harnesses: list[str] = Field(default_factory=list)
+    """Harnesses of the cold-start demonstrations (empty = every harness of every arm), so no arm
+    starts unable to act in the harnesses it trains in."""
+    base_model_row: bool = True
+    """Also evaluate the untrained `engine.model`."""

@@ -5,6 +5,7 @@
     metrics.py       <run>/metrics.jsonl         one record per training step; its flat scalars
     eval_report.py   <eval out_dir>/eval.json    one evaluation report
     checkpoints.py   <run>/checkpoints/step-<n>/ which checkpoint folders are complete
+    transfer.py      <run>/transfer.json         a harness-transfer experiment's matrices
 
 Everything here is torch-free and imports only `harnessrl.types`, so the trainer, the evaluator, the
 report and the command lines read the same bytes the same way. Readers of files that untrusted code

@@ -1,0 +1,409 @@
+"""The harness-transfer experiment: train through harness A, evaluate through harness B.
+
+    scripts/harness_transfer                                   # configs/transfer.toml
+    scripts/harness_transfer -o 'transfer.seeds=[0]' -o train.steps=2
+
+Stages (each reused when its inputs did not change, as in `harnessrl quickstart`; `--fresh` redoes):
+
+    tasks              `train_per_family` train and `heldout_per_family` held-out instances of the
+                       train families, and `heldout_family` instances of the held-out family
+    sft                the shared cold start: demonstrations through every training harness (the
+                       scripted engine replaying each train task's reference through that harness's
+                       own shell tool: Claude Code's `Bash` calls come from Claude Code itself), one
+                       SFT on all of them
+    eval/base          the untrained model (`transfer.base_model_row`)
+    eval/cold-start    the cold start
+    arm-<arm>-s<seed>  GRPO from the cold start through the arm's harnesses, `train.seed = seed`; every
+                       arm has the same budget (a drawn task runs under one of its harnesses)
+    eval/<arm>-s<seed> the policy
+
+Every policy is evaluated through every `transfer.eval_harnesses` on the same held-out tasks with the
+same seeds per (task, harness, run) (`harnessrl.evaluate`), so all comparisons are paired. Nothing is
+tuned on the held-out tasks or on the evaluation harnesses.
+
+Output (`transfer.json`, `transfer.md`; `harnessrl report <out_dir>` draws the heat map): per task
+group (`heldout`: held-out instances of the train families; `heldout_family`: the family never trained
+on), a policy x evaluation-harness matrix of Pass@1 (an arm's: the mean over its seeds) with the
+paired difference against the cold start and its 95% bootstrap interval over tasks (`evaluate.paired`;
+an arm's d_t pooled over its seeds), the diagonal comparisons (on each training harness, the arm that
+trained only there against each other arm, paired seed by seed), and each stage's wall time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from harnessrl.config import Config, ConfigError, load_config
+from harnessrl.evaluate.stats import Outcome
+from harnessrl.experiments.quickstart import Stages, _inputs, _load, evaluate_policy
+from harnessrl.types import Task
+
+TRANSFER_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "transfer.toml"
+"""The checked-in configuration `scripts/harness_transfer` runs when no --config is given."""
+TABLE_FILE = "transfer.md"
+GROUPS = {"heldout": "held-out instances of the train families", "heldout_family": "held-out family"}
+COLD = "cold-start"
+
+
+def families(cfg: Config) -> list[str]:
+    from harnessrl.tasks.generate import TRAIN_FAMILIES
+
+    return list(cfg.transfer.families or TRAIN_FAMILIES)
+
+
+def sft_harnesses(cfg: Config) -> list[str]:
+    """The cold start's demonstration harnesses: `transfer.sft_harnesses`, else every arm's, in order."""
+    if cfg.transfer.sft_harnesses:
+        return list(cfg.transfer.sft_harnesses)
+    return list(dict.fromkeys(h for hs in cfg.transfer.arms.values() for h in hs))
+
+
+def check(cfg: Config) -> None:
+    """Fail before anything runs on a configuration the experiment cannot use."""
+    from harnessrl.harnesses import get_harness
+
+    t = cfg.transfer
+    if not t.arms:
+        raise ConfigError("transfer.arms: no arm to train")
+    if not t.eval_harnesses:
+        raise ConfigError("transfer.eval_harnesses: no harness to evaluate through")
+    for name, harnesses in t.arms.items():
+        if not harnesses:
+            raise ConfigError(f"transfer.arms.{name}: no harness")
+        if name in (COLD, "base") or "/" in name:
+            raise ConfigError(f"transfer.arms: {name!r} cannot name an arm")
+    if len(set(t.seeds)) != len(t.seeds):
+        raise ConfigError(f"transfer.seeds: repeated seed in {t.seeds}")
+    for h in [*sft_harnesses(cfg), *t.eval_harnesses]:
+        try:
+            get_harness(h)
+        except Exception as e:
+            raise ConfigError(f"transfer: {e}") from None
+
+
+def policy_name(arm: str, seed: int) -> str:
+    return f"{arm}-s{seed}"
+
+
+async def _tasks(cfg: Config, folder: Path) -> dict[str, str]:
+    from harnessrl.tasks.generate import HELD_OUT_FAMILIES, generate
+
+    t = cfg.transfer
+    generate(families(cfg), t.train_per_family, t.task_seed, folder, split="train")
+    generate(families(cfg), t.heldout_per_family, t.task_seed, folder, split="heldout")
+    paths = {"train": str(folder / "train"), "heldout": str(folder / "heldout_instances")}
+    if t.heldout_family:
+        generate(list(HELD_OUT_FAMILIES), t.heldout_family, t.task_seed, folder)
+        paths["heldout_family"] = str(folder / "heldout_family")
+    return paths
+
+
+async def _sft(cfg: Config, tasks: list[Task], folder: Path, echo: Callable[[str], None]) -> dict[str, Any]:
+    """Demonstrations through every `sft_harnesses(cfg)`, then one SFT over all of them."""
+    from harnessrl.train.sft import make_demonstrations, sft
+
+    demo_dirs, solved = [], {}
+    for harness in sft_harnesses(cfg):
+        demo_cfg = cfg.model_copy(update={"sft": cfg.sft.model_copy(update={"harness": harness})})
+        dest = folder / "demos" / harness.replace(":", "_")
+        rollouts = await make_demonstrations(demo_cfg, tasks, dest)
+        ok = sum(r.status.value == "ok" and (r.reward or 0.0) >= cfg.sft.min_score for r in rollouts)
+        echo(f"sft: {harness}: {ok}/{len(rollouts)} demonstrations solved their task")
+        solved[harness] = [ok, len(rollouts)]
+        demo_dirs.append(str(dest))
+    sft_cfg = cfg.model_copy(
+        update={
+            "sft": cfg.sft.model_copy(
+                update={"demonstrations": False, "rollouts": demo_dirs, "out_dir": str(folder)}
+            )
+        }
+    )
+    result = await sft(sft_cfg, tasks, echo=echo)
+    return {"model": result["model"], "log": result["log"], "dropped": result["dropped"], "solved": solved}
+
+
+def arm_config(cfg: Config, arm: str, seed: int, start: str, folder: Path) -> Config:
+    """The `train` config of one arm and seed: its harnesses, one per drawn task, from `start`."""
+    engine = cfg.engine.model_copy(update={"model": start})
+    t = cfg.train.model_copy(
+        update={
+            "out_dir": str(folder),
+            "harnesses": list(cfg.transfer.arms[arm]),
+            "harnesses_per_task": 1,
+            "harness_space": None,
+            "seed": seed,
+            "resume": False,
+        }
+    )
+    return cfg.model_copy(update={"engine": engine, "train": t})
+
+
+async def _arm(
+    cfg: Config, arm: str, seed: int, tasks: list[Task], start: str, folder: Path
+) -> dict[str, Any]:
+    from harnessrl.formats.checkpoints import latest_checkpoint
+    from harnessrl.train.loop import train
+
+    t0 = time.perf_counter()
+    records = await train(
+        arm_config(cfg, arm, seed, start, folder), tasks, echo=lambda s: print(s, flush=True)
+    )
+    ckpt = latest_checkpoint(folder / "checkpoints")
+    assert ckpt is not None  # the loop always saves after its last step
+    return {
+        "checkpoint": str(ckpt),
+        "seconds": time.perf_counter() - t0,
+        "steps": len(records),
+        "skipped_steps": [r["step"] for r in records if r.get("skip_reason")],
+    }
+
+
+async def _eval(
+    cfg: Config, tasks: list[Task], label: str, model: str, weights: str | None, folder: Path
+) -> dict[str, Any]:
+    entry = await evaluate_policy(
+        cfg, tasks, list(cfg.transfer.eval_harnesses), label, model, weights, folder
+    )
+    return {"summary": entry["summary"], "by_harness": entry["by_harness"]}
+
+
+async def run_transfer(
+    cfg: Config, *, fresh: bool = False, echo: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """All stages (module docstring); writes and returns the summary."""
+    check(cfg)
+    out = Path(cfg.transfer.out_dir)
+    st = Stages(out, fresh, echo)
+    base = ("engine", "proxy", "sandbox", "rollout", "trace")
+    task_inputs = {k: v for k, v in cfg.transfer.model_dump().items() if k in (
+        "families", "train_per_family", "heldout_per_family", "heldout_family", "task_seed")}  # fmt: skip
+    paths = await st.run("tasks", task_inputs, lambda f: _tasks(cfg, f))
+    train_tasks = _load(paths["train"])
+    groups = {g: _load(paths[g]) for g in GROUPS if g in paths}
+    held = [t for ts in groups.values() for t in ts]
+    echo(
+        f"tasks: {len(train_tasks)} train, "
+        + ", ".join(f"{len(ts)} {g}" for g, ts in groups.items())
+        + f"; eval harnesses: {', '.join(cfg.transfer.eval_harnesses)}"
+    )
+    sft_inputs = _inputs(cfg, *base, "sft") | task_inputs | {
+        "harnesses": sft_harnesses(cfg), "trainer": cfg.train.trainer.model_dump(),
+        "options": {h: cfg.train.harness_options.get(h, {}) for h in sft_harnesses(cfg)}}  # fmt: skip
+    sft = await st.run("sft", sft_inputs, lambda f: _sft(cfg, train_tasks, f, echo))
+    ev = _inputs(cfg, *base, "eval") | {"harnesses": cfg.transfer.eval_harnesses, "tasks": task_inputs}
+    evals: dict[str, Any] = {}
+    if cfg.transfer.base_model_row:
+        evals["base"] = await st.run(
+            "eval/base", ev, partial(_eval, cfg, held, "base", cfg.engine.model, None)
+        )
+    evals[COLD] = await st.run(
+        "eval/" + COLD, ev | sft_inputs, partial(_eval, cfg, held, COLD, sft["model"], None)
+    )
+    arms: dict[str, Any] = {}
+    for seed in cfg.transfer.seeds:
+        for arm in cfg.transfer.arms:
+            name = policy_name(arm, seed)
+            arm_inputs = sft_inputs | _inputs(cfg, "train") | {"arm": cfg.transfer.arms[arm], "seed": seed}
+            arms[name] = await st.run(
+                f"arm-{name}", arm_inputs, partial(_arm, cfg, arm, seed, train_tasks, sft["model"])
+            )
+            evals[name] = await st.run(
+                f"eval/{name}", ev | arm_inputs,
+                partial(_eval, cfg, held, name, sft["model"], arms[name]["checkpoint"]),
+            )  # fmt: skip
+    summary = {
+        "date": time.strftime("%Y-%m-%d"),
+        "arms": cfg.transfer.arms,
+        "seeds": cfg.transfer.seeds,
+        "eval_harnesses": cfg.transfer.eval_harnesses,
+        "groups": {g: [t.id for t in ts] for g, ts in groups.items()},
+        "train_tasks": len(train_tasks),
+        "budget": {k: getattr(cfg.train, k) for k in ("steps", "tasks_per_step", "group_size")},
+        "eval_runs": cfg.eval.runs,
+        "sft": sft,
+        "training": arms,
+        "seconds": st.seconds,
+    }
+    summary |= matrices(out, summary, cfg)
+    write_tables(out, summary)
+    return summary
+
+
+def read_outcomes(out: Path, policy: str) -> list[Outcome]:
+    from harnessrl.evaluate.paired import outcomes_of
+    from harnessrl.formats.eval_report import EVAL_FILE, read_eval
+
+    return outcomes_of(read_eval(out / "eval" / policy / EVAL_FILE), policy)
+
+
+def matrices(out: Path, summary: Mapping[str, Any], cfg: Config) -> dict[str, Any]:
+    """The matrices and diagonal comparisons of a finished run, from its `eval/<policy>/eval.json`."""
+    policies = (["base"] if cfg.transfer.base_model_row else []) + [COLD]
+    outcomes = {p: read_outcomes(out, p) for p in policies}
+    for arm in summary["arms"]:
+        for seed in summary["seeds"]:
+            outcomes[policy_name(arm, seed)] = read_outcomes(out, policy_name(arm, seed))
+    e = cfg.eval
+    kw = {"resamples": e.bootstrap_resamples, "seed": e.seed, "confidence": e.confidence}
+    return transfer_tables(outcomes, summary["arms"], summary["seeds"], summary["eval_harnesses"],
+                           summary["groups"], **kw)  # fmt: skip
+
+
+def _pass1(outs: Sequence[Outcome]) -> float | None:
+    return sum(o.passed for o in outs) / len(outs) if outs else None
+
+
+def transfer_tables(
+    outcomes: Mapping[str, Sequence[Outcome]],
+    arms: Mapping[str, Sequence[str]],
+    seeds: Sequence[int],
+    harnesses: Sequence[str],
+    groups: Mapping[str, Sequence[str]],
+    **kw: Any,
+) -> dict[str, Any]:
+    """Pure: {policy: outcomes} (policies `base`?, `cold-start`, `<arm>-s<seed>`) -> per group the
+    matrix {row: {harness: cell}} and the diagonal comparisons (module docstring).
+
+    A cell: `pass1` (an arm's: the mean over seeds of its per-seed Pass@1), `per_seed`, `n` (outcomes
+    per seed), and for every row but the cold start `vs_cold` = `evaluate.paired.pooled` over the seeds
+    (d_t averaged over seeds, bootstrap over tasks)."""
+    from harnessrl.evaluate.paired import pooled
+
+    def select(policy: str, group: Sequence[str], harness: str) -> list[Outcome]:
+        ids = set(group)
+        return [o for o in outcomes[policy] if o.harness == harness and o.task_id in ids]
+
+    rows: dict[str, list[str]] = {p: [p] for p in ("base", COLD) if p in outcomes}
+    rows |= {arm: [policy_name(arm, s) for s in seeds] for arm in arms}
+    result: dict[str, Any] = {"matrix": {}, "diagonal": {}}
+    for group, ids in groups.items():
+        matrix: dict[str, dict[str, Any]] = {}
+        for row, policies in rows.items():
+            matrix[row] = {}
+            for h in harnesses:
+                per = [_pass1(select(p, ids, h)) for p in policies]
+                vals = [x for x in per if x is not None]
+                cell: dict[str, Any] = {
+                    "pass1": sum(vals) / len(vals) if vals else None,
+                    "per_seed": per,
+                    "n": len(select(policies[0], ids, h)),
+                }
+                if row != COLD and vals:
+                    cold = select(COLD, ids, h)
+                    cell["vs_cold"] = pooled([(cold, select(p, ids, h)) for p in policies], **kw)
+                matrix[row][h] = cell
+        result["matrix"][group] = matrix
+        diagonal = []
+        for h in harnesses:
+            home = [a for a, hs in arms.items() if list(hs) == [h]]
+            for a in home:
+                for other in arms:
+                    if other == a:
+                        continue
+                    pairs = [(select(policy_name(other, s), ids, h), select(policy_name(a, s), ids, h))
+                             for s in seeds]  # fmt: skip
+                    if not pairs[0][0]:
+                        continue
+                    diagonal.append({"harness": h, "arm": a, "other": other} | pooled(pairs, **kw))
+        result["diagonal"][group] = diagonal
+    return result
+
+
+def _cell_text(cell: Mapping[str, Any]) -> str:
+    from harnessrl.evaluate.paired import signed
+
+    if cell.get("pass1") is None:
+        return "-"
+    text = f"{cell['pass1']:.3f}"
+    c = cell.get("vs_cold")
+    if c is not None:
+        text += f" ({signed(c['difference'])} [{signed(c['lo'])}, {signed(c['hi'])}])"
+    return text
+
+
+def table_markdown(summary: Mapping[str, Any]) -> str:
+    """The matrices, the diagonal comparisons and the stage times as markdown."""
+    from harnessrl.evaluate.paired import signed
+
+    hs = summary["eval_harnesses"]
+    trained = {h for arm in summary["arms"].values() for h in arm}
+    lines = [
+        f"Harness transfer, {summary['date']}: arms "
+        + "; ".join(f"`{a}` = {', '.join(h)}" for a, h in summary["arms"].items())
+        + f"; seeds {summary['seeds']}; budget per arm {summary['budget']['steps']} steps x "
+        f"{summary['budget']['tasks_per_step']} tasks x {summary['budget']['group_size']} rollouts; "
+        f"{summary['eval_runs']} eval run(s) per (task, harness). Cells: Pass@1 (arms: mean over seeds) "
+        "and, in brackets, the paired difference against the cold start with its 95% bootstrap "
+        "interval over tasks. Harnesses no arm trained in are marked *.",
+    ]
+    for group, matrix in summary["matrix"].items():
+        n = len(summary["groups"][group])
+        lines += ["", f"### {GROUPS.get(group, group)} ({n} tasks)", ""]
+        lines += ["| policy | " + " | ".join(h + ("" if h in trained else " *") for h in hs) + " |"]
+        lines += ["|---|" + "---|" * len(hs)]
+        lines += [
+            f"| {row} | " + " | ".join(_cell_text(cells[h]) for h in hs) + " |"
+            for row, cells in matrix.items()
+        ]
+        diag = summary["diagonal"].get(group, [])
+        if diag:
+            head = "Diagonal: on each training harness, the arm that trained only there against each other"
+            lines += ["", head + " arm (paired seed by seed):", ""]
+            lines += [
+                "| evaluated in | arm | over | difference [95% interval] | tasks up / down |",
+                "|---|---|---|---|---|",
+            ]
+            for d in diag:
+                verdict = "excludes 0" if d["excludes_zero"] else "includes 0"
+                lines.append(
+                    f"| {d['harness']} | {d['arm']} | {d['other']} | {signed(d['difference'])} "
+                    f"[{signed(d['lo'])}, {signed(d['hi'])}] ({verdict}) | {d['up']} / {d['down']} |"
+                )
+    secs = summary.get("seconds", {})
+    if secs:
+        total = f"Wall time: {sum(secs.values()) / 60:.1f} min (stages reused from an earlier run count 0): "
+        lines += ["", total + ", ".join(f"{k} {v:.0f} s" for k, v in secs.items())]
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(out: Path, summary: dict[str, Any]) -> None:
+    from harnessrl.formats.transfer import write_transfer
+
+    write_transfer(out, summary)
+    (out / TABLE_FILE).write_text(table_markdown(summary), encoding="utf-8")
+
+
+def main(
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/transfer.toml).")
+    ] = None,
+    override: Annotated[list[str] | None, typer.Option("-o", help="Dotted override (repeatable).")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Redo every stage.")] = False,
+) -> None:
+    """From one cold start, GRPO through each arm's harnesses; every policy through every eval harness."""
+    try:
+        cfg = load_config(config if config is not None else TRANSFER_CONFIG, override or [])
+        check(cfg)
+    except ConfigError as e:
+        raise typer.BadParameter(str(e)) from None
+    from harnessrl.progress import quiet_loading
+
+    quiet_loading()
+    t0 = time.perf_counter()
+    summary = asyncio.run(run_transfer(cfg, fresh=fresh, echo=lambda s: print(s, flush=True)))
+    print(table_markdown(summary))
+    print(
+        f"total {time.perf_counter() - t0:.0f} s; table: {Path(cfg.transfer.out_dir) / TABLE_FILE}",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    typer.run(main)
