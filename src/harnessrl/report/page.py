@@ -163,7 +163,41 @@ def _last_step(run: RunData) -> str:
     return f"<p>step {last['step']} (of {len(run.metrics)} logged)</p>" + table(rows)
 
 
-def build_page(run: RunData, plots: Sequence[Path], links: dict[str, str], plot_error: str | None) -> str:
+def transfer_section(run: RunData, maps: Sequence[Path], plot_error: str | None) -> str:
+    """The heat maps of a harness-transfer run and its diagonal comparisons (`transfer.json`)."""
+    out = ["<h2>Harness transfer</h2>"]
+    if run.transfer is None:
+        return "\n".join(out + [f"<p class='note'>{_e(n)}</p>" for n in run.notes if "transfer" in n])
+    if plot_error:
+        out.append(f"<p class='note'>{_e(plot_error)}</p>")
+    out.append("<div class='plots'>" + "".join(_img(p) for p in maps) + "</div>")
+    for group, rows in run.transfer.get("diagonal", {}).items():
+        if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
+            shown = [
+                {
+                    "evaluated in": r.get("harness"),
+                    "arm": r.get("arm"),
+                    "over": r.get("other"),
+                    "difference [95% interval]": f"{r['difference']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"
+                    if all(isinstance(r.get(k), int | float) for k in ("difference", "lo", "hi"))
+                    else "-",
+                    "tasks": r.get("tasks"),
+                }
+                for r in rows
+            ]
+            out.append(f"<h4>diagonal, {_e(group)}</h4>" + table(shown))
+    if (run.root / "transfer.md").is_file():
+        out.append("<p><a href='transfer.md'>transfer.md</a></p>")
+    return "\n".join(out)
+
+
+def build_page(
+    run: RunData,
+    plots: Sequence[Path],
+    links: dict[str, str],
+    plot_error: str | None,
+    transfer: str = "",
+) -> str:
     title = f"harnessrl run {run.root.name}"
     out = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><link rel='icon' href='data:,'>",
@@ -179,6 +213,8 @@ def build_page(run: RunData, plots: Sequence[Path], links: dict[str, str], plot_
         out.append("<div class='plots'>" + "".join(_img(p) for p in plots) + "</div>")
     else:
         out.append("<p class='muted'>no metrics to plot</p>")
+    if transfer:
+        out.append(transfer)
     out.append("<h2>Evaluation</h2>")
     if run.evals:
         out.extend(eval_section(p, d, run.root) for p, d in run.evals)
@@ -199,7 +235,7 @@ def build_page(run: RunData, plots: Sequence[Path], links: dict[str, str], plot_
 
 def write_report(root: str | Path, out: str | Path | None = None, max_trees: int = 40) -> Path:
     """Plots into RUN_DIR/plots, tree views into RUN_DIR/trees, the page to `out` (RUN_DIR/report.html)."""
-    from harnessrl.report.plot import PlotError, plot_run
+    from harnessrl.report.plot import PlotError, plot_run, plot_transfer
 
     run = load_run(root)
     plots: list[Path] = []
@@ -209,7 +245,17 @@ def write_report(root: str | Path, out: str | Path | None = None, max_trees: int
             plots = plot_run(run.metrics, run.root / "plots")
         except PlotError as e:
             error = str(e)
+    transfer = ""
+    if run.transfer is not None or any("transfer" in n for n in run.notes):
+        maps: list[Path] = []
+        transfer_error = None
+        if run.transfer is not None:
+            try:
+                maps = plot_transfer(run.transfer, run.root / "plots")
+            except PlotError as e:
+                transfer_error = str(e)
+        transfer = transfer_section(run, maps, transfer_error)
     links = write_trees(run, max_trees)
     path = Path(out) if out is not None else run.root / "report.html"
-    path.write_text(build_page(run, plots, links, error), encoding="utf-8")
+    path.write_text(build_page(run, plots, links, error, transfer), encoding="utf-8")
     return path

@@ -177,3 +177,53 @@ def plot_run(records: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Pat
         finally:
             plt.close(fig)
     return paths
+
+
+def plot_transfer(summary: dict[str, Any], out_dir: str | Path) -> list[Path]:
+    """One heat map per task group of a harness-transfer run (`transfer.json`): policies x evaluation
+    harnesses, coloured by Pass@1, each cell annotated with Pass@1 and, below it, the paired difference
+    against the cold start (`transfer-<group>.png`; harnesses no arm trained in are marked *)."""
+    plt = _pyplot()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    harnesses = list(summary["eval_harnesses"])
+    trained = {h for hs in summary.get("arms", {}).values() if isinstance(hs, list) for h in hs}
+    paths = []
+    for group, rows in summary["matrix"].items():
+        policies = list(rows)
+        values = [[rows[p][h].get("pass1") for h in harnesses] for p in policies]
+        grid = [[float("nan") if v is None else v for v in row] for row in values]
+        fig, ax = plt.subplots(figsize=(1.9 * len(harnesses) + 2.2, 0.55 * len(policies) + 1.6), dpi=100)
+        try:
+            im = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+            for i, p in enumerate(policies):
+                for j, h in enumerate(harnesses):
+                    cell = rows[p][h]
+                    text = "-" if cell.get("pass1") is None else f"{cell['pass1']:.2f}"
+                    c = cell.get("vs_cold")
+                    if isinstance(c, dict) and isinstance(c.get("difference"), int | float):
+                        text += f"\n{c['difference']:+.2f} [{c['lo']:+.2f}, {c['hi']:+.2f}]"
+                    light = cell.get("pass1") is not None and cell["pass1"] > 0.6
+                    ax.text(
+                        j,
+                        i,
+                        text,
+                        ha="center",
+                        va="center",
+                        fontsize=7.5,
+                        color="black" if light else "white",
+                    )
+            ax.set_xticks(
+                range(len(harnesses)), [h + ("" if h in trained else " *") for h in harnesses], fontsize=8
+            )
+            ax.set_yticks(range(len(policies)), policies, fontsize=8)
+            ax.set_xlabel("evaluated in (* = no arm trained in it)", fontsize=8)
+            ax.set_title(f"Pass@1, {group} (below: vs cold start, 95% interval)", fontsize=9)
+            fig.colorbar(im, ax=ax, fraction=0.04)
+            fig.tight_layout()
+            path = out / f"transfer-{group}.png"
+            fig.savefig(path)
+            paths.append(path)
+        finally:
+            plt.close(fig)
+    return paths

@@ -5,6 +5,7 @@
     RUN_DIR/rollouts/<id>/rollout.json (+ calls.jsonl)   every rollout of the run
     RUN_DIR/eval/*.json             eval reports (`harnessrl eval`); RUN_DIR/eval/*.md is linked
     RUN_DIR/eval/**/rollout.json    the eval's rollouts, when it keeps them under eval/
+    RUN_DIR/transfer.json           a harness-transfer experiment's matrices (`scripts/harness_transfer`)
 
 An eval report is any JSON object: its scalar fields form a summary table, each field holding a list
 of flat objects (rows) or an object of flat objects (keyed rows) becomes a table titled by the field,
@@ -22,6 +23,7 @@ from harnessrl.formats import FormatError
 from harnessrl.formats.eval_report import read_eval
 from harnessrl.formats.metrics import METRICS_FILE, read_metrics
 from harnessrl.formats.rollout_dir import ROLLOUT_FILE, read_rollout_head
+from harnessrl.formats.transfer import TRANSFER_FILE, read_transfer
 
 EVAL_GLOB = "eval/*.json"
 """Where `harnessrl report` looks for eval reports, relative to the run folder."""
@@ -51,6 +53,8 @@ class RunData:
     eval_markdown: list[Path] = field(default_factory=list)
     rollouts: list[RolloutHead] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    transfer: dict[str, Any] | None = None
+    """`transfer.json`, when the folder is a harness-transfer run and it could be read."""
 
 
 def _step_of(rollout_id: str) -> int | None:
@@ -89,4 +93,9 @@ def load_run(root: str | Path) -> RunData:
     heads = [rollout_head(p) for p in sorted(run.root.glob(f"rollouts/*/{ROLLOUT_FILE}"))]
     heads += [rollout_head(p) for p in sorted(run.root.glob(f"eval/**/{ROLLOUT_FILE}"))]
     run.rollouts = [h for h in heads if h is not None]
+    if (run.root / TRANSFER_FILE).exists():
+        try:
+            run.transfer = read_transfer(run.root / TRANSFER_FILE)
+        except FormatError as e:
+            run.notes.append(f"{e}: the transfer matrix cannot be read, not drawn")
     return run
