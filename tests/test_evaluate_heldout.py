@@ -60,3 +60,14 @@ def test_refuses_a_training_seed_and_a_family_too_small(tmp_path: Path) -> None:
         heldout_set(tmp_path, 0)
     with pytest.raises(ValueError, match=r"code_fix: only 13 fresh"):  # 16 held-out instances, 3 used
         pick("code_fix", 24, 14)
+
+
+def test_a_subset_of_families_and_its_own_held_out_family_count(tmp_path: Path) -> None:
+    heldout_set(tmp_path / "s", 24, 2, held_out_family=3, families=["create_file", "move_file"])
+    counts = Counter((t.split, t.category) for t in load_tasks(tmp_path / "s").tasks)
+    assert counts == Counter({("heldout_instances", "create_file"): 2, ("heldout_instances", "move_file"): 2,
+                              ("heldout_family", "json_field"): 3})  # fmt: skip
+    heldout_set(tmp_path / "n", 24, 1, held_out_family=0)
+    assert not (tmp_path / "n" / "heldout_family").exists()
+    with pytest.raises(ValueError, match="not train families: \\['json_field'\\]"):
+        heldout_set(tmp_path / "x", 24, families=["json_field"])

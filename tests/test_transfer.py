@@ -100,11 +100,14 @@ def test_config_is_the_repository_one_and_evaluates_outside_the_arms() -> None:
         ("transfer.seeds=[1, 1]", "repeated seed"),
         ('transfer.eval_harnesses=["nope"]', "unknown harness 'nope'"),
         ("transfer.eval_harnesses=[]", "no harness to evaluate through"),
+        ("transfer.heldout_seed=0", "heldout_seed: 0 makes task sets the project trains on"),
+        ("transfer.task_seed=7; transfer.heldout_seed=7", "heldout_seed: 7 makes task sets"),
+        ('transfer.families=["json_field"]', "not a train family"),
     ],
 )
 def test_bad_configs_fail_before_anything_runs(override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        check(load_config(TRANSFER_CONFIG, [override]))
+        check(load_config(TRANSFER_CONFIG, override.split("; ")))
 
 
 def test_matrix_against_the_hand_computed_case() -> None:
@@ -226,6 +229,7 @@ async def test_claude_code_recipe_end_to_end_and_reuse(tmp_path: Path) -> None:
         json.loads(line) for f in (out / "arm-cc-s0" / "rollouts").rglob("calls.jsonl") for line in f.open()
     ]
     assert calls and all(c["dialect"] == "anthropic" for c in calls)
+    assert [t.split("_heldout_")[1][:5] for t in first["groups"]["heldout"]] == ["s2026"]  # evaluate.heldout
     matrix = first["matrix"]
     assert set(matrix) == {"heldout", "heldout_family"}
     assert list(matrix["heldout"]) == ["cold-start", "cc"]

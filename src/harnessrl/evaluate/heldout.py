@@ -84,15 +84,28 @@ def pick(family: str, seed: int, n: int) -> list[tuple[int, Instance]]:
     raise ValueError(f"{family}: only {len(kept)} fresh held-out instances for seed {seed} (asked {n})")
 
 
-def heldout_set(out: str | Path, seed: int, per_family: int = 10) -> list[Path]:
-    """Write `per_family` fresh held-out instances of every family under `out`; their folders."""
+def heldout_set(
+    out: str | Path,
+    seed: int,
+    per_family: int = 10,
+    held_out_family: int | None = None,
+    families: Sequence[str] = TRAIN_FAMILIES,
+) -> list[Path]:
+    """Write `per_family` fresh held-out instances of each of `families` (train families) and
+    `held_out_family` (default `per_family`; 0 = none) of every held-out family under `out`; their
+    folders."""
     if seed in {s for s, _, _ in EXCLUDED}:
         raise ValueError(f"seed {seed} made task sets the project trains on; choose another")
     root = Path(out)
     folders: list[Path] = []
-    for family in (*TRAIN_FAMILIES, *HELD_OUT_FAMILIES):
+    unknown = sorted(set(families) - set(TRAIN_FAMILIES))
+    if unknown:
+        raise ValueError(f"not train families: {unknown} (train families: {list(TRAIN_FAMILIES)})")
+    counts = {f: per_family for f in families}
+    counts |= {f: per_family if held_out_family is None else held_out_family for f in HELD_OUT_FAMILIES}
+    for family, n in counts.items():
         dest = root / split_dir(family, "heldout")
-        for index, (j, inst) in enumerate(pick(family, seed, per_family)):
+        for index, (j, inst) in enumerate(pick(family, seed, n) if n else []):
             tid = task_id(family, "heldout", seed, index)
             if (dest / tid).exists():
                 raise FileExistsError(f"{dest / tid} already exists")

@@ -93,7 +93,10 @@ class TransferConfig(Section):
     heldout_family: int = Field(default=10, ge=0)
     """Instances of the held-out family (`json_field`, never trained on): out-of-family transfer."""
     task_seed: int = 0
-    """Seed of the generated task instances."""
+    """Seed of the generated train instances (0: the quickstart's train set)."""
+    heldout_seed: int = 2026
+    """Seed of the fresh held-out set (`evaluate.heldout.heldout_set`: distinct instances whose prompts
+    occur in no train split, none of the quickstart's or the ablation's); never a train seed."""
     sft_harnesses: list[str] = Field(default_factory=list)
     """Harnesses of the cold-start demonstrations (empty = every harness of every arm), so no arm
     starts unable to act in the harnesses it trains in."""

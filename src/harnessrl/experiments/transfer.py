@@ -79,6 +79,17 @@ def check(cfg: Config) -> None:
             raise ConfigError(f"transfer.arms.{name}: no harness")
         if name in (COLD, "base") or "/" in name:
             raise ConfigError(f"transfer.arms: {name!r} cannot name an arm")
+    from harnessrl.evaluate.heldout import EXCLUDED
+    from harnessrl.tasks.generate import TRAIN_FAMILIES
+
+    wrong = [f for f in t.families if f not in TRAIN_FAMILIES]
+    if wrong:
+        raise ConfigError(
+            f"transfer.families: {wrong} not a train family (train families: {list(TRAIN_FAMILIES)})"
+        )
+
+    if t.heldout_seed in {s for s, _, _ in EXCLUDED} or t.heldout_seed == t.task_seed:
+        raise ConfigError(f"transfer.heldout_seed: {t.heldout_seed} makes task sets the project trains on")
     if len(set(t.seeds)) != len(t.seeds):
         raise ConfigError(f"transfer.seeds: repeated seed in {t.seeds}")
     for h in [*sft_harnesses(cfg), *t.eval_harnesses]:
@@ -93,14 +104,15 @@ def policy_name(arm: str, seed: int) -> str:
 
 
 async def _tasks(cfg: Config, folder: Path) -> dict[str, str]:
-    from harnessrl.tasks.generate import HELD_OUT_FAMILIES, generate
+    """Train instances from `task_seed`; the held-out set from `heldout_seed` (`evaluate.heldout`)."""
+    from harnessrl.evaluate.heldout import heldout_set
+    from harnessrl.tasks.generate import generate
 
     t = cfg.transfer
     generate(families(cfg), t.train_per_family, t.task_seed, folder, split="train")
-    generate(families(cfg), t.heldout_per_family, t.task_seed, folder, split="heldout")
+    heldout_set(folder, t.heldout_seed, t.heldout_per_family, t.heldout_family, families(cfg))
     paths = {"train": str(folder / "train"), "heldout": str(folder / "heldout_instances")}
     if t.heldout_family:
-        generate(list(HELD_OUT_FAMILIES), t.heldout_family, t.task_seed, folder)
         paths["heldout_family"] = str(folder / "heldout_family")
     return paths
 
@@ -182,8 +194,11 @@ async def run_transfer(
     out = Path(cfg.transfer.out_dir)
     st = Stages(out, fresh, echo)
     base = ("engine", "proxy", "sandbox", "rollout", "trace")
-    task_inputs = {k: v for k, v in cfg.transfer.model_dump().items() if k in (
-        "families", "train_per_family", "heldout_per_family", "heldout_family", "task_seed")}  # fmt: skip
+    dump = cfg.transfer.model_dump()
+    train_inputs = {k: dump[k] for k in ("families", "train_per_family", "task_seed")}
+    task_inputs = train_inputs | {
+        k: dump[k] for k in ("heldout_per_family", "heldout_family", "heldout_seed")
+    }
     paths = await st.run("tasks", task_inputs, lambda f: _tasks(cfg, f))
     train_tasks = _load(paths["train"])
     groups = {g: _load(paths[g]) for g in GROUPS if g in paths}
@@ -193,7 +208,7 @@ async def run_transfer(
         + ", ".join(f"{len(ts)} {g}" for g, ts in groups.items())
         + f"; eval harnesses: {', '.join(cfg.transfer.eval_harnesses)}"
     )
-    sft_inputs = _inputs(cfg, *base, "sft") | task_inputs | {
+    sft_inputs = _inputs(cfg, *base, "sft") | train_inputs | {
         "harnesses": sft_harnesses(cfg), "trainer": cfg.train.trainer.model_dump(),
         "options": {h: cfg.train.harness_options.get(h, {}) for h in sft_harnesses(cfg)}}  # fmt: skip
     sft = await st.run("sft", sft_inputs, lambda f: _sft(cfg, train_tasks, f, echo))
