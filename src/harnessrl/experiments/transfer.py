@@ -247,8 +247,29 @@ async def run_transfer(
         "seconds": st.seconds,
     }
     summary |= matrices(out, summary, cfg)
+    summary["time_split"] = time_split(out, summary, cfg.transfer.base_model_row)
     write_tables(out, summary)
     return summary
+
+
+def time_split(out: Path, summary: Mapping[str, Any], base_row: bool = False) -> dict[str, Any]:
+    """Where the time went, read back from the stage folders (so a rerun that reuses every stage
+    still reports it): per arm and seed the mean seconds of each training-step phase
+    (`metrics.jsonl` `time`), and per stage the rollout split per harness (`evaluate.timing`)."""
+    from harnessrl.evaluate.timing import folder_times
+    from harnessrl.formats.metrics import METRICS_FILE, read_metrics
+
+    steps: dict[str, dict[str, float]] = {}
+    rollouts: dict[str, Any] = {"sft demonstrations": folder_times(out / "sft" / "demos")}
+    for name in summary["training"]:
+        records, _ = read_metrics(out / f"arm-{name}" / METRICS_FILE)
+        laps = [r["time"] for r in records if isinstance(r.get("time"), dict)]
+        keys = sorted({k for lap in laps for k, v in lap.items() if isinstance(v, int | float)})
+        steps[name] = {k: round(sum(float(lap.get(k, 0.0)) for lap in laps) / len(laps), 1) for k in keys}
+        rollouts[f"train {name}"] = folder_times(out / f"arm-{name}" / "rollouts")
+    for policy in [*(["base"] if base_row else []), COLD, *summary["training"]]:
+        rollouts[f"eval {policy}"] = folder_times(out / "eval" / policy)
+    return {"train_steps": steps, "rollouts": rollouts}
 
 
 def read_outcomes(out: Path, policy: str) -> list[Outcome]:
@@ -381,6 +402,25 @@ def table_markdown(summary: Mapping[str, Any]) -> str:
                     f"| {d['harness']} | {d['arm']} | {d['other']} | {signed(d['difference'])} "
                     f"[{signed(d['lo'])}, {signed(d['hi'])}] ({verdict}) | {d['up']} / {d['down']} |"
                 )
+    split = summary.get("time_split")
+    if split:
+        from harnessrl.evaluate.timing import times_markdown
+
+        lines += [
+            "",
+            "### Where the time went",
+            "",
+            "Mean seconds per training step (`metrics.jsonl` `time`):",
+            "",
+        ]
+        keys = sorted({k for t in split["train_steps"].values() for k in t})
+        lines += ["| run | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
+        lines += [f"| {n} | " + " | ".join(f"{t.get(k, 0.0):.1f}" for k in keys) + " |"
+                  for n, t in split["train_steps"].items()]  # fmt: skip
+        lines += ["", "Mean seconds per rollout (`evaluate.timing`):"]
+        for stage, times in split["rollouts"].items():
+            if times:
+                lines += ["", f"{stage}:", "", times_markdown(times).rstrip("\n")]
     secs = summary.get("seconds", {})
     if secs:
         total = f"Wall time: {sum(secs.values()) / 60:.1f} min (stages reused from an earlier run count 0): "
