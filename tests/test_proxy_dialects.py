@@ -53,6 +53,30 @@ def test_claude_code_call_2_parses_and_normalises_like_call_1(shared_fixtures: P
     assert len(first.tools) == 12 and first.tools == second.tools
 
 
+def test_claude_code_billing_line_is_not_part_of_the_prompt(shared_fixtures: Path) -> None:
+    """Claude Code's first system block is `x-anthropic-billing-header: cc_version=<v>.<hash of the
+    request>; ...`: left in, two tasks' prompts differed from the 25th token on. Dropped, the same
+    request with another hash parses to the same messages."""
+    body = fixture(shared_fixtures, "claude-code-bare", 1)
+    assert body["system"][0]["text"].startswith("x-anthropic-billing-header: cc_version=")
+    req = A.parse(body)
+    assert req.messages[0].content.startswith("You are a Claude agent")
+    assert "billing" not in req.messages[0].content
+    other = json.loads(json.dumps(body))
+    other["system"][0]["text"] = other["system"][0]["text"].replace(
+        "cc_version=2.1.332.", "cc_version=2.1.332.f0"
+    )
+    assert A.parse(other).messages == req.messages
+    # as a string's first line, or the first line of a longer block: only that line goes
+    text = "\n".join(b["text"] for b in body["system"])
+    assert A.parse(body | {"system": text}).messages[0].content == text.partition("\n")[2]
+    merged = [{"type": "text", "text": text}]
+    assert A.parse(body | {"system": merged}).messages[0].content == text.partition("\n")[2]
+    # not the first line: kept (it is then text the harness meant the model to read)
+    kept = "You are X.\nx-anthropic-billing-header: a;"
+    assert A.parse(body | {"system": kept}).messages[0].content == kept
+
+
 def test_codex_input_items(shared_fixtures: Path) -> None:
     req = R.parse(fixture(shared_fixtures, "codex-responses", 2))
     roles = [(m.role, [(t.name, t.arguments) for t in m.tool_calls], m.tool_call_id) for m in req.messages]

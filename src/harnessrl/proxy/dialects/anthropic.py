@@ -7,7 +7,11 @@ user turns and tool results become a short text placeholder for the text-only po
 `proxy.images = "reject"`); `tool_choice` none (tools not offered, stray calls dropped) and
 `disable_parallel_tool_use` (only the first call of a turn is returned). `cache_control`,
 `metadata`, `thinking`, `context_management` and `output_config` are accepted and ignored (they tune
-a hosted service, not what the turn means). Server tools (`web_search_*`, `code_execution_*`: types
+a hosted service, not what the turn means), and so is Claude Code's `x-anthropic-billing-header: ...`
+system line (billing telemetry, with a hash of the request's content in it: left in, it made every
+task's prompt differ from the 25th token on, so no two tasks shared the ~1,200-token system prompt
+in the engine's prefix cache or in a training forest; inference servers strip it for the same
+reason). Server tools (`web_search_*`, `code_execution_*`: types
 the API itself would execute) are dropped from the tool list. Rejected with a 400 naming the field:
 document blocks, client tools without a schema (`bash_*`, `computer_*`), stop sequences, forced
 `tool_choice`.
@@ -144,9 +148,32 @@ def _tools(raw: Any) -> list[ToolSpec]:
     return tools
 
 
+BILLING_LINE = "x-anthropic-billing-header:"
+"""Claude Code's first system line: telemetry for a hosted service, not part of what the turn means."""
+
+
+def _without_billing_line(system: Any) -> Any:
+    """`system` without Claude Code's billing line: the first line of a string, or of a text block
+    (a block left empty is dropped). Anything else is left for `_text_of` to judge."""
+    if isinstance(system, str):
+        return system.partition("\n")[2] if system.startswith(BILLING_LINE) else system
+    if not isinstance(system, list):
+        return system
+    out: list[Any] = []
+    for block in system:
+        text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
+        if isinstance(text, str) and text.startswith(BILLING_LINE):
+            rest = text.partition("\n")[2]
+            if not rest:
+                continue
+            block = {**block, "text": rest}
+        out.append(block)
+    return out
+
+
 def _messages(body: dict[str, Any]) -> list[ChatMessage]:
     out: list[ChatMessage] = []
-    system = body.get("system")
+    system = _without_billing_line(body.get("system"))
     if system is not None and system != "" and system != []:
         out.append(ChatMessage(role="system", content=_text_of(system, "system")))
     for i, msg in enumerate(expect(body.get("messages"), list, "messages")):
