@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -39,11 +40,13 @@ from harnessrl.evaluate.stats import Outcome
 from harnessrl.experiments.transfer import (
     TRANSFER_CONFIG,
     check,
+    rl_tasks,
     run_transfer,
     sft_harnesses,
     table_markdown,
     transfer_tables,
 )
+from harnessrl.tasks import load_tasks
 
 REPO = Path(__file__).resolve().parents[1]
 W, C = "whitebox:00000", "claude-code"
@@ -89,6 +92,23 @@ def test_config_is_the_repository_one_and_evaluates_outside_the_arms() -> None:
     assert len(cfg.transfer.seeds) >= 2
     # the same options reach Claude Code in training, demonstrations and evaluation
     assert cfg.train.harness_options[C] == cfg.eval.harness_options[C] == {"bare": True, "max_turns": 3}
+
+
+def test_rl_tasks_are_fresh_instances_of_the_same_stream(tmp_path: Path) -> None:
+    from harnessrl.evaluate.heldout import identity
+    from harnessrl.tasks.generate import instances
+
+    rl_tasks(["code_fix", "create_file"], 8, 8, 0, tmp_path / "rl")
+    loaded = load_tasks(tmp_path / "rl").tasks
+    assert Counter(t.category for t in loaded) == {"code_fix": 8, "create_file": 8}
+    for family in ("code_fix", "create_file"):
+        demonstrated = {identity(i) for i in instances(family, "train", 0, 8)}
+        kept = [t for t in loaded if t.category == family]
+        assert all(int(t.id.rsplit("_", 1)[1]) >= 8 for t in kept)
+        stream = instances(family, "train", 0, 40)
+        by_id = {f"task_{family}_train_s0_{j:04d}": identity(i) for j, i in enumerate(stream)}
+        keys = [by_id[t.id] for t in kept]
+        assert len(set(keys)) == 8 and not set(keys) & demonstrated, family
 
 
 @pytest.mark.parametrize(
@@ -201,6 +221,7 @@ async def test_claude_code_recipe_end_to_end_and_reuse(tmp_path: Path) -> None:
         'transfer.eval_harnesses=["claude-code", "whitebox:00000"]',
         "transfer.seeds=[0]",
         "transfer.train_per_family=2",
+        "transfer.rl_per_family=1",
         "transfer.heldout_per_family=1",
         "transfer.heldout_family=1",
         "transfer.base_model_row=false",
@@ -225,6 +246,10 @@ async def test_claude_code_recipe_end_to_end_and_reuse(tmp_path: Path) -> None:
         json.loads(f.read_text())["harness"] for f in (out / "arm-cc-s0" / "rollouts").rglob("rollout.json")
     }
     assert ran == {C}
+    rl_ids = {
+        json.loads(f.read_text())["task_id"] for f in (out / "arm-cc-s0" / "rollouts").rglob("rollout.json")
+    }
+    assert rl_ids == {"task_create_file_train_s0_0002"}  # RL on a task the cold start never saw
     calls = [
         json.loads(line) for f in (out / "arm-cc-s0" / "rollouts").rglob("calls.jsonl") for line in f.open()
     ]

@@ -88,6 +88,10 @@ class TransferConfig(Section):
     """Generated train families (empty = every train family)."""
     train_per_family: int = Field(default=8, ge=1)
     """Generated train instances per family (demonstrations and RL)."""
+    rl_per_family: int = Field(default=0, ge=0)
+    """Train instances per family for RL that the cold start never saw (the next ones of the same
+    stream, distinct from the demonstrated ones and from each other); 0: RL on the demonstrated tasks,
+    as the quickstart does (the cold start solves most of them, so most GRPO groups have no variance)."""
     heldout_per_family: int = Field(default=10, ge=1)
     """Held-out instances per train family (never trained on): the main evaluation set."""
     heldout_family: int = Field(default=10, ge=0)

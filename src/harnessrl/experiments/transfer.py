@@ -112,9 +112,41 @@ async def _tasks(cfg: Config, folder: Path) -> dict[str, str]:
     generate(families(cfg), t.train_per_family, t.task_seed, folder, split="train")
     heldout_set(folder, t.heldout_seed, t.heldout_per_family, t.heldout_family, families(cfg))
     paths = {"train": str(folder / "train"), "heldout": str(folder / "heldout_instances")}
+    if t.rl_per_family:
+        rl_tasks(families(cfg), t.train_per_family, t.rl_per_family, t.task_seed, folder / "rl")
+        paths["rl"] = str(folder / "rl")
     if t.heldout_family:
         paths["heldout_family"] = str(folder / "heldout_family")
     return paths
+
+
+def rl_tasks(names: Sequence[str], demonstrated: int, n: int, seed: int, dest: Path) -> None:
+    """`n` train instances per family after the first `demonstrated` of the same stream, each distinct
+    from those and from each other (ids go on from `demonstrated`); a ValueError if a family has
+    fewer."""
+    from harnessrl.evaluate.heldout import identity
+    from harnessrl.tasks.generate import TASK_FAMILIES, instances, task_id
+    from harnessrl.tasks.generate.base import write_instance
+
+    for family in names:
+        stream = instances(family, "train", seed, demonstrated + 4 * n)
+        seen = {identity(i) for i in stream[:demonstrated]}
+        kept = 0
+        for index, inst in enumerate(stream[demonstrated:], start=demonstrated):
+            if identity(inst) in seen:
+                continue
+            seen.add(identity(inst))
+            generator = {"family": family, "split": "train", "seed": seed, "index": index, "rl": True}
+            write_instance(
+                TASK_FAMILIES[family], inst, task_id(family, "train", seed, index), dest, generator
+            )
+            kept += 1
+            if kept == n:
+                break
+        else:
+            raise ValueError(
+                f"{family}: only {kept} train instances beyond the first {demonstrated} (asked {n})"
+            )
 
 
 async def _sft(cfg: Config, tasks: list[Task], folder: Path, echo: Callable[[str], None]) -> dict[str, Any]:
@@ -196,15 +228,17 @@ async def run_transfer(
     base = ("engine", "proxy", "sandbox", "rollout", "trace")
     dump = cfg.transfer.model_dump()
     train_inputs = {k: dump[k] for k in ("families", "train_per_family", "task_seed")}
-    task_inputs = train_inputs | {
-        k: dump[k] for k in ("heldout_per_family", "heldout_family", "heldout_seed")
-    }
+    eval_tasks = train_inputs | {k: dump[k] for k in ("heldout_per_family", "heldout_family", "heldout_seed")}
+    task_inputs = eval_tasks | {"rl_per_family": dump["rl_per_family"]}
     paths = await st.run("tasks", task_inputs, lambda f: _tasks(cfg, f))
     train_tasks = _load(paths["train"])
+    rl = _load(paths["rl"]) if "rl" in paths else train_tasks
     groups = {g: _load(paths[g]) for g in GROUPS if g in paths}
     held = [t for ts in groups.values() for t in ts]
     echo(
-        f"tasks: {len(train_tasks)} train, "
+        f"tasks: {len(train_tasks)} train (demonstrated), {len(rl)} for RL"
+        + (" (the same)" if rl is train_tasks else "")
+        + ", "
         + ", ".join(f"{len(ts)} {g}" for g, ts in groups.items())
         + f"; eval harnesses: {', '.join(cfg.transfer.eval_harnesses)}"
     )
@@ -212,7 +246,7 @@ async def run_transfer(
         "harnesses": sft_harnesses(cfg), "trainer": cfg.train.trainer.model_dump(),
         "options": {h: cfg.train.harness_options.get(h, {}) for h in sft_harnesses(cfg)}}  # fmt: skip
     sft = await st.run("sft", sft_inputs, lambda f: _sft(cfg, train_tasks, f, echo))
-    ev = _inputs(cfg, *base, "eval") | {"harnesses": cfg.transfer.eval_harnesses, "tasks": task_inputs}
+    ev = _inputs(cfg, *base, "eval") | {"harnesses": cfg.transfer.eval_harnesses, "tasks": eval_tasks}
     evals: dict[str, Any] = {}
     if cfg.transfer.base_model_row:
         evals["base"] = await st.run(
@@ -225,9 +259,13 @@ async def run_transfer(
     for seed in cfg.transfer.seeds:
         for arm in cfg.transfer.arms:
             name = policy_name(arm, seed)
-            arm_inputs = sft_inputs | _inputs(cfg, "train") | {"arm": cfg.transfer.arms[arm], "seed": seed}
+            arm_inputs = (
+                sft_inputs
+                | _inputs(cfg, "train")
+                | {"arm": cfg.transfer.arms[arm], "seed": seed, "rl_per_family": dump["rl_per_family"]}
+            )
             arms[name] = await st.run(
-                f"arm-{name}", arm_inputs, partial(_arm, cfg, arm, seed, train_tasks, sft["model"])
+                f"arm-{name}", arm_inputs, partial(_arm, cfg, arm, seed, rl, sft["model"])
             )
             evals[name] = await st.run(
                 f"eval/{name}", ev | arm_inputs,
@@ -240,6 +278,7 @@ async def run_transfer(
         "eval_harnesses": cfg.transfer.eval_harnesses,
         "groups": {g: [t.id for t in ts] for g, ts in groups.items()},
         "train_tasks": len(train_tasks),
+        "rl_tasks": len(rl) if rl is not train_tasks else 0,
         "budget": {k: getattr(cfg.train, k) for k in ("steps", "tasks_per_step", "group_size")},
         "eval_runs": cfg.eval.runs,
         "sft": sft,
