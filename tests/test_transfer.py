@@ -261,6 +261,8 @@ async def test_claude_code_recipe_end_to_end_and_reuse(tmp_path: Path) -> None:
     assert matrix["heldout"]["cc"][C]["n"] == 1 and "vs_cold" in matrix["heldout"]["cc"][C]
     assert "| cc |" in (out / "transfer.md").read_text()
     lines.clear()
-    second = await run_transfer(cfg, echo=lines.append)
+    # how a step is computed (attention implementation, micro-batch size) is not a stage input
+    how = ['train.trainer.attention="sdpa"', "train.trainer.token_budget=1024"]
+    second = await run_transfer(load_config(TRANSFER_CONFIG, [*overrides, *how]), echo=lines.append)
     assert second["matrix"] == first["matrix"]
     assert sum(1 for line in lines if "reused" in line) == 5  # tasks, sft, eval/cold-start, arm, eval

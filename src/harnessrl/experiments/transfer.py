@@ -99,6 +99,21 @@ def check(cfg: Config) -> None:
             raise ConfigError(f"transfer: {e}") from None
 
 
+HOW = ("attention", "token_budget", "share_prefixes")
+"""`train.trainer` settings that change how a step is computed, not what it computes (exact attention
+implementations, micro-batch size, prefix sharing): not stage inputs, so a run that changes them (to
+fit memory, say) keeps its finished stages."""
+
+
+def trainer_inputs(cfg: Config) -> dict[str, Any]:
+    return {k: v for k, v in cfg.train.trainer.model_dump().items() if k not in HOW}
+
+
+def train_inputs_of(cfg: Config) -> dict[str, Any]:
+    """The `train` section as a stage input, without the `HOW` settings."""
+    return {"train": cfg.train.model_dump() | {"trainer": trainer_inputs(cfg)}}
+
+
 def policy_name(arm: str, seed: int) -> str:
     return f"{arm}-s{seed}"
 
@@ -243,7 +258,7 @@ async def run_transfer(
         + f"; eval harnesses: {', '.join(cfg.transfer.eval_harnesses)}"
     )
     sft_inputs = _inputs(cfg, *base, "sft") | train_inputs | {
-        "harnesses": sft_harnesses(cfg), "trainer": cfg.train.trainer.model_dump(),
+        "harnesses": sft_harnesses(cfg), "trainer": trainer_inputs(cfg),
         "options": {h: cfg.train.harness_options.get(h, {}) for h in sft_harnesses(cfg)}}  # fmt: skip
     sft = await st.run("sft", sft_inputs, lambda f: _sft(cfg, train_tasks, f, echo))
     ev = _inputs(cfg, *base, "eval") | {"harnesses": cfg.transfer.eval_harnesses, "tasks": eval_tasks}
@@ -261,7 +276,7 @@ async def run_transfer(
             name = policy_name(arm, seed)
             arm_inputs = (
                 sft_inputs
-                | _inputs(cfg, "train")
+                | train_inputs_of(cfg)
                 | {"arm": cfg.transfer.arms[arm], "seed": seed, "rl_per_family": dump["rl_per_family"]}
             )
             arms[name] = await st.run(
