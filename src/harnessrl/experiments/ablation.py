@@ -36,7 +36,14 @@ from typing import Annotated, Any
 import typer
 
 from harnessrl.config import Config, ConfigError, load_config
-from harnessrl.experiments.quickstart import Stages, _inputs, _load, evaluate_policy, generate_splits
+from harnessrl.experiments.quickstart import (
+    Stages,
+    _inputs,
+    _load,
+    cold_start,
+    evaluate_policy,
+    generate_splits,
+)
 from harnessrl.scaling.config import HarnessSpaceConfig
 from harnessrl.types import Task
 
@@ -91,26 +98,7 @@ async def _tasks(cfg: Config, folder: Path) -> dict[str, str]:
 
 async def _sft(cfg: Config, tasks: list[Task], folder: Path, echo: Callable[[str], None]) -> dict[str, Any]:
     """Demonstrations through every `sft_codes` configuration, then one SFT over all of them."""
-    from harnessrl.train.sft import make_demonstrations, sft
-
-    demo_dirs = []
-    for code in cfg.ablation.sft_codes:
-        harness = f"whitebox:{code}"
-        demo_cfg = cfg.model_copy(update={"sft": cfg.sft.model_copy(update={"harness": harness})})
-        dest = folder / "demos" / code
-        rollouts = await make_demonstrations(demo_cfg, tasks, dest)
-        ok = sum(r.status.value == "ok" and (r.reward or 0.0) >= cfg.sft.min_score for r in rollouts)
-        echo(f"sft: {harness}: {ok}/{len(rollouts)} demonstrations solved their task")
-        demo_dirs.append(str(dest))
-    sft_cfg = cfg.model_copy(
-        update={
-            "sft": cfg.sft.model_copy(
-                update={"demonstrations": False, "rollouts": demo_dirs, "out_dir": str(folder)}
-            )
-        }
-    )
-    result = await sft(sft_cfg, tasks, echo=echo)
-    return {"model": result["model"], "log": result["log"], "dropped": result["dropped"]}
+    return await cold_start(cfg, tasks, {c: f"whitebox:{c}" for c in cfg.ablation.sft_codes}, folder, echo)
 
 
 async def _arm(cfg: Config, arm: str, tasks: list[Task], start: str, folder: Path) -> str:

@@ -29,7 +29,7 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -132,6 +132,34 @@ async def _rl(cfg: Config, tasks: list[Task], sft_model: str, folder: Path) -> s
     ckpt = latest_checkpoint(folder / "checkpoints")
     assert ckpt is not None  # the loop always saves after its last step
     return str(ckpt)
+
+
+async def cold_start(
+    cfg: Config, tasks: list[Task], demos: Mapping[str, str], folder: Path, echo: Callable[[str], None]
+) -> dict[str, Any]:
+    """The experiments' shared cold start: scripted demonstrations of `tasks` through each harness of
+    `demos` ({folder name under `<folder>/demos/`: harness}), then one SFT over all of them. Returns
+    the SFT model, its log, the dropped counts and, per harness, [demonstrations solved, run]."""
+    from harnessrl.train.sft import make_demonstrations, sft
+
+    demo_dirs, solved = [], {}
+    for name, harness in demos.items():
+        demo_cfg = cfg.model_copy(update={"sft": cfg.sft.model_copy(update={"harness": harness})})
+        dest = folder / "demos" / name
+        rollouts = await make_demonstrations(demo_cfg, tasks, dest)
+        ok = sum(r.status.value == "ok" and (r.reward or 0.0) >= cfg.sft.min_score for r in rollouts)
+        echo(f"sft: {harness}: {ok}/{len(rollouts)} demonstrations solved their task")
+        solved[harness] = [ok, len(rollouts)]
+        demo_dirs.append(str(dest))
+    sft_cfg = cfg.model_copy(
+        update={
+            "sft": cfg.sft.model_copy(
+                update={"demonstrations": False, "rollouts": demo_dirs, "out_dir": str(folder)}
+            )
+        }
+    )
+    result = await sft(sft_cfg, tasks, echo=echo)
+    return {"model": result["model"], "log": result["log"], "dropped": result["dropped"], "solved": solved}
 
 
 def _inputs(cfg: Config, *sections: str) -> dict[str, Any]:

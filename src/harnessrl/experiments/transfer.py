@@ -42,7 +42,7 @@ import typer
 
 from harnessrl.config import Config, ConfigError, load_config
 from harnessrl.evaluate.stats import Outcome
-from harnessrl.experiments.quickstart import Stages, _inputs, _load, evaluate_policy
+from harnessrl.experiments.quickstart import Stages, _inputs, _load, cold_start, evaluate_policy
 from harnessrl.types import Task
 
 TRANSFER_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "transfer.toml"
@@ -166,26 +166,7 @@ def rl_tasks(names: Sequence[str], demonstrated: int, n: int, seed: int, dest: P
 
 async def _sft(cfg: Config, tasks: list[Task], folder: Path, echo: Callable[[str], None]) -> dict[str, Any]:
     """Demonstrations through every `sft_harnesses(cfg)`, then one SFT over all of them."""
-    from harnessrl.train.sft import make_demonstrations, sft
-
-    demo_dirs, solved = [], {}
-    for harness in sft_harnesses(cfg):
-        demo_cfg = cfg.model_copy(update={"sft": cfg.sft.model_copy(update={"harness": harness})})
-        dest = folder / "demos" / harness.replace(":", "_")
-        rollouts = await make_demonstrations(demo_cfg, tasks, dest)
-        ok = sum(r.status.value == "ok" and (r.reward or 0.0) >= cfg.sft.min_score for r in rollouts)
-        echo(f"sft: {harness}: {ok}/{len(rollouts)} demonstrations solved their task")
-        solved[harness] = [ok, len(rollouts)]
-        demo_dirs.append(str(dest))
-    sft_cfg = cfg.model_copy(
-        update={
-            "sft": cfg.sft.model_copy(
-                update={"demonstrations": False, "rollouts": demo_dirs, "out_dir": str(folder)}
-            )
-        }
-    )
-    result = await sft(sft_cfg, tasks, echo=echo)
-    return {"model": result["model"], "log": result["log"], "dropped": result["dropped"], "solved": solved}
+    return await cold_start(cfg, tasks, {h.replace(":", "_"): h for h in sft_harnesses(cfg)}, folder, echo)
 
 
 def arm_config(cfg: Config, arm: str, seed: int, start: str, folder: Path) -> Config:

@@ -12,7 +12,9 @@ report and the command lines read the same bytes the same way. Readers of files 
 may have touched raise `FormatError` (naming file and line) whatever the bytes.
 """
 
+import json
 from pathlib import Path
+from typing import Any
 
 from harnessrl.types import HarnessRLError
 
@@ -29,4 +31,20 @@ def decode(path: Path, data: bytes) -> str:
         raise FormatError(f"{path}: not UTF-8 (byte {e.start})") from None
 
 
-__all__ = ["FormatError", "decode"]
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in `path`, or FormatError naming the file: unreadable, not UTF-8, not JSON
+    (with the line), or not an object."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise FormatError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        obj = json.loads(decode(path, data))
+    except json.JSONDecodeError as e:
+        raise FormatError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(obj, dict):
+        raise FormatError(f"{path}: not a JSON object")
+    return obj
+
+
+__all__ = ["FormatError", "decode", "read_json_object"]

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harnessrl.formats import FormatError, decode
+from harnessrl.formats import read_json_object
 
 EVAL_FILE = "eval.json"
 
@@ -28,14 +28,4 @@ def write_eval(out_dir: Path, report: dict[str, Any]) -> Path:
 
 def read_eval(path: Path) -> dict[str, Any]:
     """The report object in `path`."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise FormatError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        report = json.loads(decode(path, data))
-    except json.JSONDecodeError as e:
-        raise FormatError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
-    if not isinstance(report, dict):
-        raise FormatError(f"{path}: not a JSON object")
-    return report
+    return read_json_object(path)

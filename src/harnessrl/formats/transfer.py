@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harnessrl.formats import FormatError, decode
+from harnessrl.formats import FormatError, read_json_object
 
 TRANSFER_FILE = "transfer.json"
 
@@ -29,16 +29,7 @@ def write_transfer(out_dir: Path, summary: dict[str, Any]) -> Path:
 
 def read_transfer(path: Path) -> dict[str, Any]:
     """The summary object in `path`, its matrix checked (module docstring)."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise FormatError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        summary = json.loads(decode(path, data))
-    except json.JSONDecodeError as e:
-        raise FormatError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
-    if not isinstance(summary, dict):
-        raise FormatError(f"{path}: not a JSON object")
+    summary = read_json_object(path)
     harnesses = summary.get("eval_harnesses")
     if not isinstance(harnesses, list) or not all(isinstance(h, str) for h in harnesses):
         raise FormatError(f"{path}: eval_harnesses is not a list of harness names")
