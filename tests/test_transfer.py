@@ -265,4 +265,7 @@ async def test_claude_code_recipe_end_to_end_and_reuse(tmp_path: Path) -> None:
     how = ['train.trainer.attention="sdpa"', "train.trainer.token_budget=1024"]
     second = await run_transfer(load_config(TRANSFER_CONFIG, [*overrides, *how]), echo=lines.append)
     assert second["matrix"] == first["matrix"]
+    assert second["seconds"] == first["seconds"] and all(
+        v > 0 for k, v in first["seconds"].items() if k != "tasks"
+    )
     assert sum(1 for line in lines if "reused" in line) == 5  # tasks, sft, eval/cold-start, arm, eval

@@ -48,6 +48,9 @@ class Stages:
     def __init__(self, out: Path, fresh: bool, echo: Callable[[str], None]) -> None:
         self.out, self.fresh, self.echo = out, fresh, echo
         self.seconds: dict[str, float] = {}
+        """Seconds each stage took in this run (0 when reused)."""
+        self.ran: dict[str, float] = {}
+        """Seconds each stage took when it ran, in this run or the earlier one it was reused from."""
 
     async def run(self, name: str, inputs: Any, fn: Callable[[Path], Awaitable[Any]]) -> Any:
         folder = self.out / name
@@ -58,6 +61,7 @@ class Stages:
             if saved.get("inputs") == digest:
                 self.echo(f"[{name}] reused from {folder} (ran {saved['seconds']:.0f} s)")
                 self.seconds[name] = 0.0
+                self.ran[name] = float(saved["seconds"])
                 return saved["result"]
         if folder.exists():
             shutil.rmtree(folder)
@@ -65,7 +69,7 @@ class Stages:
         self.echo(f"[{name}] running -> {folder}")
         t0 = time.perf_counter()
         result = await fn(folder)
-        self.seconds[name] = time.perf_counter() - t0
+        self.seconds[name] = self.ran[name] = time.perf_counter() - t0
         stamp.write_text(json.dumps({"inputs": digest, "seconds": self.seconds[name], "result": result}))
         self.echo(f"[{name}] done in {self.seconds[name]:.0f} s")
         return result

@@ -279,7 +279,7 @@ async def run_transfer(
         "eval_runs": cfg.eval.runs,
         "sft": sft,
         "training": arms,
-        "seconds": st.seconds,
+        "seconds": st.ran,
     }
     summary |= matrices(out, summary, cfg)
     summary["time_split"] = time_split(out, summary, cfg.transfer.base_model_row)
@@ -458,7 +458,9 @@ def table_markdown(summary: Mapping[str, Any]) -> str:
                 lines += ["", f"{stage}:", "", times_markdown(times).rstrip("\n")]
     secs = summary.get("seconds", {})
     if secs:
-        total = f"Wall time: {sum(secs.values()) / 60:.1f} min (stages reused from an earlier run count 0): "
+        total = (
+            f"Wall time: {sum(secs.values()) / 60:.1f} min (each stage when it ran, reused ones included): "
+        )
         lines += ["", total + ", ".join(f"{k} {v:.0f} s" for k, v in secs.items())]
     return "\n".join(lines) + "\n"
 
