@@ -123,11 +123,69 @@ def test_rl_tasks_are_fresh_instances_of_the_same_stream(tmp_path: Path) -> None
         ("transfer.heldout_seed=0", "heldout_seed: 0 makes task sets the project trains on"),
         ("transfer.task_seed=7; transfer.heldout_seed=7", "heldout_seed: 7 makes task sets"),
         ('transfer.families=["json_field"]', "not a train family"),
+        ("transfer.arm_train={nope = {dynamic_sampling_rounds = 3}}", "arm_train.nope: no such arm"),
+        ('transfer.arm_train={whitebox = {seed = 3, harnesses = ["x"]}}', r"\['harnesses', 'seed'\] are set"),
+        ("transfer.arm_train={whitebox = {dynamic_sampling_rounds = -1}}", "arm_train.whitebox: .*greater"),
+        ("transfer.arm_train={whitebox = {dynamic_sampling = 3}}", "arm_train.whitebox: .*dynamic_sampling"),
     ],
 )
 def test_bad_configs_fail_before_anything_runs(override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         check(load_config(TRANSFER_CONFIG, override.split("; ")))
+
+
+def test_an_arm_sets_its_own_train_fields(tmp_path: Path) -> None:
+    """`transfer.arm_train`: two arms through one harness differ in a training setting; the
+    experiment's own per-arm fields stay the experiment's."""
+    from harnessrl.experiments.transfer import arm_config
+
+    cfg = load_config(REPO / "configs" / "dynamic_sampling.toml", [])
+    check(cfg)
+    assert cfg.transfer.arms == {"whitebox": [W], "whitebox-dynamic": [W]}
+    on = arm_config(cfg, "whitebox-dynamic", 1, "sft-model", tmp_path / "on").train
+    off = arm_config(cfg, "whitebox", 1, "sft-model", tmp_path / "off").train
+    assert (on.dynamic_sampling_rounds, off.dynamic_sampling_rounds) == (3, 0)
+    assert (on.seed, on.harnesses, on.out_dir) == (1, [W], str(tmp_path / "on"))
+    assert on.model_dump(exclude={"dynamic_sampling_rounds", "out_dir"}) == off.model_dump(
+        exclude={"dynamic_sampling_rounds", "out_dir"}
+    )
+    assert cfg.train.dynamic_sampling_rounds == 0  # the shared [train] is not changed
+    # the loop still tells what a user set from what it fills in (train.trainer.lr from train.lr)
+    assert "lr" not in on.trainer.model_fields_set
+    nested = load_config(
+        REPO / "configs" / "dynamic_sampling.toml",
+        ["transfer.arm_train.whitebox={trainer = {grad_clip = 0.5}}"],
+    )
+    t = arm_config(nested, "whitebox", 0, "sft-model", tmp_path / "n").train.trainer
+    assert (t.grad_clip, t.token_budget, t.attention) == (0.5, 2048, "tree")  # merged key by key
+
+
+def test_step_groups_and_the_markdown_of_an_arm_with_its_own_settings() -> None:
+    from harnessrl.experiments.transfer import step_groups
+
+    records = [
+        {"rollouts": 24, "groups": {"scheduled": 6, "informative": 2, "trained": 6, "zero_variance": 4}},
+        {
+            "rollouts": 40,
+            "groups": {"scheduled": 10, "informative": 5, "resampled": 4, "trained": 5, "zero_variance": 0},
+        },
+    ]
+    got = step_groups(records)
+    assert got == {"rollouts": 32.0, "scheduled": 8.0, "informative": 3.5, "resampled": 2.0,
+                   "trained": 5.5, "zero_variance": 2.0}  # fmt: skip
+    assert step_groups([]) == {}
+    summary = summary_of(tables()) | {
+        "arm_train": {"cc": {"dynamic_sampling_rounds": 3}},
+        "time_split": {
+            "train_steps": {"cc-s0": {"rollouts": 20.0}},
+            "train_groups": {"cc-s0": got},
+            "rollouts": {},
+        },
+    }
+    md = table_markdown(summary)
+    assert "`cc` = claude-code (train.dynamic_sampling_rounds = 3)" in md
+    assert "| run | rollouts | scheduled | informative | resampled | trained | zero_variance |" in md
+    assert "| cc-s0 | 32 | 8 | 3.5 | 2 | 5.5 | 2 |" in md
 
 
 def test_matrix_against_the_hand_computed_case() -> None:

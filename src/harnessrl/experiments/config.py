@@ -6,6 +6,8 @@ pydantic, `Section` and other section modules, so `harnessrl.config` never impor
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from harnessrl.config_section import Section
@@ -106,3 +108,8 @@ class TransferConfig(Section):
     starts unable to act in the harnesses it trains in."""
     base_model_row: bool = True
     """Also evaluate the untrained `engine.model`."""
+    arm_train: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Arm name -> `train` fields that arm sets on top of `[train]`, so two arms through the same
+    harness compare a training setting (`{"whitebox-dynamic": {"dynamic_sampling_rounds": 3}}`):
+    the arm then has its own budget. Not the fields the experiment sets per arm (`harnesses`,
+    `harnesses_per_task`, `harness_space`, `seed`, `out_dir`, `resume`)."""

@@ -97,6 +97,18 @@ def check(cfg: Config) -> None:
             get_harness(h)
         except Exception as e:
             raise ConfigError(f"transfer: {e}") from None
+    for name, fields in t.arm_train.items():
+        if name not in t.arms:
+            raise ConfigError(f"transfer.arm_train.{name}: no such arm (arms: {list(t.arms)})")
+        fixed = sorted(set(fields) & set(ARM_SETS))
+        if fixed:
+            raise ConfigError(f"transfer.arm_train.{name}: {fixed} are set by the experiment per arm")
+        for seed in t.seeds:
+            arm_config(cfg, name, seed, cfg.engine.model, Path(t.out_dir))
+
+
+ARM_SETS = ("out_dir", "harnesses", "harnesses_per_task", "harness_space", "seed", "resume")
+"""The `train` fields `arm_config` sets for every arm (so `transfer.arm_train` cannot)."""
 
 
 HOW = ("attention", "token_budget", "share_prefixes")
@@ -170,19 +182,41 @@ async def _sft(cfg: Config, tasks: list[Task], folder: Path, echo: Callable[[str
 
 
 def arm_config(cfg: Config, arm: str, seed: int, start: str, folder: Path) -> Config:
-    """The `train` config of one arm and seed: its harnesses, one per drawn task, from `start`."""
+    """The `train` config of one arm and seed: its harnesses, one per drawn task, from `start`, with
+    the arm's `transfer.arm_train` fields (validated: a wrong name or value is a `ConfigError`)."""
+    from pydantic import ValidationError
+
+    from harnessrl.train.config import TrainConfig
+
     engine = cfg.engine.model_copy(update={"model": start})
-    t = cfg.train.model_copy(
-        update={
-            "out_dir": str(folder),
-            "harnesses": list(cfg.transfer.arms[arm]),
-            "harnesses_per_task": 1,
-            "harness_space": None,
-            "seed": seed,
-            "resume": False,
-        }
-    )
+    sets = {
+        "out_dir": str(folder),
+        "harnesses": list(cfg.transfer.arms[arm]),
+        "harnesses_per_task": 1,
+        "harness_space": None,
+        "seed": seed,
+        "resume": False,
+    }
+    own = cfg.transfer.arm_train.get(arm, {})
+    try:
+        # only what was set (a nested section merged key by key), so the loop still tells the fields
+        # a user set from those it fills in itself (`train.trainer.lr` and the like)
+        t = TrainConfig.model_validate(_merged(cfg.train.model_dump(exclude_unset=True), own) | sets)
+    except ValidationError as e:
+        wrong = "; ".join(
+            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']} (got {err.get('input')!r})"
+            for err in e.errors()
+        )
+        raise ConfigError(f"transfer.arm_train.{arm}: {wrong}") from None
     return cfg.model_copy(update={"engine": engine, "train": t})
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        b = out.get(k)
+        out[k] = _merged(b, v) if isinstance(b, Mapping) and isinstance(v, Mapping) else v
+    return out
 
 
 async def _arm(
@@ -259,6 +293,7 @@ async def run_transfer(
                 sft_inputs
                 | train_inputs_of(cfg)
                 | {"arm": cfg.transfer.arms[arm], "seed": seed, "rl_per_family": dump["rl_per_family"]}
+                | ({"arm_train": cfg.transfer.arm_train[arm]} if cfg.transfer.arm_train.get(arm) else {})
             )
             arms[name] = await st.run(
                 f"arm-{name}", arm_inputs, partial(_arm, cfg, arm, seed, rl, sft["model"])
@@ -270,6 +305,7 @@ async def run_transfer(
     summary = {
         "date": time.strftime("%Y-%m-%d"),
         "arms": cfg.transfer.arms,
+        "arm_train": {a: fields for a, fields in cfg.transfer.arm_train.items() if fields},
         "seeds": cfg.transfer.seeds,
         "eval_harnesses": cfg.transfer.eval_harnesses,
         "groups": {g: [t.id for t in ts] for g, ts in groups.items()},
@@ -295,16 +331,38 @@ def time_split(out: Path, summary: Mapping[str, Any], base_row: bool = False) ->
     from harnessrl.formats.metrics import METRICS_FILE, read_metrics
 
     steps: dict[str, dict[str, float]] = {}
+    groups: dict[str, dict[str, float]] = {}
     rollouts: dict[str, Any] = {"sft demonstrations": folder_times(out / "sft" / "demos")}
     for name in summary["training"]:
         records, _ = read_metrics(out / f"arm-{name}" / METRICS_FILE)
         laps = [r["time"] for r in records if isinstance(r.get("time"), dict)]
         keys = sorted({k for lap in laps for k, v in lap.items() if isinstance(v, int | float)})
         steps[name] = {k: round(sum(float(lap.get(k, 0.0)) for lap in laps) / len(laps), 1) for k in keys}
+        groups[name] = step_groups(records)
         rollouts[f"train {name}"] = folder_times(out / f"arm-{name}" / "rollouts")
     for policy in [*(["base"] if base_row else []), COLD, *summary["training"]]:
         rollouts[f"eval {policy}"] = folder_times(out / "eval" / policy)
-    return {"train_steps": steps, "rollouts": rollouts}
+    return {"train_steps": steps, "train_groups": groups, "rollouts": rollouts}
+
+
+GROUP_KEYS = ("scheduled", "informative", "resampled", "trained", "zero_variance")
+"""`metrics.jsonl` `groups` counts averaged per step by `step_groups` (`scheduled`: every group run,
+the resampled ones included)."""
+
+
+def step_groups(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Mean per step of a training run's rollouts and GRPO group counts (`GROUP_KEYS`), so runs with
+    and without dynamic sampling compare what a step cost and what it trained."""
+    if not records:
+        return {}
+
+    def mean(values: Sequence[float]) -> float:
+        return round(sum(values) / len(records), 2)
+
+    counts = {"rollouts": mean([float(r.get("rollouts", 0)) for r in records])}
+    for k in GROUP_KEYS:
+        counts[k] = mean([float((r.get("groups") or {}).get(k, 0)) for r in records])
+    return counts
 
 
 def read_outcomes(out: Path, policy: str) -> list[Outcome]:
@@ -399,6 +457,11 @@ def _cell_text(cell: Mapping[str, Any]) -> str:
     return text
 
 
+def _arm_train_text(summary: Mapping[str, Any], arm: str) -> str:
+    fields = (summary.get("arm_train") or {}).get(arm)
+    return " (" + ", ".join(f"train.{k} = {v}" for k, v in fields.items()) + ")" if fields else ""
+
+
 def table_markdown(summary: Mapping[str, Any]) -> str:
     """The matrices, the diagonal comparisons and the stage times as markdown."""
     from harnessrl.evaluate.paired import signed
@@ -407,7 +470,9 @@ def table_markdown(summary: Mapping[str, Any]) -> str:
     trained = {h for arm in summary["arms"].values() for h in arm}
     lines = [
         f"Harness transfer, {summary['date']}: arms "
-        + "; ".join(f"`{a}` = {', '.join(h)}" for a, h in summary["arms"].items())
+        + "; ".join(
+            f"`{a}` = {', '.join(h)}" + _arm_train_text(summary, a) for a, h in summary["arms"].items()
+        )
         + f"; seeds {summary['seeds']}; budget per arm {summary['budget']['steps']} steps x "
         f"{summary['budget']['tasks_per_step']} tasks x {summary['budget']['group_size']} rollouts; "
         f"{summary['eval_runs']} eval run(s) per (task, harness). Cells: Pass@1 (arms: mean over seeds) "
@@ -452,6 +517,13 @@ def table_markdown(summary: Mapping[str, Any]) -> str:
         lines += ["| run | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
         lines += [f"| {n} | " + " | ".join(f"{t.get(k, 0.0):.1f}" for k in keys) + " |"
                   for n, t in split["train_steps"].items()]  # fmt: skip
+        per = split.get("train_groups") or {}
+        if per:
+            cols = ["rollouts", *GROUP_KEYS]
+            lines += ["", "Mean rollouts and GRPO groups per training step (`metrics.jsonl` `groups`):", ""]
+            lines += ["| run | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+            lines += [f"| {n} | " + " | ".join(f"{g.get(k, 0.0):g}" for k in cols) + " |"
+                      for n, g in per.items()]  # fmt: skip
         lines += ["", "Mean seconds per rollout (`evaluate.timing`):"]
         for stage, times in split["rollouts"].items():
             if times:
