@@ -54,6 +54,70 @@ async def test_acquire_on_an_empty_pool_waits_for_the_refill_under_way(sb_base: 
                 await sb.destroy()
 
 
+async def test_queued_callers_are_served_in_order_by_a_bounded_number_of_creations(
+    sb_base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under load the pool runs at most `max_creating` creations at once and hands each sandbox made
+    to the longest-waiting caller (benchmarks/sandbox.py: why)."""
+    create = Sandbox.create.__func__  # type: ignore[attr-defined]
+    running, most = 0, 0
+
+    async def counted(cls: type[Sandbox], spec: SandboxSpec) -> Sandbox:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        try:
+            return await create(cls, spec)
+        finally:
+            running -= 1
+
+    monkeypatch.setattr(Sandbox, "create", classmethod(counted))
+    held: list[Sandbox] = []
+    try:
+        async with SandboxPool(SandboxSpec(base_dir=sb_base), size=3, max_creating=1) as pool:
+            assert (pool.idle, most) == (3, 1)
+            held += [await pool.acquire() for _ in range(3)]  # empties it; refills one at a time
+            served: list[int] = []
+
+            async def take(i: int) -> None:
+                sb = await pool.acquire()
+                held.append(sb)
+                served.append(i)
+
+            tasks = []
+            for i in range(5):
+                tasks.append(asyncio.create_task(take(i)))
+                await asyncio.sleep(0)  # queued in this order
+            await asyncio.gather(*tasks)
+            assert served == [0, 1, 2, 3, 4]
+            assert most == 1 and pool.hits == 8 and pool.failed == 0
+            assert all(sb.alive for sb in held) and len({sb.id for sb in held}) == 8
+    finally:
+        await asyncio.gather(*(sb.destroy() for sb in held))
+    with pytest.raises(ValueError, match="max_creating must be at least 1"):
+        SandboxPool(SandboxSpec(base_dir=sb_base), size=1, max_creating=0)
+
+
+async def test_a_sandbox_made_for_a_caller_that_gave_up_goes_to_the_next(sb_base: Path) -> None:
+    async with SandboxPool(SandboxSpec(base_dir=sb_base), size=1, max_creating=1) as pool:
+        first = await pool.acquire()
+        gave_up = asyncio.create_task(pool.acquire())
+        await asyncio.sleep(0)
+        assert pool.waiting == 1
+        gave_up.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await gave_up
+        assert pool.waiting == 0
+        for _ in range(200):  # the creation under way still lands, idle for the next caller
+            if pool.idle == 1:
+                break
+            await asyncio.sleep(0.02)
+        second = await pool.acquire()
+        assert second.alive and pool.hits == 2
+        for sb in (first, second):
+            await sb.destroy()
+
+
 async def test_pooled_sandbox_hands_its_final_workspace_over(sb_base: Path, tmp_path: Path) -> None:
     async with SandboxPool(SandboxSpec(base_dir=sb_base / "sb"), size=1) as pool:
         sb = await pool.acquire()
@@ -74,10 +138,11 @@ async def test_pool_counts_failed_prewarms_and_acquire_raises(sb_base: Path, tmp
     from harnessrl.types import SandboxError
 
     spec = SandboxSpec(base_dir=sb_base / "b", ro_binds=(tmp_path / "missing",))
-    async with SandboxPool(spec, size=2) as pool:
-        assert (pool.idle, pool.failed) == (0, 2)
+    async with SandboxPool(spec, size=2, max_creating=2) as pool:
+        assert (pool.idle, pool.failed) == (0, 2)  # not retried by itself
         with pytest.raises(SandboxError):
-            await pool.acquire()
+            await pool.acquire()  # the refills it starts fail, and so does its own creation
+        assert pool.failed in (3, 4) and pool.waiting == 0  # the second refill may still be failing
 
 
 def test_named_dirs_binds_workspace_and_script_folders_only(tmp_path: Path) -> None:
