@@ -141,7 +141,8 @@ def test_an_arm_sets_its_own_train_fields(tmp_path: Path) -> None:
 
     cfg = load_config(REPO / "configs" / "dynamic_sampling.toml", [])
     check(cfg)
-    assert cfg.transfer.arms == {"whitebox": [W], "whitebox-dynamic": [W]}
+    assert cfg.transfer.arms == {"whitebox": [W], "whitebox-dynamic": [W], "whitebox-16": [W]}
+    assert arm_config(cfg, "whitebox-16", 0, "m", tmp_path / "x").train.steps == 16
     on = arm_config(cfg, "whitebox-dynamic", 1, "sft-model", tmp_path / "on").train
     off = arm_config(cfg, "whitebox", 1, "sft-model", tmp_path / "off").train
     assert (on.dynamic_sampling_rounds, off.dynamic_sampling_rounds) == (3, 0)
