@@ -301,3 +301,53 @@ def test_only_a_lone_surrogate_is_refused() -> None:
     for lone in (b'{"a": "x\\ud83d"}', b'{"a": "\\udE00y"}', b'{"a": "\\ud83d\\ud83d"}'):
         with pytest.raises(RequestError, match="lone UTF-16 surrogate"):
             parse_body(lone, "application/json")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a": [1, 2.5, -0, 1e308, "\\u00e9\\n", null, true], "b": {"c": {}}}',
+        b'{"a": 1, "a": 2}',  # the last duplicate wins in both
+        b'{"t": NaN, "u": -Infinity}',  # json takes these; orjson does not
+        b'{"seed": 123456789012345678901234567890}',  # past 64 bits: orjson refuses
+        '{"a": "\u00e9"}'.encode("utf-16"),  # json detects UTF-16; orjson reads UTF-8 only
+        b'\xef\xbb\xbf{"a": 1}',  # a UTF-8 byte-order mark: json refuses it, so must parse_body
+        b'{"a": ' + b"[" * 1100 + b"]" * 1100 + b"}",  # deeper than orjson's 1,024 levels
+    ],
+)
+def test_the_fast_json_path_decides_nothing_json_would_decide_differently(raw: bytes) -> None:
+    """`parse_body` decodes through orjson where it can and through json otherwise: the same value,
+    or the same refusal with json's own wording, as `json.loads` (then the proxy's own checks)."""
+    import math
+
+    from harnessrl.proxy.handler import _loads, parse_body
+    from harnessrl.types import RequestError
+
+    try:
+        want = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        with pytest.raises(type(e)):
+            _loads(raw)
+        with pytest.raises(RequestError):
+            parse_body(raw, "application/json")
+        return
+    got = _loads(raw)
+    assert json.dumps(got, allow_nan=True) == json.dumps(want, allow_nan=True)
+    if "t" in want:
+        assert math.isnan(got["t"]) and got["u"] == -math.inf
+    try:
+        assert parse_body(raw, "application/json") == want or "t" in want
+    except RequestError as e:
+        assert "nests deeper" in str(e)  # the proxy's own depth limit, as before
+
+
+def test_tool_digest_is_stable_and_tells_tool_sets_apart() -> None:
+    from harnessrl.proxy.capture import tools_digest
+    from harnessrl.types import ToolSpec
+
+    a = [ToolSpec(name="Bash", description="run \u00e9", parameters={"type": "object", "properties": {}})]
+    b = [ToolSpec(name="Bash", description="run e", parameters={"type": "object", "properties": {}})]
+    odd = [ToolSpec(name="Bash", description="x\ud800", parameters={})]  # orjson refuses: json's text
+    assert tools_digest(a) == tools_digest(list(a)) != tools_digest(b)
+    assert len(tools_digest(odd)) == 16 and tools_digest(odd) != tools_digest(b)
+    assert tools_digest([]) != tools_digest(b)

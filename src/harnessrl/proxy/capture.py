@@ -20,6 +20,8 @@ import json
 import re
 from collections.abc import Mapping
 
+import orjson
+
 from harnessrl.types import ChatMessage, ToolSpec
 
 HEADERS_OF_INTEREST = (
@@ -58,7 +60,10 @@ def tools_digest(tools: list[ToolSpec]) -> str:
     """Digest of the tool set (names, types, descriptions, schemas, in the order offered). Schema keys
     are hashed in the order the client sent them: a harness re-sends its tools the same way."""
     rows = [[t.name, t.type, t.description, t.parameters] for t in tools]
-    return digest(json.dumps(rows, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    try:  # orjson: ~30x faster on Claude Code's tool block (0.2 ms a call with json)
+        return digest(orjson.dumps(rows))
+    except TypeError:  # what orjson cannot encode (a lone surrogate, a non-str key): json's text
+        return digest(json.dumps(rows, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 def headers_of_interest(headers: Mapping[str, str]) -> dict[str, str]:

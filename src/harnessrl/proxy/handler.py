@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from harnessrl.protocols import GenerationResult, SamplingParams
 from harnessrl.proxy import capture, limits
 from harnessrl.proxy.canonical import (
@@ -103,7 +105,7 @@ def parse_body(raw: bytes, content_type: str) -> dict[str, Any]:
             f"content-type must be application/json, got {content_type!r}", param="content-type"
         )
     try:
-        body = json.loads(raw)
+        body = _loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise RequestError(f"request body is not valid JSON: {e}") from None
     except RecursionError:
@@ -115,6 +117,26 @@ def parse_body(raw: bytes, content_type: str) -> dict[str, Any]:
     check_depth(raw, body)
     check_surrogates(raw, body)
     return body
+
+
+def _loads(raw: bytes) -> Any:
+    """`json.loads(raw)`, through orjson when it can (2-3x faster on a Claude Code body of 50-180 KB,
+    `benchmarks/proxy_traffic.py`). Where orjson refuses what `json` takes (NaN, integers past 64
+    bits, UTF-16 text, an escaped lone surrogate, deeper than 1,024 levels) or fails, `json` decides,
+    so what is accepted, what is decoded and every error message stay `json`'s. The one value orjson
+    decodes differently, an integer past 64 bits (a float to orjson), needs a run of 19 digits: a
+    body with one anywhere goes to `json` (found by a byte translation, ~0.05 ms on 150 KB, where a
+    regex took 1.5 ms)."""
+    if _NINETEEN_DIGITS in raw.translate(_DIGITS_TO_ZERO):
+        return json.loads(raw)
+    try:
+        return orjson.loads(raw)
+    except Exception:
+        return json.loads(raw)
+
+
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_NINETEEN_DIGITS = b"0" * 19
 
 
 _LONE_SURROGATE_ESCAPE = re.compile(
