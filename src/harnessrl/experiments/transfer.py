@@ -97,18 +97,10 @@ def check(cfg: Config) -> None:
             get_harness(h)
         except Exception as e:
             raise ConfigError(f"transfer: {e}") from None
-    for name, fields in t.arm_train.items():
+    for name in t.arm_train:
         if name not in t.arms:
             raise ConfigError(f"transfer.arm_train.{name}: no such arm (arms: {list(t.arms)})")
-        fixed = sorted(set(fields) & set(ARM_SETS))
-        if fixed:
-            raise ConfigError(f"transfer.arm_train.{name}: {fixed} are set by the experiment per arm")
-        for seed in t.seeds:
-            arm_config(cfg, name, seed, cfg.engine.model, Path(t.out_dir))
-
-
-ARM_SETS = ("out_dir", "harnesses", "harnesses_per_task", "harness_space", "seed", "resume")
-"""The `train` fields `arm_config` sets for every arm (so `transfer.arm_train` cannot)."""
+        arm_config(cfg, name, t.seeds[0], cfg.engine.model, Path(t.out_dir))  # its fields' errors
 
 
 HOW = ("attention", "token_budget", "share_prefixes")
@@ -183,7 +175,8 @@ async def _sft(cfg: Config, tasks: list[Task], folder: Path, echo: Callable[[str
 
 def arm_config(cfg: Config, arm: str, seed: int, start: str, folder: Path) -> Config:
     """The `train` config of one arm and seed: its harnesses, one per drawn task, from `start`, with
-    the arm's `transfer.arm_train` fields (validated: a wrong name or value is a `ConfigError`)."""
+    the arm's `transfer.arm_train` fields (validated: a wrong name or value, or a field set here for
+    every arm, is a `ConfigError`)."""
     from pydantic import ValidationError
 
     from harnessrl.train.config import TrainConfig
@@ -198,6 +191,9 @@ def arm_config(cfg: Config, arm: str, seed: int, start: str, folder: Path) -> Co
         "resume": False,
     }
     own = cfg.transfer.arm_train.get(arm, {})
+    fixed = sorted(set(own) & set(sets))
+    if fixed:
+        raise ConfigError(f"transfer.arm_train.{arm}: {fixed} are set by the experiment per arm")
     try:
         # only what was set (a nested section merged key by key), so the loop still tells the fields
         # a user set from those it fills in itself (`train.trainer.lr` and the like)

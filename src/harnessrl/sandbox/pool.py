@@ -66,8 +66,7 @@ class SandboxPool:
             await asyncio.gather(*list(self._filling), return_exceptions=True)
 
     def _wanted(self) -> int:
-        waiting = sum(1 for w in self._waiters if not w.done())
-        return max(self.size - len(self._ready), waiting)
+        return max(self.size - len(self._ready), self.waiting)
 
     def _refill(self) -> None:
         while (
@@ -87,7 +86,7 @@ class SandboxPool:
             log.warning("sandbox pool: prewarm failed: %s", e)
             self._wake(None)
             return
-        self._filling.discard(asyncio.current_task())
+        self._filling.discard(asyncio.current_task())  # done: `_refill` below may start its successor
         if self._closed:
             await sb.destroy()
             return
@@ -131,8 +130,9 @@ class SandboxPool:
             try:
                 got = await waiter
             except asyncio.CancelledError:
-                if waiter.done() and not waiter.cancelled() and waiter.result() is not None:
-                    self._deliver(waiter.result())  # type: ignore[arg-type]  # made for us: next caller's
+                made = waiter.result() if waiter.done() and not waiter.cancelled() else None
+                if made is not None:  # made for us after all: the next caller's
+                    self._deliver(made)
                 raise
             if got is None:  # the creation meant for us failed, or the pool closed
                 return await Sandbox.create(self.spec)
