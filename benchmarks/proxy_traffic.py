@@ -478,6 +478,143 @@ async def run_all(args: argparse.Namespace, child: Child) -> None:
     print(f"load average now: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
 
 
+STAGE_CALLS = (1, 10, 20, 29)
+"""The calls of a 30-call conversation `--stages` times (call 0 is rendered from scratch: no splice)."""
+
+
+def _cpu_ms(fn: Any, reps: int, before: Any = None) -> float:
+    """Median process time of `fn()` over `reps` runs, in ms (`before()` runs untimed ahead of each)."""
+    times = []
+    for _ in range(reps):
+        if before is not None:
+            before()
+        t = time.process_time()
+        fn()
+        times.append(time.process_time() - t)
+    return sorted(times)[len(times) // 2] * 1e3
+
+
+async def stage_profile(dialect: str, args: argparse.Namespace) -> None:
+    """In process, no HTTP: run one conversation through the handler's stages (`prepare`, `start`), and
+    at the calls in STAGE_CALLS time each stage of that call on its own (median of `--reps`): what a
+    call costs where, and how each part grows with the conversation. The tokenizer's piece cache is
+    emptied before each timing of the suffix, so new text is encoded as on a real call (the shared
+    system prompt stays cached in real traffic; here it is re-encoded only by the from-scratch render)."""
+    from harnessrl.chat.encode import SegmentEncoder
+    from harnessrl.proxy.dialects import resolve
+
+    deps = scripted()
+    system, tools, corpus = claude_code_shape(args.pad_chars)
+    path, _, query = DIALECTS[dialect].partition("?")
+    endpoint = resolve(path, query.encode())
+    assert endpoint is not None
+    d = endpoint.dialect
+    session = deps.sessions.by_path_token(deps.sessions.open("stages").token)
+    assert session is not None
+    headers = {"content-type": "application/json"}
+    encoder = deps.fmt._encoder
+    plain = SegmentEncoder(deps.fmt.tokenizer)  # the code before: every piece through the normaliser
+    plain.__dict__["_ascii_batch"] = None
+    rows: dict[int, dict[str, float]] = {}
+    sizes: dict[int, tuple[int, int, int]] = {}
+    results: list[str] = []
+    for k in range(max(STAGE_CALLS) + 1):
+        raw = json.dumps(body(dialect, system, tools, results, 0)).encode()
+        if k in STAGE_CALLS:
+            r, sizes[k] = _time_stages(deps, d, session, raw, k, dialect, encoder, plain, args.reps)
+            encoder._cache.clear()
+            t = time.process_time()
+            await _one_call(deps, d, session, headers, raw)  # recorded: the conversation goes on from it
+            r["whole call (once)"] = (time.process_time() - t) * 1e3
+            rows[k] = r
+        else:
+            await _one_call(deps, d, session, headers, raw)
+        results.append(tool_result(corpus, 0, k))
+    names = list(rows[STAGE_CALLS[0]])
+    first, last = STAGE_CALLS[0], STAGE_CALLS[-1]
+    grow_tok = (sizes[last][1] - sizes[first][1]) / 1000
+    print(f"\n  {dialect}: CPU per stage of one call (ms, median of {args.reps}), in process")
+    head = (
+        f"    {'stage':<28}"
+        + "".join(f" {'call ' + str(k):>9}" for k in STAGE_CALLS)
+        + f" {'us/1k prompt tok':>17}"
+    )
+    print(head)
+    print("    " + "-" * (len(head) - 4))
+    for name in names:
+        vals = [rows[k][name] for k in STAGE_CALLS]
+        slope = (vals[-1] - vals[0]) / grow_tok * 1e3
+        print(f"    {name:<28}" + "".join(f" {v:>9.3f}" for v in vals) + f" {slope:>+17.1f}")
+    for label, i in (("body KB", 0), ("prompt tokens", 1), ("new tokens", 2)):
+        vals = [sizes[k][i] / (1024 if i == 0 else 1) for k in STAGE_CALLS]
+        print(f"    {label:<28}" + "".join(f" {v:>9.0f}" for v in vals))
+    twin = [rows[k]["  of which encode"] / rows[k]["  encode, no ASCII twin"] for k in STAGE_CALLS]
+    per_tok = [rows[k]["  of which encode"] / sizes[k][2] * 1e3 for k in STAGE_CALLS]
+    print(
+        "    encode with the ASCII twin / without (the code before), same suffixes: "
+        + ", ".join(f"{x:.2f}x" for x in twin)
+        + f"; {min(per_tok):.2f}-{max(per_tok):.2f} us per new token"
+    )
+
+
+def _time_stages(
+    deps: Any, d: Any, session: Any, raw: bytes, k: int, dialect: str, encoder: Any, plain: Any, reps: int
+) -> tuple[dict[str, float], tuple[int, int, int]]:
+    """One call's stages timed on their own (see `stage_profile`); the call itself is not made."""
+    from harnessrl.chat.tito import find_turn
+    from harnessrl.proxy import capture, handler
+    from harnessrl.proxy.canonical import validate_messages
+
+    b = handler.parse_body(raw, "application/json")
+    req = d.parse(b)
+    turns = list(session.turns)
+    turn = find_turn(turns, req.messages, req.tools)
+    assert turn is not None, f"{dialect} call {k} did not splice"
+    at = len(turn.messages)
+    suffix = deps.fmt.suffix_after(req.messages, req.tools, at, closed=True)
+    assert suffix is not None
+    text = deps.fmt.tokenizer.decode(suffix)  # the suffix's text (what suffix_after encodes)
+    r = {
+        "decode (orjson)": _cpu_ms(lambda: handler._loads(raw), reps),
+        "byte checks": _cpu_ms(
+            lambda: (
+                raw.translate(handler._DIGITS_TO_ZERO),
+                handler.check_depth(raw, b),
+                handler.check_surrogates(raw, b),
+            ),
+            reps,
+        ),
+        "dialect parse": _cpu_ms(lambda: d.parse(b), reps),
+        "validate": _cpu_ms(lambda: validate_messages(req.messages), reps),
+        "splice match": _cpu_ms(lambda: find_turn(turns, req.messages, req.tools), reps),
+        "suffix render+encode": _cpu_ms(
+            lambda: deps.fmt.suffix_after(req.messages, req.tools, at, closed=True),
+            reps,
+            before=encoder._cache.clear,
+        ),
+        "  of which encode": _cpu_ms(lambda: deps.fmt.encode(text), reps, before=encoder._cache.clear),
+        "  encode, no ASCII twin": _cpu_ms(lambda: plain.encode(text), reps, before=plain._cache.clear),
+        "prompt ids (concat)": _cpu_ms(lambda: turn.prompt_ids + turn.output_ids + suffix, reps),
+        "digests": _cpu_ms(
+            lambda: (
+                capture.digest(raw),
+                capture.system_digest(req.messages),
+                capture.tools_digest(req.tools),
+            ),
+            reps,
+        ),
+    }
+    sizes = (len(raw), len(turn.prompt_ids) + len(turn.output_ids) + len(suffix), len(suffix))
+    return r, sizes
+
+
+async def _one_call(deps: Any, d: Any, session: Any, headers: dict[str, str], raw: bytes) -> None:
+    from harnessrl.proxy import handler
+
+    call = await handler.prepare(deps, d, session, headers, raw)
+    await handler.start(call)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -492,10 +629,19 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="conversations in a row at 1 session")
     parser.add_argument("--every", type=int, default=5, help="print every k-th call of the 1-session run")
     parser.add_argument("--profile", help="run the proxy child under cProfile, writing this file")
+    parser.add_argument(
+        "--stages", action="store_true", help="per-stage CPU of single calls, in process (no HTTP), then stop"
+    )
+    parser.add_argument("--reps", type=int, default=21, help="timings per stage with --stages")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         asyncio.run(serve())
+        return
+    if args.stages:
+        for dialect in args.dialects:
+            asyncio.run(stage_profile(dialect, args))
+        print(f"load average now: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
         return
     child = Child(args.profile)
     try:

@@ -96,3 +96,44 @@ def test_falls_back_to_the_tokenizer_when_not_provably_exact(tok: Any) -> None:
     assert not enc.exact
     assert enc.encode("<|im_start|>hi") == [151644, 6023]
     assert fake.calls == 1
+
+
+_ASCII_TEXT = st.text(alphabet=st.characters(max_codepoint=127), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_PIECES, _ASCII_TEXT), max_size=10))
+def test_ascii_pieces_skip_the_normaliser_with_the_same_ids(tok: Any, pieces: list[str]) -> None:
+    """Qwen3 normalises with NFC: ASCII pieces go to the twin without it, the rest to the backend,
+    and the joined ids are the tokenizer's own."""
+    enc = SegmentEncoder(tok)
+    assert enc._ascii_batch is not None
+    text = "".join(pieces)
+    assert enc.encode(text) == list(tok.encode(text, add_special_tokens=False))
+
+
+def test_the_ascii_twin_only_for_normalisers_that_keep_ascii(tok: Any) -> None:
+    from tokenizers import Tokenizer, normalizers
+
+    from harnessrl.chat.encode import _ascii_twin
+
+    def backend(norm: Any) -> Any:
+        b = Tokenizer.from_str(tok.backend_tokenizer.to_str())
+        b.normalizer = norm
+        return b
+
+    assert _ascii_twin(backend(normalizers.NFC())) is not None
+    assert _ascii_twin(backend(normalizers.Sequence([normalizers.NFKC(), normalizers.NFD()]))) is not None
+    assert _ascii_twin(backend(None)) is None  # nothing to skip
+    assert _ascii_twin(backend(normalizers.Lowercase())) is None  # changes ASCII text
+    assert _ascii_twin(backend(normalizers.Sequence([normalizers.NFC(), normalizers.Strip()]))) is None
+    assert _ascii_twin(object()) is None  # no serialisation: the plain path
+
+
+def test_mixed_batch_keeps_each_piece_with_its_ids(tok: Any) -> None:
+    """One lookup with ASCII and non-ASCII pieces missing at once (two batch calls, one cache)."""
+    enc = SegmentEncoder(tok)
+    text = "plain<|im_end|>caf\u00e9 e\u0301<|im_start|>more plain\n<|im_end|>\u00fcber"
+    assert enc.encode(text) == list(tok.encode(text, add_special_tokens=False))
+    assert set(enc._cache) == {"plain", "caf\u00e9 e\u0301", "more plain\n", "\u00fcber"}
+    assert enc.encode(text) == list(tok.encode(text, add_special_tokens=False))
