@@ -500,7 +500,6 @@ async def stage_profile(dialect: str, args: argparse.Namespace) -> None:
     call costs where, and how each part grows with the conversation. The tokenizer's piece cache is
     emptied before each timing of the suffix, so new text is encoded as on a real call (the shared
     system prompt stays cached in real traffic; here it is re-encoded only by the from-scratch render)."""
-    from harnessrl.chat.encode import SegmentEncoder
     from harnessrl.proxy.dialects import resolve
 
     deps = scripted()
@@ -513,23 +512,32 @@ async def stage_profile(dialect: str, args: argparse.Namespace) -> None:
     assert session is not None
     headers = {"content-type": "application/json"}
     encoder = deps.fmt._encoder
-    plain = SegmentEncoder(deps.fmt.tokenizer)  # the code before: every piece through the normaliser
-    plain.__dict__["_ascii_batch"] = None
     rows: dict[int, dict[str, float]] = {}
     sizes: dict[int, tuple[int, int, int]] = {}
     results: list[str] = []
     for k in range(max(STAGE_CALLS) + 1):
         raw = json.dumps(body(dialect, system, tools, results, 0)).encode()
         if k in STAGE_CALLS:
-            r, sizes[k] = _time_stages(deps, d, session, raw, k, dialect, encoder, plain, args.reps)
-            encoder._cache.clear()
-            t = time.process_time()
-            await _one_call(deps, d, session, headers, raw)  # recorded: the conversation goes on from it
-            r["whole call (once)"] = (time.process_time() - t) * 1e3
-            rows[k] = r
-        else:
-            await _one_call(deps, d, session, headers, raw)
+            rows[k], sizes[k] = _time_stages(deps, d, session, raw, k, dialect, encoder, args.reps)
+        await _one_call(deps, d, session, headers, raw)  # recorded: the conversation goes on from it
         results.append(tool_result(corpus, 0, k))
+    # whole calls: the same conversation in `--repeat` more sessions (a call can be made only once), the
+    # median per call; the tokenizer cache emptied before each timed call, as for the stages
+    whole: dict[int, list[float]] = {k: [] for k in STAGE_CALLS}
+    for rep in range(max(args.repeat, 3)):
+        again = deps.sessions.by_path_token(deps.sessions.open(f"whole{rep}").token)
+        results = []
+        for k in range(max(STAGE_CALLS) + 1):
+            raw = json.dumps(body(dialect, system, tools, results, 0)).encode()
+            if k in STAGE_CALLS:
+                encoder._cache.clear()
+            t = time.process_time()
+            await _one_call(deps, d, again, headers, raw)
+            if k in STAGE_CALLS:
+                whole[k].append((time.process_time() - t) * 1e3)
+            results.append(tool_result(corpus, 0, k))
+    for k in STAGE_CALLS:
+        rows[k]["whole call (prepare+start)"] = sorted(whole[k])[len(whole[k]) // 2]
     names = list(rows[STAGE_CALLS[0]])
     first, last = STAGE_CALLS[0], STAGE_CALLS[-1]
     grow_tok = (sizes[last][1] - sizes[first][1]) / 1000
@@ -548,17 +556,64 @@ async def stage_profile(dialect: str, args: argparse.Namespace) -> None:
     for label, i in (("body KB", 0), ("prompt tokens", 1), ("new tokens", 2)):
         vals = [sizes[k][i] / (1024 if i == 0 else 1) for k in STAGE_CALLS]
         print(f"    {label:<28}" + "".join(f" {v:>9.0f}" for v in vals))
-    twin = [rows[k]["  of which encode"] / rows[k]["  encode, no ASCII twin"] for k in STAGE_CALLS]
     per_tok = [rows[k]["  of which encode"] / sizes[k][2] * 1e3 for k in STAGE_CALLS]
     print(
-        "    encode with the ASCII twin / without (the code before), same suffixes: "
-        + ", ".join(f"{x:.2f}x" for x in twin)
-        + f"; {min(per_tok):.2f}-{max(per_tok):.2f} us per new token"
+        f"    encode: {min(per_tok):.2f}-{max(per_tok):.2f} us per new token"
+        " (the tokenizer's own rate: the floor of a call that brings new text)"
+    )
+
+
+async def session_memory(dialect: str, args: argparse.Namespace, sessions: int = 4) -> None:
+    """Memory an open session holds after the 30-call conversation (tracemalloc: Python allocations
+    still live, per session), with the splicer's turns sharing the re-sent messages (now) and with
+    each turn holding the request's own copies (the code before: `Prompt.messages`/`tools` unset),
+    side by side in this process; and how much of it is the recorded calls' prompt ids."""
+    import dataclasses
+    import gc
+    import tracemalloc
+
+    from harnessrl.proxy.dialects import resolve
+
+    deps = scripted()
+    system, tools, corpus = claude_code_shape(args.pad_chars)
+    path, _, query = DIALECTS[dialect].partition("?")
+    endpoint = resolve(path, query.encode())
+    assert endpoint is not None
+    bodies, results = [], []
+    for k in range(args.calls):
+        bodies.append(json.dumps(body(dialect, system, tools, results, 0)).encode())
+        results.append(tool_result(corpus, 0, k))
+    shared_builder = deps.build_prompt
+
+    def unshared_builder(*a: Any) -> Any:
+        return dataclasses.replace(shared_builder(*a), messages=None, tools=None)
+
+    headers = {"content-type": "application/json"}
+    held: dict[str, float] = {}
+    tracemalloc.start()
+    for label, builder in (("shared (now)", shared_builder), ("copies (before)", unshared_builder)):
+        deps.build_prompt = builder
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(sessions):
+            session = deps.sessions.by_path_token(deps.sessions.open(f"{label}{i}").token)
+            for raw in bodies:
+                await _one_call(deps, endpoint.dialect, session, headers, raw)
+        gc.collect()
+        held[label] = (tracemalloc.get_traced_memory()[0] - before) / sessions / 2**20
+    tracemalloc.stop()
+    deps.build_prompt = shared_builder
+    ids = sum(len(c.prompt_ids) for c in deps.sessions.calls("shared (now)0"))
+    now, was = held["shared (now)"], held["copies (before)"]
+    print(
+        f"    memory held per open {args.calls}-call session: {now:.1f} MB with shared turns, {was:.1f} MB"
+        f" with each turn's own copies (the code before): {now / was:.2f}x; of it the recorded calls'"
+        f" prompt ids, one list per call: {ids} ids, {ids * 8 / 2**20:.1f} MB of list slots"
     )
 
 
 def _time_stages(
-    deps: Any, d: Any, session: Any, raw: bytes, k: int, dialect: str, encoder: Any, plain: Any, reps: int
+    deps: Any, d: Any, session: Any, raw: bytes, k: int, dialect: str, encoder: Any, reps: int
 ) -> tuple[dict[str, float], tuple[int, int, int]]:
     """One call's stages timed on their own (see `stage_profile`); the call itself is not made."""
     from harnessrl.chat.tito import find_turn
@@ -593,7 +648,6 @@ def _time_stages(
             before=encoder._cache.clear,
         ),
         "  of which encode": _cpu_ms(lambda: deps.fmt.encode(text), reps, before=encoder._cache.clear),
-        "  encode, no ASCII twin": _cpu_ms(lambda: plain.encode(text), reps, before=plain._cache.clear),
         "prompt ids (concat)": _cpu_ms(lambda: turn.prompt_ids + turn.output_ids + suffix, reps),
         "digests": _cpu_ms(
             lambda: (
@@ -641,6 +695,7 @@ def main() -> None:
     if args.stages:
         for dialect in args.dialects:
             asyncio.run(stage_profile(dialect, args))
+            asyncio.run(session_memory(dialect, args))
         print(f"load average now: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
         return
     child = Child(args.profile)

@@ -39,8 +39,38 @@ def record(
     """Play one call as the proxy does: build the prompt, 'sample' `out`, remember the turn."""
     prompt = build_prompt(fmt, msgs, [BASH], history)
     output_ids = fmt.render_assistant(out)
-    history.append(Turn(call_id, list(msgs), [BASH], prompt.ids, output_ids, fmt.parse(output_ids).message()))
+    remembered = list(msgs) if prompt.messages is None else prompt.messages  # as handler.record_stage
+    tools = [BASH] if prompt.tools is None else prompt.tools
+    history.append(Turn(call_id, remembered, tools, prompt.ids, output_ids, fmt.parse(output_ids).message()))
     return prompt
+
+
+def test_a_spliced_turn_remembers_the_earlier_turns_objects(tok: Any) -> None:
+    """The client re-sends the whole conversation as new objects on every call; the session keeps one
+    copy: a spliced call's Turn holds the matched turn's messages, its output and its tool list, and
+    only the appended messages are new. Later calls splice exactly as from the re-sent copies."""
+    fmt = ChatFormat(tok, enable_thinking=True)  # prefix-stable: a splice equals the full render
+    history: list[Turn] = []
+    msgs = [m("system", "Agent."), m("user", "list")]
+    p1 = record(fmt, "c1", msgs, history, m("assistant", "Listing.", tool_calls=[ls_call()]))
+    assert p1.messages is None and p1.tools is None  # rendered: nothing to share
+    resent = [x.model_copy(deep=True) for x in msgs]
+    resent += [m("assistant", "Listing.", tool_calls=[ls_call("callone")]), m("tool", "a.txt")]
+    tools = [BASH.model_copy(deep=True)]
+    p2 = build_prompt(fmt, resent, tools, history)
+    assert p2.render == "spliced" and p2.messages is not None
+    assert [id(x) for x in p2.messages[:3]] == [id(x) for x in [*history[0].messages, history[0].output]]
+    assert p2.messages[3] is resent[3]  # the new tool result is the request's own
+    assert p2.tools is history[0].tools
+    output_ids = fmt.render_assistant(m("assistant", "Done."))
+    history.append(Turn("c2", p2.messages, p2.tools, p2.ids, output_ids, fmt.parse(output_ids).message()))
+    again = [x.model_copy(deep=True) for x in resent] + [m("assistant", "Done."), m("user", "thanks")]
+    p3 = build_prompt(fmt, again, [BASH], history)
+    assert (p3.render, p3.spliced_from) == ("spliced", "c2")
+    assert p3.ids == fmt.render(again, [BASH])
+    unshared = [history[0], Turn("c2", resent, tools, p2.ids, output_ids, history[1].output)]
+    assert build_prompt(fmt, again, [BASH], unshared).ids == p3.ids
+    assert all(a is b for a, b in zip(p3.messages or [], [*p2.messages, history[1].output], strict=False))
 
 
 def test_messages_match_by_content() -> None:

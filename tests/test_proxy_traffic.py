@@ -121,6 +121,14 @@ def test_fixture_calls_parse_render_and_stream_valid_events(
         assert second.spliced_from == first.call_id
         assert second.prompt_ids[: len(prefix)] == prefix
         assert len(second.prompt_ids) > len(prefix)
+        # the session remembers the re-sent conversation once: call 2's turn holds call 1's objects
+        session = sessions.by_path_token(info.token)
+        assert session is not None
+        one, two = session.turns
+        shared = [*one.messages, one.output]
+        assert len(two.messages) > len(shared)
+        assert all(a is b for a, b in zip(two.messages, shared, strict=False))
+        assert two.tools is one.tools
     else:
         assert second.render == "retokenized"
         assert second.spliced_from is None

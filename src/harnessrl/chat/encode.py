@@ -9,19 +9,10 @@ need not be encoded again. Missing pieces are encoded in one batch call to the R
 The shortcut is only taken when it is provably the same: every added token matches verbatim (no
 lstrip/rstrip/single_word, not normalised) and the tokenizer has a Rust backend; otherwise every call
 goes to `tokenizer.encode`. The cache holds at most `max_chars` characters of text (LRU).
-
-ASCII pieces skip the normaliser. Unicode normalisation (NFC, NFD, NFKC, NFKD) leaves ASCII text as it
-is, so when the tokenizer's normaliser is only such forms, an ASCII piece (`str.isascii`, a flag CPython
-keeps on every string: no scan) is encoded by a twin of the backend without a normaliser: the same ids,
-and 15-25% less CPU per token on code and tool output (Qwen3's NFC, `benchmarks/proxy_traffic.py
---stages`), where the normaliser rebuilds the text with per-character alignments. The twin is checked
-against the backend on probe texts when it is made; any difference keeps every piece on the backend.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import re
 import threading
 from collections import OrderedDict
@@ -50,23 +41,6 @@ class SegmentEncoder:
         self._chars = 0
         self._lock = threading.Lock()
 
-    @functools.cached_property
-    def _ascii_batch(self) -> Any:
-        """`encode_batch(_fast)` of the backend without its normaliser (module docstring), or None;
-        made on first use, once per backend in a process (copying a 150k-token vocabulary takes
-        ~0.3 s)."""
-        if not self.exact:
-            return None
-        with _TWINS_LOCK:
-            held = _TWINS.get(id(self.backend))
-            if held is None or held[0] is not self.backend:
-                held = _TWINS[id(self.backend)] = (self.backend, _ascii_twin(self.backend))
-        return held[1]
-
-    def warm_up(self) -> None:
-        """Make the ASCII twin now rather than on the first call."""
-        _ = self._ascii_batch
-
     def encode(self, text: str) -> list[int]:
         """Token ids of `text` with added tokens recognised, no BOS/EOS."""
         if not self.exact or self._split is None:
@@ -92,15 +66,7 @@ class SegmentEncoder:
         missing = list(dict.fromkeys(t for t in texts if t not in found))
         if not missing:
             return found
-        if self._ascii_batch is not None:
-            plain = [t for t in missing if t.isascii()]
-            other = [t for t in missing if not t.isascii()]
-            missing = plain + other
-            encodings = self._ascii_batch(plain, add_special_tokens=False) if plain else []
-            if other:
-                encodings += self._encode_batch(other, add_special_tokens=False)
-        else:
-            encodings = self._encode_batch(missing, add_special_tokens=False)
+        encodings = self._encode_batch(missing, add_special_tokens=False)
         with self._lock:
             for t, enc in zip(missing, encodings, strict=True):
                 found[t] = list(enc.ids)
@@ -111,45 +77,3 @@ class SegmentEncoder:
                 old, _ = self._cache.popitem(last=False)
                 self._chars -= len(old)
         return found
-
-
-_TWINS: dict[int, tuple[Any, Any]] = {}
-"""id(backend) -> (backend, its ASCII twin's batch encoder or None); holds the backend, so the id stays
-its own."""
-_TWINS_LOCK = threading.Lock()
-_ASCII_PRESERVING = frozenset({"NFC", "NFD", "NFKC", "NFKD"})
-"""Normalisers that leave every ASCII string as it is (Unicode normal forms)."""
-_PROBES = (
-    "",
-    " ",
-    "Hello world",
-    "  def f(x):\n\treturn x + 1\n\n\n",
-    "I'm here, you're there; they'll see 12345 (x) [y] {z} $ % ^ & * ~ ` | \\ / ? < > = + -",
-    "\r\n\r\n  \t  trailing   ",
-    '{"name": "Bash", "arguments": {"command": "ls -la /tmp && echo \'done\'"}}',
-    "".join(chr(c) for c in range(128)),
-)
-
-
-def _ascii_twin(backend: Any) -> Any:
-    """The batch encoder of a copy of `backend` without its normaliser, when that normaliser leaves
-    ASCII text unchanged and the copy encodes the probe texts exactly as `backend` does; else None
-    (no normaliser, another one, no serialisation, or any difference)."""
-    try:
-        spec = json.loads(backend.to_str())
-        norm = spec.get("normalizer")
-        forms = norm.get("normalizers", []) if norm and norm.get("type") == "Sequence" else [norm]
-        if not norm or any(not f or f.get("type") not in _ASCII_PRESERVING for f in forms):
-            return None
-        from tokenizers import Tokenizer
-
-        twin = Tokenizer.from_str(backend.to_str())
-        twin.normalizer = None
-        twin.no_truncation()
-        twin.no_padding()
-        batch = getattr(twin, "encode_batch_fast", None) or twin.encode_batch
-        mine = [e.ids for e in batch(list(_PROBES), add_special_tokens=False)]
-        theirs = [e.ids for e in backend.encode_batch(list(_PROBES), add_special_tokens=False)]
-        return batch if mine == theirs else None
-    except Exception:  # a backend that cannot be copied this way keeps the plain path
-        return None

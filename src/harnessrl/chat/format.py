@@ -117,10 +117,8 @@ class ChatFormat:
 
     def warm_up(self) -> None:
         """Do the one-time work now rather than on the first call: compile the template and settle the
-        shortcut checks (`direct_render`, `local_suffix`, `bare_suffix`), copy the tokenizer for ASCII
-        text (`chat.encode`), decode once."""
+        shortcut checks (`direct_render`, `local_suffix`, `bare_suffix`), decode once."""
         _ = self.direct_render, self.bare_suffix
-        self._encoder.warm_up()
         self.parse(list(self.stop_token_ids))
 
     # -- encoding --------------------------------------------------------------------------------

@@ -49,6 +49,14 @@ class Prompt:
     render: RenderMode
     spliced_from: str | None
     """call_id of the Turn whose prompt + output ids start `ids` (render == "spliced")."""
+    messages: list[ChatMessage] | None = None
+    """The request's messages as this call's Turn should remember them: when spliced, the matched
+    turn's own message objects stand in for the equal ones the client re-sent (and its tool list for
+    the equal one), so a session holds each message once, not once per call (a 30-call Claude Code
+    conversation re-sends ~3.6 MB of text in all). Equal by `messages_match`, so every later match
+    comes out the same. None: the request's messages as they are."""
+    tools: list[ToolSpec] | None = None
+    """The tool list to remember (see `messages`); None: the request's."""
 
 
 _SAME_ROLE = {"developer": "system"}
@@ -100,6 +108,8 @@ def build_prompt(
         closed = bool(turn.output_ids) and turn.output_ids[-1] in fmt.stop_token_ids
         suffix = fmt.suffix_after(messages, tools, len(turn.messages), closed=closed)
         if suffix is not None:
-            return Prompt(turn.prompt_ids + turn.output_ids + suffix, "spliced", turn.call_id)
+            shared = [*turn.messages, turn.output, *messages[len(turn.messages) + 1 :]]
+            ids = turn.prompt_ids + turn.output_ids + suffix
+            return Prompt(ids, "spliced", turn.call_id, shared, turn.tools)
     mode: RenderMode = "retokenized" if any(m.role == "assistant" for m in messages) else "rendered"
     return Prompt(fmt.render(messages, tools), mode, None)

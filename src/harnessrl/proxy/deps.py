@@ -56,6 +56,9 @@ class PromptLike(Protocol):
     ids: list[int]
     render: RenderMode
     spliced_from: str | None
+    messages: list[ChatMessage] | None
+    """The messages the call's Turn remembers (shared with earlier turns), None: the request's."""
+    tools: list[ToolSpec] | None
 
 
 PromptBuilder = Callable[[Any, list[ChatMessage], list[ToolSpec], Sequence[Any]], PromptLike]

@@ -387,14 +387,15 @@ def record_stage(call: Call, outcome: CallOutcome) -> None:
         call.recorded = _model_call(call, outcome)
         call.session.record(call.recorded)
         recorded = True
-        if outcome.replay_of is None and outcome.result is not None and outcome.message is not None:
+        prompt, result, output = call.prompt, outcome.result, outcome.message
+        if outcome.replay_of is None and prompt is not None and result is not None and output is not None:
             turn = call.deps.make_turn(
                 call_id=call.call_id,
-                messages=call.req.messages,
-                tools=call.req.tools,
-                prompt_ids=call.prompt.ids if call.prompt is not None else [],
-                output_ids=outcome.result.output_ids,
-                output=outcome.message,
+                messages=call.req.messages if prompt.messages is None else prompt.messages,
+                tools=call.req.tools if prompt.tools is None else prompt.tools,
+                prompt_ids=prompt.ids,
+                output_ids=result.output_ids,
+                output=output,
             )
             call.session.turns.append(turn)
     except Exception:
