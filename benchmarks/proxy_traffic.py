@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import itertools
 import json
 import os
@@ -208,12 +209,26 @@ async def serve() -> None:
     deps = scripted()
     loop = asyncio.get_running_loop()
     opened: list[str] = []
+    pauses: list[list[float]] = [[], [], []]  # per generation: each collection's wall time
+    started = [0.0]
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            pauses[info["generation"]].append(time.perf_counter() - started[0])
+
+    gc.callbacks.append(on_gc)
     async with ProxyServer(deps, port=0) as server:
         print(json.dumps({"url": server.url}), flush=True)
         while line := await loop.run_in_executor(None, sys.stdin.readline):
             cmd, _, arg = line.strip().partition(" ")
             if cmd == "cpu":
                 out: Any = time.process_time()
+            elif cmd == "gc":  # collections since the last ask, per generation: [count, total s, max s]
+                out = [[len(p), sum(p), max(p, default=0.0)] for p in pauses]
+                for p in pauses:
+                    p.clear()
             elif cmd == "open":
                 base = len(opened)
                 opened += [f"r{base + i}" for i in range(int(arg))]
@@ -360,6 +375,7 @@ async def run_level(
     # served from the tokenizer's piece cache), every call timed on its own and pooled for the fits.
     groups = [[1000 + s] for s in range(args.repeat)] if n == 1 else [list(range(n))]
     calls: list[list[Any]] = []
+    child.ask("gc")  # reset the collector's pause log
     cpu0 = child.ask("cpu")
     for group in groups:
         if n == 1:
@@ -381,6 +397,7 @@ async def run_level(
         )
         calls += child.ask("calls")
     total_cpu = child.ask("cpu") - cpu0
+    collections = child.ask("gc")
     renders = [c[2] for conv in calls for c in conv]
     r: dict[str, Any] = {"n": n, "calls": len(out["latency"]), "direct_cpu": d_cpu * 1000}
     r["cpu"] = (
@@ -389,6 +406,9 @@ async def run_level(
         / r["calls"]
     )
     r["spliced"] = renders.count("spliced")
+    r["gc_ms"] = sum(g[1] for g in collections) * 1000 / r["calls"]
+    r["gc_max_ms"] = max(g[2] for g in collections) * 1000
+    r["gc_full"] = collections[2][0]
     for name, xs in (("direct", d_lat), ("proxy", out["latency"])):
         r[f"{name}_p50"], r[f"{name}_p99"] = percentile(xs, 0.5) * 1000, percentile(xs, 0.99) * 1000
     if out["cpu"]:
@@ -456,7 +476,9 @@ async def run_all(args: argparse.Namespace, child: Child) -> None:
     )  # warm up
     header = f"{'dialect':>9} {'sessions':>8} {'calls':>5} {'spliced':>7} | {'direct p50':>10} {'p99':>6} |"
     header += f" {'proxy p50':>9} {'p99':>6} | {'added p50':>9} {'p99':>6} | {'ratio p50':>9} |"
-    header += f" {'engine CPU':>10} {'proxy CPU/call':>14} {'ratio':>6}"
+    header += (
+        f" {'engine CPU':>10} {'proxy CPU/call':>14} {'ratio':>6} | {'GC/call':>7} {'max GC':>7} {'full':>4}"
+    )
     results = []
     for dialect in args.dialects:
         for n in args.sessions:
@@ -472,8 +494,13 @@ async def run_all(args: argparse.Namespace, child: Child) -> None:
         line += f" {r['proxy_p50']:>7.2f}ms {r['proxy_p99']:>4.1f}ms | {a50:>7.2f}ms {a99:>4.1f}ms |"
         line += f" {r['proxy_p50'] / r['direct_p50']:>8.0f}x | {r['direct_cpu']:>8.3f}ms {r['cpu']:>12.2f}ms"
         line += f" {r['cpu'] / max(r['direct_cpu'], 1e-9):>5.0f}x"
+        line += f" | {r['gc_ms']:>5.2f}ms {r['gc_max_ms']:>5.0f}ms {r['gc_full']:>4}"
         print(line, flush=True)
     print("CPU is process time (user + system), not wall time; latency is wall time on a shared machine.")
+    print(
+        "GC: the proxy process's garbage collections during the level (wall time per call, the longest"
+        " pause, the number of full collections); every call in flight waits a pause out."
+    )
     print("goal at 64 sessions: added p50 <= 1 ms, added p99 <= 5 ms, proxy CPU <= 1 ms per call")
     print(f"load average now: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
 
