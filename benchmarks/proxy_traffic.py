@@ -24,8 +24,18 @@ that engine too). Columns:
   minus the spliced prefix), each alone and both together. With token-in-token-out splicing a call
   should cost in proportion to its new tokens: the joint prompt-token slope should be ~0 and the
   new-token slope carry the growth.
+- GC: the proxy process's garbage collections during the level (`gc.callbacks`): wall time per call,
+  the longest pause, full collections. Every call in flight waits a pause out, and a full collection
+  walks every live container: the open sessions' recorded prompt ids (one list per call) most of all.
+
+`--stages` (in process, no HTTP): each stage of calls 1/10/20/29 timed on its own (decode, byte checks,
+dialect parse, validation, splice match, suffix render and encode, digests) and whole calls, per
+dialect, with each stage's growth per 1k prompt tokens; then the memory an open session holds after
+the conversation, with the splicer's turns sharing the re-sent messages and, side by side, with each
+turn's own copies (the code before).
 
     .venv/bin/python benchmarks/proxy_traffic.py                        # ~5 minutes on two loaded cores
+    .venv/bin/python benchmarks/proxy_traffic.py --stages               # ~2 minutes
     .venv/bin/python benchmarks/proxy_traffic.py --dialects anthropic --sessions 1 --calls 30
     .venv/bin/python benchmarks/proxy_traffic.py --sessions 1 --profile /tmp/proxy.prof   # cProfile the proxy
 
