@@ -12,8 +12,10 @@ A trivial rollout = a fresh workspace + the `shell` harness writing hello.txt + 
   default): acquire + exec + destroy. Creation is paid in the background, but trivial rollouts run
   back to back finish faster than a sandbox starts (~20 ms), so the pool is mostly empty and each
   acquire queues for the next sandbox made: the pool's worst case, the one it must not lose. The
-  pool runs at most a CPU count of creations at once and serves queued callers first come, first
-  served;
+  pool runs at most twice the CPU count of creations at once and serves queued callers first come,
+  first served;
+- `pool, 1 per core` (concurrency > 1): the same with `max_creating` = the CPU count, the default
+  before 2026-12-03 (a creation also waits, so one per core left cores idle);
 - `pool, all at once` (concurrency > 1): the same with `max_creating = concurrency`: every refill
   started at once, as the pool did before (which also woke every waiting caller on each creation,
   where this row serves them in order; issue 23 measured it at 4,486 / 5,396 rollouts/min against
@@ -127,6 +129,8 @@ async def rollouts(n: int, concurrencies: list[int], base: Path) -> None:
             if conc == 1:
                 rows["pool, full"] = await measure(n, conc, lambda: _pooled(pool), lambda: _full(pool))
         if conc > 1:
+            async with SandboxPool(spec, size=conc, max_creating=os.cpu_count() or 1) as pool:
+                rows["pool, 1 per core"] = await measure(n, conc, lambda: _pooled(pool))
             async with SandboxPool(spec, size=conc, max_creating=conc) as pool:
                 rows["pool, all at once"] = await measure(n, conc, lambda: _pooled(pool))
         base_p50, base_rate = statistics.median(rows["subprocess"][0]), n / rows["subprocess"][1] * 60

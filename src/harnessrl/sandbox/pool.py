@@ -11,10 +11,15 @@ point, say) bypasses the pool.
 
 Under load (rollouts back to back faster than sandboxes start) the pool must not lose to creating
 each sandbox on demand, so:
-- at most `max_creating` creations run at once (default: the CPU count). Creating a sandbox is CPU
-  work (fork, namespaces, mounts, the agent's start-up); thirty of them at once on two cores finish
-  together, each ~15x late, and compete with the rollouts running; a few at a time finish one after
-  another, the first soon;
+- at most `max_creating` creations run at once (default: twice the CPU count). Creating a sandbox is
+  mostly CPU work (fork, namespaces, mounts, the agent's start-up); thirty of them at once on two
+  cores finish together, each ~15x late, and compete with the rollouts running; a few at a time
+  finish one after another, the first soon. Two per core rather than one: a creation also waits (on
+  the kernel, on its child's start-up). Trivial rollouts back to back, four idle runs each
+  (`benchmarks/sandbox.py`, 2026-12-03): at 8 concurrent 0.89-0.98x the rate of fresh sandboxes
+  (mean 0.94) against 0.73-1.08x (mean 0.89) with one per core, at 32 1.10-1.39x (mean 1.26)
+  against 1.13-1.30x (mean 1.20). At 8 that is parity within the noise: each rollout costs one
+  creation either way, and a trivial one leaves no idle time to create in;
 - a caller that finds the pool empty queues, and each sandbox made goes to the longest-waiting caller
   first (FIFO), else to the idle list. One wake-up per sandbox, not one per caller per creation;
 - the pool keeps `size` sandboxes idle or on the way, plus one more per queued caller.
@@ -48,8 +53,8 @@ class SandboxPool:
             raise ValueError(f"max_creating must be at least 1, got {max_creating}")
         self.spec = spec
         self.size = size
-        self.max_creating = max_creating or max(1, os.cpu_count() or 1)
-        """Creations running at once, at most."""
+        self.max_creating = max_creating or 2 * (os.cpu_count() or 1)
+        """Creations running at once, at most (module docstring)."""
         self.failed = 0
         """Background creations that failed."""
         self.hits = 0
