@@ -210,12 +210,17 @@ def scripted() -> Any:
     )
 
 
-async def serve() -> None:
+async def serve(lists: bool = False) -> None:
     """Commands on stdin, one per line, answers on stdout: `open N` (N new sessions: their tokens),
-    `cpu` (process time), `calls` (prompt/output lengths and render of every call of the open sessions,
-    closing them)."""
+    `cpu` (process time), `gc` (collections since the last ask), `calls` (prompt/output lengths and
+    render of every call of the open sessions, closing them). `lists`: the baseline of
+    `--baseline-lists`."""
     from harnessrl.proxy.server import ProxyServer
 
+    if lists:  # the code before 2026-12-03: open sessions hold prompt ids as lists
+        from harnessrl.proxy import handler
+
+        handler.held_ids = list  # type: ignore[assignment]
     deps = scripted()
     loop = asyncio.get_running_loop()
     opened: list[str] = []
@@ -253,10 +258,11 @@ async def serve() -> None:
 
 
 class Child:
-    def __init__(self, profile: str | None) -> None:
-        cmd = [sys.executable, __file__, "--serve"]
+    def __init__(self, profile: str | None, lists: bool = False) -> None:
+        serve_args = ["--serve", "--serve-lists"] if lists else ["--serve"]
+        cmd = [sys.executable, __file__, *serve_args]
         if profile:
-            cmd = [sys.executable, "-m", "cProfile", "-o", profile, __file__, "--serve"]
+            cmd = [sys.executable, "-m", "cProfile", "-o", profile, __file__, *serve_args]
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.url = self.ask("")["url"]
@@ -459,7 +465,7 @@ def report_slopes(dialect: str, r: dict[str, Any], every: int) -> None:
     )
 
 
-async def run_all(args: argparse.Namespace, child: Child) -> None:
+async def run_all(args: argparse.Namespace, child: Child, baseline: Child | None = None) -> None:
     from harnessrl.proxy.dialects import AnthropicDialect
 
     deps = scripted()
@@ -484,6 +490,9 @@ async def run_all(args: argparse.Namespace, child: Child) -> None:
     await run_level(
         argparse.Namespace(**{**vars(args), "calls": 3}), child, "anthropic", 2, convo, deps.engine
     )  # warm up
+    if baseline is not None:
+        warm = argparse.Namespace(**{**vars(args), "calls": 3})
+        await run_level(warm, baseline, "anthropic", 2, convo, deps.engine)
     header = f"{'dialect':>9} {'sessions':>8} {'calls':>5} {'spliced':>7} | {'direct p50':>10} {'p99':>6} |"
     header += f" {'proxy p50':>9} {'p99':>6} | {'added p50':>9} {'p99':>6} | {'ratio p50':>9} |"
     header += (
@@ -496,6 +505,10 @@ async def run_all(args: argparse.Namespace, child: Child) -> None:
             results.append((dialect, r))
             if "per_call" in r:
                 report_slopes(dialect, r, args.every)
+            if n > 1 and baseline is not None:
+                results.append(
+                    (dialect + "*", await run_level(args, baseline, dialect, n, convo, deps.engine))
+                )
     print("\n" + header + "\n" + "-" * len(header))
     for dialect, r in results:
         a50, a99 = r["proxy_p50"] - r["direct_p50"], r["proxy_p99"] - r["direct_p99"]
@@ -507,6 +520,11 @@ async def run_all(args: argparse.Namespace, child: Child) -> None:
         line += f" | {r['gc_ms']:>5.2f}ms {r['gc_max_ms']:>5.0f}ms {r['gc_full']:>4}"
         print(line, flush=True)
     print("CPU is process time (user + system), not wall time; latency is wall time on a shared machine.")
+    if baseline is not None:
+        print(
+            "*: the baseline server (--baseline-lists): open sessions hold prompt ids as lists, as before"
+            " 2026-12-03, run right after the row above it"
+        )
     print(
         "GC: the proxy process's garbage collections during the level (wall time per call, the longest"
         " pause, the number of full collections); every call in flight waits a pause out."
@@ -724,10 +742,16 @@ def main() -> None:
         "--stages", action="store_true", help="per-stage CPU of single calls, in process (no HTTP), then stop"
     )
     parser.add_argument("--reps", type=int, default=21, help="timings per stage with --stages")
+    parser.add_argument(
+        "--baseline-lists",
+        action="store_true",
+        help="also run each multi-session level on a server holding prompt ids as lists (the code before)",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-lists", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        asyncio.run(serve())
+        asyncio.run(serve(args.serve_lists))
         return
     if args.stages:
         for dialect in args.dialects:
@@ -736,10 +760,13 @@ def main() -> None:
         print(f"load average now: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
         return
     child = Child(args.profile)
+    baseline = Child(None, lists=True) if args.baseline_lists else None
     try:
-        asyncio.run(run_all(args, child))
+        asyncio.run(run_all(args, child, baseline))
     finally:
         child.close()
+        if baseline is not None:
+            baseline.close()
 
 
 if __name__ == "__main__":

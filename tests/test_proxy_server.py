@@ -121,6 +121,50 @@ def test_closed_session_flushes_jsonl_and_then_401(tmp_path: Path) -> None:
         server.stop()
 
 
+def test_an_open_session_holds_prompt_ids_the_collector_skips(tmp_path: Path) -> None:
+    """While open, a session holds each call's prompt ids as a tuple shared with its splice Turn (the
+    garbage collector stops walking it after one collection); everything that leaves the session (the
+    journal, watchers, `calls`, `close`) gets the list ModelCall declares, with no serializer warning."""
+    import gc
+    import warnings
+
+    server = scripted_proxy([TOOL_TURN, "done"], capture_dir=str(tmp_path)).start()
+    try:
+        sessions = server.server.deps.sessions
+        info = sessions.open("held")
+        seen: list[ModelCall] = []
+        sessions.watch("held", seen.append)
+        turn_one = {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "exec", "input": {"command": "ls"}}],
+        }
+        result = {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}],
+        }
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a tuple reaching pydantic's serializer warns
+            for body in (ANTHROPIC, {**ANTHROPIC, "messages": [*ANTHROPIC["messages"], turn_one, result]}):
+                assert httpx.post(info.base_url + "/v1/messages", json=body).status_code == 200
+            session = sessions.by_path_token(info.token)
+            assert session is not None
+            held = [c.prompt_ids for c in session.calls]
+            assert [type(x) for x in held] == [tuple, tuple]
+            assert [t.prompt_ids for t in session.turns] == held and session.turns[1].prompt_ids is held[1]
+            assert sessions.calls("held")[1].render == "spliced"
+            gc.collect()
+            assert not any(gc.is_tracked(x) for x in held)
+            assert [type(c.prompt_ids) for c in seen] == [list, list]
+            assert [type(c.prompt_ids) for c in sessions.calls("held")] == [list, list]
+            closed = sessions.close("held")
+        assert [type(c.prompt_ids) for c in closed] == [list, list]
+        assert [c.prompt_ids for c in closed] == [list(x) for x in held]
+        lines = (tmp_path / "held" / "calls.jsonl").read_text().splitlines()
+        assert [ModelCall.model_validate_json(x) for x in lines] == closed
+    finally:
+        server.stop()
+
+
 def test_open_mode_maps_any_key_to_the_default_session() -> None:
     server = scripted_proxy(["done"], open_mode=True).start()
     try:

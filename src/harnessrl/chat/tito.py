@@ -35,7 +35,8 @@ class Turn:
     messages: list[ChatMessage]
     """The request's canonical messages."""
     tools: list[ToolSpec]
-    prompt_ids: list[int]
+    prompt_ids: Sequence[int]
+    """A list, or the tuple an open proxy session holds (`proxy.sessions.held_ids`)."""
     output_ids: list[int]
     output: ChatMessage
     """The parsed assistant message sent back to the harness."""
@@ -109,7 +110,7 @@ def build_prompt(
         suffix = fmt.suffix_after(messages, tools, len(turn.messages), closed=closed)
         if suffix is not None:
             shared = [*turn.messages, turn.output, *messages[len(turn.messages) + 1 :]]
-            ids = turn.prompt_ids + turn.output_ids + suffix
+            ids = [*turn.prompt_ids, *turn.output_ids, *suffix]
             return Prompt(ids, "spliced", turn.call_id, shared, turn.tools)
     mode: RenderMode = "retokenized" if any(m.role == "assistant" for m in messages) else "rendered"
     return Prompt(fmt.render(messages, tools), mode, None)

@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -40,7 +40,7 @@ from harnessrl.proxy.canonical import (
 )
 from harnessrl.proxy.deps import ParsedLike, PromptLike, ProxyDeps
 from harnessrl.proxy.dialects.base import Dialect
-from harnessrl.proxy.sessions import Session
+from harnessrl.proxy.sessions import Session, held_ids
 from harnessrl.types import ChatMessage, ModelCall, RequestError, ToolCall
 
 log = logging.getLogger(__name__)
@@ -393,7 +393,7 @@ def record_stage(call: Call, outcome: CallOutcome) -> None:
                 call_id=call.call_id,
                 messages=call.req.messages if prompt.messages is None else prompt.messages,
                 tools=call.req.tools if prompt.tools is None else prompt.tools,
-                prompt_ids=prompt.ids,
+                prompt_ids=call.recorded.prompt_ids,  # the tuple the session holds (`held_ids`)
                 output_ids=result.output_ids,
                 output=output,
             )
@@ -420,7 +420,8 @@ def _model_call(call: Call, outcome: CallOutcome) -> ModelCall:
         index=call.index,
         dialect=call.dialect.name,
         requested_model=req.model,
-        prompt_ids=prompt.ids if prompt is not None else [],
+        # a tuple while the session is open (`sessions.held_ids`); `sessions.released` makes it a list
+        prompt_ids=cast(list[int], held_ids(prompt.ids if prompt is not None else ())),
         output_ids=result.output_ids if result is not None else [],
         output_logprobs=result.output_logprobs if result is not None else [],
         finish_reason=c.finish_reason if c is not None else "error",
