@@ -23,9 +23,9 @@ class SandboxConfig(Section):
     0 = create each rollout's sandbox on demand. A pooled rollout skips sandbox start-up (bwrap plus
     the in-sandbox agent) on its critical path: ~3.4 ms instead of ~9 ms of isolation cost per rollout
     on 2 idle cores, and under load (rollouts back to back) 1.1-1.5x the rate of fresh sandboxes at
-    32 concurrent, at parity at 8 (`benchmarks/sandbox.py`, native agent, 2026-12-02 and -03). The price: each idle
-    sandbox holds two processes (~10 MB), and the task's workspace is copied in and moved out instead
-    of bound."""
+    32 concurrent, at parity at 8 (`benchmarks/sandbox.py`, native agent, 2026-12-02 and -03). The
+    price: each idle sandbox holds two processes (~10 MB), and the task's workspace is copied in and
+    moved out instead of bound."""
     agent: Literal["auto", "native", "python"] = "auto"
     """The in-sandbox agent program (`SandboxSpec.agent`): `native` = `sandbox/agent.c`, built once
     per machine by the system C compiler, `python` = `sandbox/_agent.py`, `auto` =
