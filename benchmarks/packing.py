@@ -4,13 +4,14 @@
     .venv/bin/python benchmarks/packing.py --leaves 8 16 --prefix 1024 --hidden 256
     .venv/bin/python benchmarks/packing.py --leaves 4 8 --model CHECKPOINT_FOLDER   # e.g. SmolLM2-135M
 
-Measured on the shared 2-core dev box (CPU seconds, one thread), 2026-12-03, idle, best of 5:
-paths/tree 3.41x / 5.52x / 7.95x / 11.42x at 4/8/16/32 leaves with the chunked tree attention (101% /
-96% / 93% / 87% of the token ratio; at 32 the tiny model is mostly attention, bounded by the pair
-ratio), 2.68x / 4.27x / 5.28x / 6.84x with the dense mask. 2026-12-02, load 1.7-2.8, two runs: tiny
-default model, 4/8/16/32 leaves: paths/tree 2.93-3.43x / 5.36-5.48x / 7.42-8.21x / 11.43-13.32x with the chunked tree attention (87-102% of the token ratio; ~10% run-to-run noise),
-2.63-2.88x / 3.99-4.33x / 5.22-5.91x / 6.45-7.19x with the dense mask in the same runs. Earlier, dense
-only: SmolLM2-135M, 4/8 leaves: paths/tree 3.50x / 4.58x, calls/tree 8.95x / 9.50x (about 6 minutes).
+Measured on the shared 2-core dev box (CPU seconds, one thread), 2026-12-03, idle, best of 5: paths/tree
+3.41x / 5.52x / 7.95x / 11.42x at 4/8/16/32 leaves with the chunked tree attention (101% / 96% / 93% /
+87% of the token ratio; at 32 the tiny model is mostly attention, bounded by the pair ratio), 2.68x /
+4.27x / 5.28x / 6.84x with the dense mask. 2026-12-02, load 1.7-2.8, two runs: tiny default model,
+4/8/16/32 leaves: paths/tree 2.93-3.43x / 5.36-5.48x / 7.42-8.21x / 11.43-13.32x with the chunked tree
+attention (87-102% of the token ratio; ~10% run-to-run noise), 2.63-2.88x / 3.99-4.33x / 5.22-5.91x /
+6.45-7.19x with the dense mask in the same runs. Earlier, dense only: SmolLM2-135M, 4/8 leaves:
+paths/tree 3.50x / 4.58x, calls/tree 8.95x / 9.50x (about 6 minutes).
 
 Trees are shaped like agent rollouts (`harnessrl.rl.synthetic.rollout_tree`): a long shared prefix
 (system prompt, tools, task), then turns of tool output + model output, with further leaves branching
