@@ -154,12 +154,19 @@ def test_an_open_session_holds_prompt_ids_the_collector_skips(tmp_path: Path) ->
             assert sessions.calls("held")[1].render == "spliced"
             gc.collect()
             assert not any(gc.is_tracked(x) for x in held)
-            assert [type(c.prompt_ids) for c in seen] == [list, list]
+            assert [c.prompt_ids for c in seen] == held  # watchers see the calls as held
+            assert all(
+                a is b for a, b in zip(session.turns[1].messages, session.turns[0].messages, strict=False)
+            )
+            assert session.turns[1].tools is session.turns[0].tools  # the re-sent copies are not kept
             assert [type(c.prompt_ids) for c in sessions.calls("held")] == [list, list]
+            session.updated(session.calls[0])  # a call marked again (partial) is journaled as a list
             closed = sessions.close("held")
         assert [type(c.prompt_ids) for c in closed] == [list, list]
         assert [c.prompt_ids for c in closed] == [list(x) for x in held]
+        assert all(c is h for c, h in zip(closed, session.calls, strict=True))  # later marks reach them
         lines = (tmp_path / "held" / "calls.jsonl").read_text().splitlines()
+        assert len(lines) == 2  # rewritten at close, one line per call
         assert [ModelCall.model_validate_json(x) for x in lines] == closed
     finally:
         server.stop()

@@ -22,12 +22,14 @@ rollout runner never trains an incomplete rollout as complete.
 runner ends a rollout at its first `context_overflow` call this way).
 
 While a session is open it holds each call's prompt ids as a tuple (`held_ids`), shared with the
-splicer's Turn; whatever leaves the session (`calls`, `close`, watchers, the journal) has them as the
-list `ModelCall` declares (`released`). The reason is the garbage collector: it walks every slot of
-every list at each full collection, and open sessions hold one prompt-ids list per call (64 open
-30-call Claude Code sessions: 54M slots, a 265 ms pause that every call in flight waited out, the
-p99 of `benchmarks/proxy_traffic.py` at 64 sessions), while a tuple of ints stops being tracked at its
-first collection.
+splicer's Turn; what leaves the session has them as the list `ModelCall` declares: `calls` and the
+journal get copies (`released`), `close` converts the session's own calls in place and returns them (so
+a call marked partial after close, its client gone mid-stream, is marked in what close returned).
+Watchers see the call as held (a tuple: they read tags; a copy per call cost ~0.1 ms). The reason is the
+garbage collector: it walks every slot of every list at each full collection, and open sessions hold one
+prompt-ids list per call (64 open 30-call Claude Code sessions: 54M slots, a 265 ms pause that every
+call in flight waited out, the p99 of `benchmarks/proxy_traffic.py` at 64 sessions), while a tuple of
+ints stops being tracked at its first collection.
 """
 
 from __future__ import annotations
@@ -113,11 +115,10 @@ class Session:
         self.in_flight.pop(call.call_id, None)
         self.calls.append(call)
         self._journal(call)
-        if not self.closed and self.watchers:
-            seen = released(call)
+        if not self.closed:
             for fn in self.watchers:
                 try:
-                    fn(seen)
+                    fn(call)
                 except Exception:  # a watcher must never break recording
                     log.exception("session watcher failed on call %s", call.call_id)
 
@@ -187,7 +188,8 @@ class SessionStore:
         return self._by_rollout[rollout_id].dropped
 
     def watch(self, rollout_id: str, fn: Callable[[ModelCall], None]) -> None:
-        """Call `fn(call)` for each call recorded on this open session from now on (KeyError if none)."""
+        """Call `fn(call)` for each call recorded on this open session from now on (KeyError if none).
+        `fn` sees the call as the session holds it: prompt ids as a tuple (module docstring)."""
         self._by_rollout[rollout_id].watchers.append(fn)
 
     def close(self, rollout_id: str) -> RecordedCalls:
@@ -205,7 +207,10 @@ class SessionStore:
                 log.exception("recording in-flight call %s at close failed", call_id)
         session.in_flight.clear()
         session.closed = True
-        calls = RecordedCalls(sorted((released(c) for c in session.calls), key=lambda c: c.index))
+        for c in session.calls:  # leaving the session: the declared list, on the same objects
+            if type(c.prompt_ids) is not list:
+                c.prompt_ids = list(c.prompt_ids)
+        calls = RecordedCalls(sorted(session.calls, key=lambda c: c.index))
         calls.dropped = session.dropped
         if session.journal is not None:
             tmp = session.journal.with_name(".calls.jsonl.tmp")
