@@ -52,6 +52,7 @@ import itertools
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -546,7 +547,23 @@ def _cpu_ms(fn: Any, reps: int, before: Any = None) -> float:
         t = time.process_time()
         fn()
         times.append(time.process_time() - t)
-    return sorted(times)[len(times) // 2] * 1e3
+    return statistics.median(times) * 1e3
+
+
+def _conversation(dialect: str, args: argparse.Namespace) -> tuple[Any, list[bytes]]:
+    """(the dialect, the `--calls` request bodies of session 0's conversation) for the in-process modes."""
+    from harnessrl.proxy.dialects import resolve
+
+    path, _, query = DIALECTS[dialect].partition("?")
+    endpoint = resolve(path, query.encode())
+    assert endpoint is not None
+    system, tools, corpus = claude_code_shape(args.pad_chars)
+    bodies: list[bytes] = []
+    results: list[str] = []
+    for k in range(args.calls):
+        bodies.append(json.dumps(body(dialect, system, tools, results, 0)).encode())
+        results.append(tool_result(corpus, 0, k))
+    return endpoint.dialect, bodies
 
 
 async def stage_profile(dialect: str, args: argparse.Namespace) -> None:
@@ -555,44 +572,32 @@ async def stage_profile(dialect: str, args: argparse.Namespace) -> None:
     call costs where, and how each part grows with the conversation. The tokenizer's piece cache is
     emptied before each timing of the suffix, so new text is encoded as on a real call (the shared
     system prompt stays cached in real traffic; here it is re-encoded only by the from-scratch render)."""
-    from harnessrl.proxy.dialects import resolve
-
     deps = scripted()
-    system, tools, corpus = claude_code_shape(args.pad_chars)
-    path, _, query = DIALECTS[dialect].partition("?")
-    endpoint = resolve(path, query.encode())
-    assert endpoint is not None
-    d = endpoint.dialect
+    d, bodies = _conversation(dialect, argparse.Namespace(**{**vars(args), "calls": max(STAGE_CALLS) + 1}))
     session = deps.sessions.by_path_token(deps.sessions.open("stages").token)
     assert session is not None
     headers = {"content-type": "application/json"}
     encoder = deps.fmt._encoder
     rows: dict[int, dict[str, float]] = {}
     sizes: dict[int, tuple[int, int, int]] = {}
-    results: list[str] = []
-    for k in range(max(STAGE_CALLS) + 1):
-        raw = json.dumps(body(dialect, system, tools, results, 0)).encode()
+    for k, raw in enumerate(bodies):
         if k in STAGE_CALLS:
             rows[k], sizes[k] = _time_stages(deps, d, session, raw, k, dialect, encoder, args.reps)
         await _one_call(deps, d, session, headers, raw)  # recorded: the conversation goes on from it
-        results.append(tool_result(corpus, 0, k))
     # whole calls: the same conversation in `--repeat` more sessions (a call can be made only once), the
     # median per call; the tokenizer cache emptied before each timed call, as for the stages
     whole: dict[int, list[float]] = {k: [] for k in STAGE_CALLS}
     for rep in range(max(args.repeat, 3)):
         again = deps.sessions.by_path_token(deps.sessions.open(f"whole{rep}").token)
-        results = []
-        for k in range(max(STAGE_CALLS) + 1):
-            raw = json.dumps(body(dialect, system, tools, results, 0)).encode()
+        for k, raw in enumerate(bodies):
             if k in STAGE_CALLS:
                 encoder._cache.clear()
             t = time.process_time()
             await _one_call(deps, d, again, headers, raw)
             if k in STAGE_CALLS:
                 whole[k].append((time.process_time() - t) * 1e3)
-            results.append(tool_result(corpus, 0, k))
     for k in STAGE_CALLS:
-        rows[k]["whole call (prepare+start)"] = sorted(whole[k])[len(whole[k]) // 2]
+        rows[k]["whole call (prepare+start)"] = statistics.median(whole[k])
     names = list(rows[STAGE_CALLS[0]])
     first, last = STAGE_CALLS[0], STAGE_CALLS[-1]
     grow_tok = (sizes[last][1] - sizes[first][1]) / 1000
@@ -624,20 +629,10 @@ async def session_memory(dialect: str, args: argparse.Namespace, sessions: int =
     each turn holding the request's own copies (the code before: `Prompt.messages`/`tools` unset),
     side by side in this process; and how much of it is the recorded calls' prompt ids."""
     import dataclasses
-    import gc
     import tracemalloc
 
-    from harnessrl.proxy.dialects import resolve
-
     deps = scripted()
-    system, tools, corpus = claude_code_shape(args.pad_chars)
-    path, _, query = DIALECTS[dialect].partition("?")
-    endpoint = resolve(path, query.encode())
-    assert endpoint is not None
-    bodies, results = [], []
-    for k in range(args.calls):
-        bodies.append(json.dumps(body(dialect, system, tools, results, 0)).encode())
-        results.append(tool_result(corpus, 0, k))
+    d, bodies = _conversation(dialect, args)
     shared_builder = deps.build_prompt
 
     def unshared_builder(*a: Any) -> Any:
@@ -653,7 +648,7 @@ async def session_memory(dialect: str, args: argparse.Namespace, sessions: int =
         for i in range(sessions):
             session = deps.sessions.by_path_token(deps.sessions.open(f"{label}{i}").token)
             for raw in bodies:
-                await _one_call(deps, endpoint.dialect, session, headers, raw)
+                await _one_call(deps, d, session, headers, raw)
         gc.collect()
         held[label] = (tracemalloc.get_traced_memory()[0] - before) / sessions / 2**20
     tracemalloc.stop()
@@ -663,7 +658,7 @@ async def session_memory(dialect: str, args: argparse.Namespace, sessions: int =
     print(
         f"    memory held per open {args.calls}-call session: {now:.1f} MB with shared turns, {was:.1f} MB"
         f" with each turn's own copies (the code before): {now / was:.2f}x; of it the recorded calls'"
-        f" prompt ids, one list per call: {ids} ids, {ids * 8 / 2**20:.1f} MB of list slots"
+        f" prompt ids, one tuple per call: {ids} ids, {ids * 8 / 2**20:.1f} MB of slots"
     )
 
 
@@ -703,7 +698,7 @@ def _time_stages(
             before=encoder._cache.clear,
         ),
         "  of which encode": _cpu_ms(lambda: deps.fmt.encode(text), reps, before=encoder._cache.clear),
-        "prompt ids (concat)": _cpu_ms(lambda: turn.prompt_ids + turn.output_ids + suffix, reps),
+        "prompt ids (concat)": _cpu_ms(lambda: [*turn.prompt_ids, *turn.output_ids, *suffix], reps),
         "digests": _cpu_ms(
             lambda: (
                 capture.digest(raw),
