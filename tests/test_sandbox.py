@@ -16,7 +16,7 @@ import pytest
 from harnessrl.sandbox import Sandbox, SandboxSpec, cgroups
 from harnessrl.sandbox.bwrap import agent_python, bwrap_path
 from harnessrl.sandbox.folders import sweep_stale
-from harnessrl.sandbox.sandbox import read_output_fd
+from harnessrl.sandbox.outputs import read_output_fd
 from harnessrl.types import SandboxError
 
 pytestmark = [
@@ -497,10 +497,10 @@ def test_concurrent_first_builds_share_one_agent(tmp_path: Path) -> None:
 async def test_without_the_native_agent_auto_falls_back_and_native_refuses(
     sb_base: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harnessrl.sandbox import sandbox as sbmod
+    from harnessrl.sandbox import folders
 
     monkeypatch.delenv("HARNESSRL_SANDBOX_AGENT", raising=False)
-    monkeypatch.setattr(sbmod, "native_agent", lambda: None)
+    monkeypatch.setattr(folders, "native_agent", lambda: None)
     async with await Sandbox.create(SandboxSpec(base_dir=sb_base)) as sb:
         assert sb.agent_file.suffix in (".pyc", ".py")
         assert (await sb.exec(["true"])).returncode == 0

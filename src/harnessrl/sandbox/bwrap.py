@@ -26,13 +26,15 @@ commands at uid 0 they could list the agent's descriptors (`/proc/1/fd`) and wri
 `oom_score_adj`; at 1000 root of that namespace is unmapped and those entries are real root's."""
 
 
-def etc_identity(home: str) -> dict[str, str]:
-    """`/etc/passwd` and `/etc/group` of a sandbox: root and the one user everything runs as."""
+def etc_files(home: str) -> dict[str, str]:
+    """`/etc/passwd`, `/etc/group` and `/etc/hosts` of a sandbox: root and the one user everything
+    runs as; localhost only."""
     u = INSIDE_UID
     return {
         "passwd": f"root:x:0:0:root:/root:/bin/sh\nagent:x:{u}:{u}:agent:{home}:/bin/bash\n"
         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
         "group": f"root:x:0:\nagent:x:{u}:\nnogroup:x:65534:\n",
+        "hosts": "127.0.0.1 localhost\n::1 localhost\n",
     }
 
 
@@ -96,7 +98,7 @@ def system_args() -> list[str]:
 def build_argv(
     spec: SandboxSpec,
     root: Path,
-    workspace: Path,
+    workspace: Path | None,
     agent_file: Path,
     *,
     fd_socket: int,
@@ -105,14 +107,17 @@ def build_argv(
 ) -> list[str]:
     """The full bwrap command line that starts the agent inside a new sandbox rooted at `root`.
 
-    `workspace` is the host folder bound at `spec.mount_dir`; `fd_socket` the descriptor (inherited)
-    the agent receives output descriptors on; `seccomp_fd` one holding the BPF program, or None;
-    `rw_sources` the folder to bind for each of `spec.rw_binds` (a per-sandbox staging bind).
+    `workspace` is the host folder bound at `spec.mount_dir` (None: an image root's own folder is
+    the workspace; its overlay, `root/merged` (`overlay.py`), is bound as `/` in place of the host's
+    system folders); `fd_socket` the descriptor (inherited) the agent receives output descriptors
+    on; `seccomp_fd` one holding the BPF program, or None; `rw_sources` the folder to bind for each
+    of `spec.rw_binds` (a per-sandbox staging bind).
     """
     bwrap = bwrap_path()
     if bwrap is None:
         raise FileNotFoundError("bwrap is not installed")
-    _, py_binds = agent_python()
+    image = spec.image_root is not None
+    py_binds = [] if image else agent_python()[1]
     base = root.parent
     argv = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent"]
     argv += ["--new-session", "--as-pid-1", "--cap-drop", "ALL"]
@@ -121,9 +126,12 @@ def build_argv(
         argv += ["--seccomp", str(seccomp_fd)]
     else:  # no filter on this architecture: have bwrap forbid nested user namespaces (a fork more)
         argv += ["--disable-userns"]
-    argv += system_args()
-    for name in ("hosts", "passwd", "group"):  # written per sandbox (Sandbox.start)
-        argv += ["--ro-bind", str(root / name), f"/etc/{name}"]
+    if image:  # the overlay holds its own /etc/{hosts,passwd,group} (etc_files), writable
+        argv += ["--bind", str(root / "merged"), "/"]
+    else:
+        argv += system_args()
+        for name in etc_files(spec.home_dir):  # written per sandbox (Sandbox.start)
+            argv += ["--ro-bind", str(root / name), f"/etc/{name}"]
     # bwrap covers /proc/sys only where the sandbox could write it; namespaced sysctls (IPC limits,
     # ns_last_pid) would stay writable: bind it read-only over the new /proc.
     argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
@@ -135,7 +143,8 @@ def build_argv(
         argv += ["--bind", str((rw_sources or {}).get(path, path)), str(path)]
     for source, inside in spec.ro_mounts:
         argv += ["--ro-bind", str(staged(source, base)), inside]
-    argv += ["--bind", str(workspace), spec.mount_dir]
+    if workspace is not None:
+        argv += ["--bind", str(workspace), spec.mount_dir]
     agent = f"{AGENT_DIR}/agent" + ("" if agent_file.suffix == ".bin" else agent_file.suffix)
     argv += ["--ro-bind", str(agent_file), agent]
     argv += ["--ro-bind", str(root / "sock"), f"{AGENT_DIR}/sock"]

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from harnessrl.types import SandboxError
+
 ROOT = Path("/sys/fs/cgroup")
 
 
@@ -145,3 +147,23 @@ class SandboxCgroup:
                         return False
                     time.sleep(0.005)
         return True
+
+
+def attach_agent(cgroup: SandboxCgroup, bwrap_pid: int, timeout_s: float = 30.0) -> None:
+    """Put the agent in the sandbox's cgroup as soon as bwrap has forked it (polls bwrap's children).
+    Returns quietly when bwrap is gone (the handshake reports why)."""
+    deadline = time.monotonic() + timeout_s
+    children = Path(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children")
+    while True:
+        try:
+            found = children.read_text().split()
+        except OSError:
+            return
+        if found:
+            break
+        if time.monotonic() > deadline:
+            raise SandboxError(f"bwrap {bwrap_pid} started no agent in {timeout_s:.0f} s")
+        time.sleep(0.0005)
+    if len(found) != 1:
+        raise SandboxError(f"bwrap {bwrap_pid} has {len(found)} children, expected the agent alone")
+    cgroup.attach(int(found[0]))

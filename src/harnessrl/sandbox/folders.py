@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harnessrl.sandbox import identity
+from harnessrl.sandbox.bwrap import agent_python
 from harnessrl.sandbox.fscopy import remove_tree
+from harnessrl.types import SandboxError
 
 log = logging.getLogger(__name__)
 AGENT_FILE = Path(__file__).with_name("_agent.py")
@@ -234,6 +236,25 @@ def _build_native(cc: str, target: Path) -> None:
         raise OSError(f"building {NATIVE_SOURCE.name} failed: {stderr.strip()}")
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def agent_program(kind: str, image_root: bool = False) -> Path:
+    """The agent file a sandbox starts (see SandboxSpec.agent): the native build (`.bin`), or
+    `_agent.py` compiled for the system python; on an image root, whose python may be another
+    version, the source itself. Run it in a thread: the first call may build the native one."""
+    if kind == "auto":
+        kind = os.environ.get("HARNESSRL_SANDBOX_AGENT") or "auto"
+    if kind not in ("auto", "native", "python"):
+        raise SandboxError(f"HARNESSRL_SANDBOX_AGENT={kind!r}: expected native, python or auto")
+    if kind != "python":
+        native = native_agent()
+        if native is not None:
+            return native
+        if kind == "native":
+            raise SandboxError("the native sandbox agent is unavailable (the log says why); use python")
+    if image_root:
+        return AGENT_FILE
+    return compiled_agent(agent_python()[0])
 
 
 _swept: set[Path] = set()

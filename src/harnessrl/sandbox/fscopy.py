@@ -149,8 +149,32 @@ def _open_regular(path: Path) -> tuple[int, os.stat_result] | None:
     return fd, st
 
 
-def copy_untrusted(src: Path, dst: Path, *, max_files: int, max_bytes: int) -> TreeReport:
-    """Copy the tree `src` to the new folder `dst` by the rules above; stop at the caps."""
+def _is_whiteout(st: os.stat_result) -> bool:
+    """An overlayfs whiteout (a deleted lower file): a character device 0:0."""
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
+
+
+OPAQUE = "trusted.overlay.opaque"
+"""The xattr overlayfs sets on a folder of the writable layer that hides the lower layers' one."""
+
+
+def _copy_dir_marks(src: str, dst: Path, st: os.stat_result) -> None:
+    """A layer folder's mode (setuid/setgid dropped, sticky kept) and its opaque mark."""
+    os.chmod(dst, st.st_mode & 0o1777)
+    with contextlib.suppress(OSError):
+        if os.getxattr(src, OPAQUE, follow_symlinks=False) == b"y":
+            os.setxattr(dst, OPAQUE, b"y", follow_symlinks=False)
+
+
+def copy_untrusted(
+    src: Path, dst: Path, *, max_files: int, max_bytes: int, layer: bool = False
+) -> TreeReport:
+    """Copy the tree `src` to the new folder `dst` by the rules above; stop at the caps.
+
+    `layer`: `src` is an overlay's writable layer (`overlay.py`), to be stacked over its image again
+    and only ever seen inside a sandbox: links are kept whatever their target (inside a sandbox
+    they resolve in its own root; nothing here follows them), folders keep their mode and opaque
+    mark, whiteouts stay whiteouts. FIFOs, sockets and other devices are still left out."""
     report = TreeReport()
     dst.mkdir(parents=True)
 
@@ -171,7 +195,7 @@ def copy_untrusted(src: Path, dst: Path, *, max_files: int, max_bytes: int) -> T
             st = entry.stat(follow_symlinks=False)
             if stat.S_ISLNK(st.st_mode):
                 target = os.readlink(entry.path)
-                if link_stays_inside(rel, target):
+                if layer or link_stays_inside(rel, target):
                     os.symlink(target, out / entry.name)
                 else:
                     report.skip(name, f"link to {target!r} leaves the workspace")
@@ -180,6 +204,8 @@ def copy_untrusted(src: Path, dst: Path, *, max_files: int, max_bytes: int) -> T
                     report.skip(name, f"deeper than {MAX_DEPTH} folders")
                     continue
                 (out / entry.name).mkdir(mode=0o755)
+                if layer:
+                    _copy_dir_marks(entry.path, out / entry.name, st)
                 walk(Path(entry.path), out / entry.name, name, depth + 1)
             elif stat.S_ISREG(st.st_mode):
                 opened = _open_regular(Path(entry.path))
@@ -194,6 +220,8 @@ def copy_untrusted(src: Path, dst: Path, *, max_files: int, max_bytes: int) -> T
                     report.truncated = f"more than {max_bytes} bytes of data"
                 finally:
                     os.close(fd)
+            elif layer and _is_whiteout(st):
+                os.mknod(out / entry.name, stat.S_IFCHR, os.makedev(0, 0))
             else:
                 report.skip(name, "not a regular file, folder or link")
 

@@ -33,19 +33,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from harnessrl.sandbox import bwrap, identity, seccomp
-from harnessrl.sandbox.cgroups import SandboxCgroup
+from harnessrl.sandbox import bwrap, identity, overlay, seccomp
+from harnessrl.sandbox.cgroups import SandboxCgroup, attach_agent
 from harnessrl.sandbox.folders import (
     AGENT_FILE,
-    compiled_agent,
+    agent_program,
     default_base_dir,
     ensure_base,
-    native_agent,
     remove_root,
     sweep_once,
 )
-from harnessrl.sandbox.fscopy import TreeReport, copy_untrusted
+from harnessrl.sandbox.fscopy import TreeReport
 from harnessrl.sandbox.identity import UidLease
+from harnessrl.sandbox.outputs import read_outputs
 from harnessrl.sandbox.portforward import UnixToTcpForwarder
 from harnessrl.sandbox.protocol import ProtocolError, check_exec_reply, encode_request, read_reply
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
@@ -57,33 +57,6 @@ SETPRIV = shutil.which("setpriv") or "/usr/bin/setpriv"
 """util-linux `setpriv`: starts bwrap as the sandbox's uid (an exec costs ~1 ms; Popen(user=...)
 would fork the whole host process instead of vfork)."""
 _ids = itertools.count()
-MAX_OUTPUT_BYTES = 32 * 1024 * 1024
-"""Most of one stream kept by exec(): the first MiB and the rest from the end (harnesses print their
-final result last), with a marker saying how much was cut."""
-
-
-def read_output_fd(fd: int, limit: int = MAX_OUTPUT_BYTES) -> str:
-    """A command's stdout/stderr from the host's own descriptor, cut in the middle when over `limit`."""
-    size = os.fstat(fd).st_size
-    if size <= limit:
-        data = os.pread(fd, size, 0)
-    else:
-        head = os.pread(fd, 1 << 20, 0)
-        cut = f"\n[... {size - limit} bytes cut by harnessrl ...]\n".encode()
-        data = head + cut + os.pread(fd, limit - len(head), size - (limit - len(head)))
-    return data.decode(errors="replace")
-
-
-INLINE_OUTPUT_BYTES = 1 << 16
-"""Outputs up to this size are read on the event loop; larger ones (up to 2 x MAX_OUTPUT_BYTES, which
-took ~1 s to read and decode) in a thread, so the loop that serves the proxy never waits on them."""
-
-
-async def read_outputs(out_fd: int, err_fd: int) -> tuple[str, str]:
-    """`read_output_fd` of a command's stdout and stderr, off the loop when they are large."""
-    if os.fstat(out_fd).st_size + os.fstat(err_fd).st_size <= INLINE_OUTPUT_BYTES:
-        return read_output_fd(out_fd), read_output_fd(err_fd)
-    return await asyncio.to_thread(lambda: (read_output_fd(out_fd), read_output_fd(err_fd)))
 
 
 def _teardown(
@@ -100,26 +73,6 @@ def _teardown(
     if cgroup is not None:
         cgroup.remove()
     lease.release()
-
-
-def _attach_agent(cgroup: SandboxCgroup, bwrap_pid: int, timeout_s: float = 30.0) -> None:
-    """Put the agent in the sandbox's cgroup as soon as bwrap has forked it (polls bwrap's children).
-    Returns quietly when bwrap is gone (the handshake reports why)."""
-    deadline = time.monotonic() + timeout_s
-    children = Path(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children")
-    while True:
-        try:
-            found = children.read_text().split()
-        except OSError:
-            return
-        if found:
-            break
-        if time.monotonic() > deadline:
-            raise SandboxError(f"bwrap {bwrap_pid} started no agent in {timeout_s:.0f} s")
-        time.sleep(0.0005)
-    if len(found) != 1:
-        raise SandboxError(f"bwrap {bwrap_pid} has {len(found)} children, expected the agent alone")
-    cgroup.attach(int(found[0]))
 
 
 class Sandbox:
@@ -183,8 +136,9 @@ class Sandbox:
             raise
         return sb
 
-    def _prepare_folders(self) -> Path:
-        """Lease the uid, mount the tmpfs, make the folders; returns the workspace folder to bind."""
+    def _prepare_folders(self) -> Path | None:
+        """Lease the uid, mount the tmpfs, make the folders; returns the workspace folder to bind
+        (None: the image root's own folder is the workspace)."""
         base = self.root.parent
         if self.isolated and identity.drops_privileges() and not identity.reachable_by_others(base):
             raise SandboxError(
@@ -192,7 +146,7 @@ class Sandbox:
                 "chmod it 0711 or pick another (SandboxSpec.base_dir / $HARNESSRL_SANDBOX_DIR)"
             )
         sweep_once(base)
-        self.agent_file = self._agent_file()
+        self.agent_file = agent_program(self.spec.agent, self.spec.image_root is not None)
         if self.isolated:
             self.lease = identity.lease_uid()
             if identity.drops_privileges() and self.spec.disk_mb is not None:
@@ -202,38 +156,27 @@ class Sandbox:
         (self.root / "owner").write_text(str(os.getpid()))
         for sub in ("home", "tmp", "sock"):
             (self.root / sub).mkdir()
-        (self.root / "hosts").write_text("127.0.0.1 localhost\n::1 localhost\n")
-        for name, text in bwrap.etc_identity(self.spec.home_dir).items():
+        image = self.spec.image_root is not None
+        for name, text in () if image else bwrap.etc_files(self.spec.home_dir).items():
             (self.root / name).write_text(text)
         uid = self.lease.uid
-        if self.spec.workspace is None:
+        if self.spec.workspace is None and not image:
             self.host_workspace.mkdir()
             os.chown(self.host_workspace, uid, uid)
         for sub in ("home", "tmp"):
             os.chown(self.root / sub, uid, uid)
         self.rw_sources = {p: self._reachable(p, f"rw-{i}") for i, p in enumerate(self.spec.rw_binds)}
+        if image:
+            merged = overlay.prepare_root(self.root, self.spec, uid, self.isolated and self.tmpfs, self.id)
+            if self.spec.workspace is None:
+                self.host_workspace = merged / self.spec.mount_dir.strip("/")
+                return None
         if not self.isolated or self.spec.workspace is None:
             return self.host_workspace
         self.host_workspace.mkdir(parents=True, exist_ok=True)
         if identity.drops_privileges():
             identity.chown_tree(self.host_workspace, uid)
         return self._reachable(self.host_workspace, "ws")
-
-    def _agent_file(self) -> Path:
-        """The agent to start: the native build (`.bin`), or `_agent.py` compiled for the system
-        python (see SandboxSpec.agent). Runs in a thread: the first call may build the native one."""
-        kind: str = self.spec.agent
-        if kind == "auto":
-            kind = os.environ.get("HARNESSRL_SANDBOX_AGENT") or "auto"
-        if kind not in ("auto", "native", "python"):
-            raise SandboxError(f"HARNESSRL_SANDBOX_AGENT={kind!r}: expected native, python or auto")
-        if kind != "python":
-            native = native_agent()
-            if native is not None:
-                return native
-            if kind == "native":
-                raise SandboxError("the native sandbox agent is unavailable (the log says why); use python")
-        return compiled_agent(bwrap.agent_python()[0])
 
     def _reachable(self, path: Path, name: str) -> Path:
         """`path`, or a bind of it in this sandbox's tmpfs when the sandbox uid cannot enter it (it
@@ -262,12 +205,8 @@ class Sandbox:
         host_end, agent_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._fd_sock = host_end
         pass_fds = [agent_end.fileno()]
-        program = seccomp.filter_program() if self.isolated else None
-        seccomp_fd = None
-        if program is not None:
-            seccomp_fd = os.memfd_create("hrl-seccomp", os.MFD_CLOEXEC)
-            os.write(seccomp_fd, program)
-            os.lseek(seccomp_fd, 0, os.SEEK_SET)
+        seccomp_fd = seccomp.program_fd() if self.isolated else None
+        if seccomp_fd is not None:
             pass_fds.append(seccomp_fd)
         try:
             if not self.isolated:
@@ -276,7 +215,7 @@ class Sandbox:
                 )
                 argv = bwrap.agent_command(agent, str(agent), ["0", "", "0", str(agent_end.fileno())])
             else:
-                fd_socket = agent_end.fileno()
+                fd_socket, rw = agent_end.fileno(), self.rw_sources
                 argv = bwrap.build_argv(
                     self.spec,
                     self.root,
@@ -284,7 +223,7 @@ class Sandbox:
                     agent,
                     fd_socket=fd_socket,
                     seccomp_fd=seccomp_fd,
-                    rw_sources=self.rw_sources,
+                    rw_sources=rw,
                 )
                 if identity.drops_privileges():
                     uid = str(self.lease.uid)
@@ -313,7 +252,7 @@ class Sandbox:
         # and no request is sent before create() returns, which waits for the move.
         attach = None
         if self.cgroup is not None:
-            attach = asyncio.ensure_future(asyncio.to_thread(_attach_agent, self.cgroup, self._proc.pid))
+            attach = asyncio.ensure_future(asyncio.to_thread(attach_agent, self.cgroup, self._proc.pid))
         try:
             await self._handshake()
         finally:
@@ -439,7 +378,9 @@ class Sandbox:
 
         await asyncio.to_thread(copy)
 
-    async def destroy(self, keep_workspace: Path | None = None) -> TreeReport | None:
+    async def destroy(
+        self, keep_workspace: Path | None = None, *, keep_layer: Path | None = None
+    ) -> TreeReport | None:
         """Kill everything inside, stop the forwarder, remove the folder. Idempotent.
 
         `keep_workspace`: first copy a sandbox-owned workspace to this new path, once every process
@@ -447,7 +388,12 @@ class Sandbox:
         (`spec.max_files`, `spec.disk_mb`): how a pooled rollout keeps its final workspace for scoring.
         Returns that copy's report. A workspace the caller bound (`spec.workspace`) is never moved
         nor removed. File work runs in a thread: the event loop never walks the agent's files.
+        `keep_layer` (an image sandbox, instead of `keep_workspace`): copy its writable layer, all it
+        changed anywhere, to this new path by the same caps (`copy_untrusted(layer=True)`), for a
+        fresh sandbox of the image over it (`SandboxSpec.layers`); returns that copy's report.
         """
+        if keep_layer is not None and (keep_workspace is not None or self.spec.image_root is None):
+            raise ValueError("keep_layer: an image sandbox's writable layer, without keep_workspace")
         if self._destroyed:
             return None
         self._destroyed = True
@@ -468,14 +414,9 @@ class Sandbox:
                 await proc.wait()
                 if proc.stdin is not None:  # lets the transport close now, not in a GC after the loop
                     proc.stdin.close()
-            if keep_workspace is not None and self.spec.workspace is None:
-                max_bytes = (self.spec.disk_mb or 1 << 20) * 2**20
+            if keep_layer is not None or (keep_workspace is not None and self.spec.workspace is None):
                 report = await asyncio.to_thread(
-                    copy_untrusted,
-                    self.host_workspace,
-                    keep_workspace,
-                    max_files=self.spec.max_files,
-                    max_bytes=max_bytes,
+                    overlay.keep, self.spec, self.root, self.host_workspace, keep_workspace, keep_layer
                 )
         finally:
             if self._fd_sock is not None:

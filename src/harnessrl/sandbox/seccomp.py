@@ -20,6 +20,7 @@ without a filter (its other layers still hold: an unprivileged uid, no capabilit
 from __future__ import annotations
 
 import errno
+import os
 import platform
 import struct
 
@@ -149,3 +150,15 @@ def filter_program() -> bytes | None:
     if platform.machine() in ("x86_64", "AMD64"):
         return _x86_64_program()
     return None
+
+
+def program_fd() -> int | None:
+    """A memory file holding `filter_program()`, at offset 0, for bwrap's `--seccomp FD` (the caller
+    closes it once bwrap has started); None where there is no program."""
+    program = filter_program()
+    if program is None:
+        return None
+    fd = os.memfd_create("hrl-seccomp", os.MFD_CLOEXEC)
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd

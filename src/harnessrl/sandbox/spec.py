@@ -22,6 +22,16 @@ class SandboxSpec(BaseModel):
     """Where the workspace appears inside the sandbox (ClawGym tasks use `/root/.openclaw/workspace`)."""
     home_dir: str = "/home/agent"
     """HOME inside the sandbox: a private per-sandbox folder, where harness configs are written."""
+    image_root: Path | None = None
+    """An unpacked image (`harnessrl.images`: read-only, cached by digest, never changed) used as `/`
+    under a writable overlay on the sandbox's tmpfs (`overlay.py`: the agent may change any path,
+    nothing reaches the image or the host; `disk_mb` and `max_files` bound what it writes). None =
+    the host's system folders, read-only. Needs harnessrl to run as root. The workspace is then the
+    image's folder `mount_dir` (made if missing), unless `workspace` binds a host folder there."""
+    layers: tuple[Path, ...] = ()
+    """With `image_root`: trees copied from earlier sandboxes' writable layers
+    (`Sandbox.destroy(keep_layer=...)`), stacked read-only over the image, the first on top: a
+    verifier's fresh sandbox over what the agent changed."""
     ro_binds: tuple[Path, ...] = ()
     """Extra host paths bound read-only at the same path (harness installs, a python prefix)."""
     rw_binds: tuple[Path, ...] = ()
