@@ -51,11 +51,38 @@ def sandbox_agent(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     return str(request.param)
 
 
+IMAGES = FIXTURES / "images"
+
+
+@pytest.fixture(scope="session")
+def image_root() -> object:
+    """The unpacked image of `tests/fixtures/images/apt-package` (FROM the base image made from
+    Debian packages, plus GNU hello): built, or found in `<cache>/images`, once per machine."""
+    from harnessrl.images import ImageSpec, missing_tools, provide_image
+    from harnessrl.sandbox.bwrap import bwrap_path
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"images need {', '.join(missing)}: scripts/setup installs them as root")
+    if os.geteuid() != 0 or bwrap_path() is None:
+        pytest.skip("image sandboxes need root (host mounts) and bubblewrap")
+    spec = ImageSpec(context=IMAGES / "apt-package" / "environment", task="apt-package")
+    report = provide_image(spec)
+    print(
+        f"image {report.root.digest}: base {report.base_s:.1f} s, build {report.build_s:.1f} s, "
+        f"unpack {report.unpack_s:.1f} s"
+    )
+    return report.root
+
+
 PREREQUISITES = {
     "bwrap": "bubblewrap (scripts/setup installs it with apt-get)",
     "npm": "npm (the real-harness tests install Claude Code, Codex and OpenClaw with it)",
     "cc": "a C compiler (builds the native sandbox agent; scripts/setup installs gcc with apt-get)",
     "setpriv": "util-linux setpriv (sandboxes start as their own unprivileged uid through it)",
+    "podman": "podman (the image store; scripts/setup installs it with apt-get)",
+    "buildah": "buildah (builds task Dockerfiles; scripts/setup installs it with apt-get)",
+    "mmdebstrap": "mmdebstrap (makes the base image from Debian packages; scripts/setup installs it)",
 }
 
 

@@ -13,6 +13,7 @@ import typer
 from harnessrl.evaluate import cli as evaluate_cli
 from harnessrl.experiments import quickstart, sft_cli
 from harnessrl.harnesses import cli as harnesses_cli
+from harnessrl.images import cli as images_cli
 from harnessrl.proxy import cli as proxy_cli
 from harnessrl.report import cli as report_cli
 from harnessrl.rollout import cli as rollout_cli
@@ -47,6 +48,7 @@ def version() -> None:
 app.add_typer(tasks_cli.app, name="tasks")
 tasks_cli.app.command(name="check")(verify_cli.check)  # it runs checkers, so it lives in verify/
 app.add_typer(harnesses_cli.app, name="harness")
+app.add_typer(images_cli.app, name="env")
 app.add_typer(scaling_cli.app, name="harness-space")
 app.add_typer(trace_cli.app, name="tree")
 app.command(name="rollout")(rollout_cli.rollout)

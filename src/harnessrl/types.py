@@ -49,6 +49,11 @@ class SandboxLost(SandboxError):
     running, and a command can end its own sandbox, so this is never taken as the host's fault."""
 
 
+class ImageError(HarnessRLError):
+    """A task's image could not be had: not in a local store and not pullable, or its Dockerfile
+    failed to build. One line that names the image (and the failing step) and how to provide it."""
+
+
 class HarnessError(HarnessRLError):
     """A harness could not be installed or launched, crashed, or produced unreadable output."""
 
