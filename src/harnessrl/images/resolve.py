@@ -54,19 +54,17 @@ def provide_image(
     unpack it (cached by digest). ImageError, one line, when it cannot be had."""
     store = store or ContainerStore()
     base_s = build_s = 0.0
-    if spec.name is not None:
-        ref = spec.name
-        if store.image_id(ref) is None:
-            build_s = _fetch(spec, store, pull)
-    else:
-        ref = build_tag(spec)
-        if store.image_id(ref) is None:
-            if not build:
-                raise ImageError(
-                    f"{_who(spec)}image of {spec.label} is not built: run `harnessrl env build {spec.task}`"
-                )
-            base_s, build_s = _build(spec, ref, store)
-    root, unpack_s = unpack(store, ref)
+    ref = spec.name if spec.name is not None else build_tag(spec)
+    found = store.inspect(ref)
+    if found is None and spec.name is not None:
+        build_s = _fetch(spec, store, pull)
+    elif found is None:
+        if not build:
+            raise ImageError(
+                f"{_who(spec)}image of {spec.label} is not built: run `harnessrl env build {spec.task}`"
+            )
+        base_s, build_s = _build(spec, ref, store)
+    root, unpack_s = unpack(store, ref, found)
     return ImageReport(root, base_s, build_s, unpack_s)
 
 

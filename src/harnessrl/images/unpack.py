@@ -49,10 +49,10 @@ def image_config(found: dict[str, Any]) -> tuple[dict[str, str], str]:
     return env, str(config.get("WorkingDir") or "")
 
 
-def unpack(store: ContainerStore, ref: str) -> tuple[ImageRoot, float]:
-    """The unpacked root of the image `ref` of `store`, made if it is not cached; and the seconds
-    that took (0.0 when cached)."""
-    found = store.inspect(ref)
+def unpack(store: ContainerStore, ref: str, found: dict[str, Any] | None = None) -> tuple[ImageRoot, float]:
+    """The unpacked root of the image `ref` of `store` (`found`: its `inspect` record, when the
+    caller has it), made if it is not cached; and the seconds that took (0.0 when cached)."""
+    found = found or store.inspect(ref)
     if found is None:
         raise ImageError(f"image {ref!r} is not in {store.root}")
     image_id = f"sha256:{_hex(str(found['Id']))}"
