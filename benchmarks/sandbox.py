@@ -23,6 +23,10 @@ A trivial rollout = a fresh workspace + the `shell` harness writing hello.txt + 
 - `pool, full` (concurrency 1): the same, but each rollout starts once the pool has refilled (the
   wait is not timed), as it always has with real rollouts, which last seconds: the isolation cost
   that a rollout's latency actually carries. Its rate is not shown (the waits are in its wall time).
+- `image root vs host root`: a sandbox whose `/` is an unpacked image under an overlay
+  (`SandboxSpec.image_root`) against the host root: create + destroy and trivial rollouts, ratios;
+  and what the image cost once: the base image from Debian packages, the Dockerfile build, the
+  unpack (`--image-build` times them from scratch in a temporary cache; `--only-images`).
 Prints per-rollout latency p50/p99 and rollouts/minute at each concurrency, the isolation cost
 (p50 minus the baseline's p50; goal <= 15 ms at concurrency 1), the rate of every sandbox row against
 fresh sandboxes (`rate/fresh`; goal for the pool: >= 1 at every concurrency), and the endpoint
@@ -47,6 +51,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from harnessrl.images import ImageReport, ImageRoot, ImageSpec, missing_tools, provide_image
 from harnessrl.sandbox import Sandbox, SandboxPool, SandboxSpec
 from harnessrl.sandbox.bwrap import agent_python
 from harnessrl.sandbox.folders import default_base_dir
@@ -175,6 +180,68 @@ async def create_destroy(n: int, base: Path) -> None:
         print(f"  {name:<20} p50 {statistics.median(lat) * 1e3:7.1f}   p99 {pct(lat, 0.99) * 1e3:7.1f}")
 
 
+IMAGE_CONTEXT = (
+    Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "images" / "apt-package" / "environment"
+)
+
+
+def image_once(fresh: bool) -> ImageRoot:
+    """The test image (the base image from Debian packages + GNU hello), found in (or made once into)
+    the cache; with `fresh`, first built and unpacked from scratch in a temporary cache, timed."""
+    spec = ImageSpec(context=IMAGE_CONTEXT, task="bench")
+    if fresh:
+        old, scratch = (
+            os.environ.get("HARNESSRL_CACHE"),
+            tempfile.mkdtemp(prefix="hrl-bench-", dir="/var/tmp"),
+        )
+        os.environ["HARNESSRL_CACHE"] = scratch
+        try:
+            _print_image(provide_image(spec), "from scratch")
+        finally:
+            os.environ.pop("HARNESSRL_CACHE")
+            if old is not None:
+                os.environ["HARNESSRL_CACHE"] = old
+            shutil.rmtree(scratch, ignore_errors=True)
+    report = provide_image(spec)
+    _print_image(report, "from the cache (0.0 = found, not made; --image-build times it from scratch)")
+    return report.root
+
+
+def _print_image(report: ImageReport, how: str) -> None:
+    root = report.root
+    print(f"\nimage {root.ref} ({root.bytes / 2**20:.0f} MiB unpacked), {how}")
+    print(f"  base image (mmdebstrap | podman import), once per machine:  {report.base_s:6.1f} s")
+    print(f"  Dockerfile build (buildah, one apt package), once per context: {report.build_s:6.1f} s")
+    print(f"  unpack (podman image mount + cp -a), once per image digest:  {report.unpack_s:6.1f} s")
+
+
+async def image_vs_host(n: int, concurrencies: list[int], base: Path, root: ImageRoot) -> None:
+    """Sandbox start with an image root against the host root: create + destroy, and trivial
+    rollouts, both with the native agent; ratios image / host."""
+    host = SandboxSpec(base_dir=base, agent="native")
+    image = SandboxSpec(base_dir=base, agent="native", image_root=root.path, mount_dir="/app")
+    print("\nimage root vs host root (native agent)")
+    lat = {}
+    for name, spec in (("host", host), ("image", image)):
+        lat[name], _ = await measure(n, 1, lambda spec=spec: _create_destroy(spec))  # type: ignore[misc]
+    h, i = statistics.median(lat["host"]), statistics.median(lat["image"])
+    print(f"  create + destroy p50: host {h * 1e3:.1f} ms, image {i * 1e3:.1f} ms, image/host {i / h:.2f}")
+    for conc in concurrencies:
+        rates = {}
+        for name, spec in (("host", host), ("image", image)):
+            lats, wall = await measure(n, conc, lambda spec=spec: _fresh(spec))  # type: ignore[misc]
+            rates[name] = (statistics.median(lats), n / wall * 60)
+        (hp, hr), (ip, ir) = rates["host"], rates["image"]
+        print(
+            f"  trivial rollout at {conc:>2}: p50 host {hp * 1e3:.1f} / image {ip * 1e3:.1f} ms, "
+            f"per min host {hr:.0f} / image {ir:.0f}, rate image/host {ir / hr:.2f}"
+        )
+
+
+async def _create_destroy(spec: SandboxSpec) -> None:
+    await (await Sandbox.create(spec)).destroy()
+
+
 async def bridge(n: int, base: Path) -> None:
     big = 16 * 1024 * 1024
     payload = b"x" * big
@@ -256,6 +323,11 @@ async def main() -> None:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     ap.add_argument("--create", type=int, default=30, help="sequential create+destroy samples")
     ap.add_argument("--requests", type=int, default=200, help="HTTP requests for the bridge test")
+    ap.add_argument("--images", action=argparse.BooleanOptionalAction, default=True, help="image root rows")
+    ap.add_argument(
+        "--image-build", action="store_true", help="time the image's build and unpack from scratch"
+    )
+    ap.add_argument("--only-images", action="store_true", help="only the image rows")
     args = ap.parse_args()
     logging.getLogger("harnessrl.sandbox.sandbox").setLevel(logging.ERROR)  # the local backend's warning
     # Both sides work in the sandboxes' default folder (/dev/shm when writable), so the baseline pays
@@ -265,10 +337,18 @@ async def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="hrl-bench-", dir=root))
     base.chmod(0o711)  # sandboxes run as their own uids: they must be able to enter it
     try:
-        floors(args.create)
-        await create_destroy(args.create, base)
-        await rollouts(args.rollouts, args.concurrency, base)
-        await bridge(args.requests, base)
+        if not args.only_images:
+            floors(args.create)
+            await create_destroy(args.create, base)
+            await rollouts(args.rollouts, args.concurrency, base)
+            await bridge(args.requests, base)
+        if args.images or args.only_images:
+            missing = missing_tools()
+            if missing or os.geteuid() != 0:
+                print(f"\nimage rows skipped: {'; '.join(missing) or 'image sandboxes need root'}")
+            else:
+                root = await asyncio.to_thread(image_once, args.image_build)
+                await image_vs_host(args.create, args.concurrency, base, root)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
