@@ -66,13 +66,10 @@ def _last_lines(text: str, n: int = 5) -> str:
     return " | ".join(lines[-n:])
 
 
-def _step_output(log: str, step: str) -> str:
-    """What the failing step printed: the log's lines after its `STEP k/n: <step>` header, without
-    buildah's own `Error:` lines (all of the log when the header is not found)."""
-    lines = log.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith("STEP ") and line.endswith(f": {step}")]
-    body = lines[starts[-1] + 1 :] if starts and step else lines
-    return "\n".join(line for line in body if not line.startswith("Error:"))
+def _build_output(log: str) -> str:
+    """What the build's steps printed, without buildah's own `STEP k/n:` and `Error:` lines (the
+    failing step's output may land before its header: the two are written through different pipes)."""
+    return "\n".join(line for line in log.splitlines() if not line.startswith(("STEP ", "Error:")))
 
 
 class ContainerStore:
@@ -141,7 +138,7 @@ class ContainerStore:
             text = log.read_text(errors="replace")
             match = _STEP.search(text)
             where = f"at step `{match['step']}` ({match['why']})" if match else f"(exit {done.returncode})"
-            step_output = _step_output(text, match["step"] if match else "")
+            step_output = _build_output(text)
             raise ImageError(
                 f"building {context / dockerfile} failed {where}: {_last_lines(step_output, 3)} (log: {log})"
             )

@@ -166,6 +166,21 @@ def _copy_dir_marks(src: str, dst: Path, st: os.stat_result) -> None:
             os.setxattr(dst, OPAQUE, b"y", follow_symlinks=False)
 
 
+def _copy_regular(src: Path, dst: Path, name: str, report: TreeReport, max_bytes: int) -> None:
+    """One regular file of `copy_untrusted`, counted in `report` against `max_bytes`."""
+    opened = _open_regular(src)
+    if opened is None:
+        report.skip(name, "could not be opened as a regular file")
+        return
+    fd, fst = opened
+    try:
+        report.bytes += _copy_file(fd, dst, fst.st_size, fst.st_mode, max_bytes - report.bytes)
+    except OverflowError:
+        report.truncated = f"more than {max_bytes} bytes of data"
+    finally:
+        os.close(fd)
+
+
 def copy_untrusted(
     src: Path, dst: Path, *, max_files: int, max_bytes: int, layer: bool = False
 ) -> TreeReport:
@@ -208,18 +223,7 @@ def copy_untrusted(
                     _copy_dir_marks(entry.path, out / entry.name, st)
                 walk(Path(entry.path), out / entry.name, name, depth + 1)
             elif stat.S_ISREG(st.st_mode):
-                opened = _open_regular(Path(entry.path))
-                if opened is None:
-                    report.skip(name, "could not be opened as a regular file")
-                    continue
-                fd, fst = opened
-                try:
-                    budget = max_bytes - report.bytes
-                    report.bytes += _copy_file(fd, out / entry.name, fst.st_size, fst.st_mode, budget)
-                except OverflowError:
-                    report.truncated = f"more than {max_bytes} bytes of data"
-                finally:
-                    os.close(fd)
+                _copy_regular(Path(entry.path), out / entry.name, name, report, max_bytes)
             elif layer and _is_whiteout(st):
                 os.mknod(out / entry.name, stat.S_IFCHR, os.makedev(0, 0))
             else:
