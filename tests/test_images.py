@@ -126,13 +126,31 @@ async def test_layer_copy_stops_at_its_caps(image_root: ImageRoot, sb_base: Path
     assert again.truncated == "more than 250 files"
 
 
-async def test_pooled_image_sandboxes(image_root: ImageRoot, sb_base: Path) -> None:
+async def test_pooled_image_sandboxes_take_the_task_files(
+    image_root: ImageRoot, sb_base: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "task").mkdir()
+    (tmp_path / "task" / "input.txt").write_text("from the task")
     async with SandboxPool(spec_on(image_root, sb_base), size=2) as pool:
         sbs = [await pool.acquire() for _ in range(2)]
-        outs = [await sb.exec(["hello"]) for sb in sbs]
+        await sbs[0].load_workspace(tmp_path / "task")
+        outs = [await sb.exec(["sh", "-c", "hello; ls; cat input.txt >> built.txt"]) for sb in sbs]
         for sb in sbs:
             await sb.destroy()
-    assert [o.stdout for o in outs] == ["Hello, world!\n"] * 2
+    assert [o.stdout for o in outs] == ["Hello, world!\nbuilt.txt\ninput.txt\n", "Hello, world!\nbuilt.txt\n"]
+    assert outs[0].stderr == "" and "No such file" in outs[1].stderr
+
+
+@pytest.mark.harness
+async def test_a_harness_cli_from_the_cache_runs_on_the_image(image_root: ImageRoot, sb_base: Path) -> None:
+    from harnessrl.harnesses.launch import harness_binds, harness_dir
+
+    claude = sorted(harness_dir().glob("claude-code-*/node_modules/.bin/claude"))
+    if not claude:
+        pytest.skip("Claude Code is not installed in the harness cache (scripts/install_harnesses)")
+    async with await Sandbox.create(spec_on(image_root, sb_base, ro_binds=harness_binds())) as sb:
+        res = await sb.exec([str(claude[-1]), "--version"], timeout_s=60)
+    assert res.returncode == 0 and res.stdout.endswith("(Claude Code)\n"), res.stderr
 
 
 def test_a_missing_image_fails_fast_with_one_line() -> None:
