@@ -178,7 +178,7 @@ def test_console_errors_are_caught(tmp_path: Path) -> None:
 
 def test_report_never_imports_torch() -> None:
     code = (
-        "import sys, harnessrl.report.page, harnessrl.report.cli\n"
+        "import sys, harnessrl.report.page, harnessrl.commands.report\n"
         "import harnessrl.progress, harnessrl.train.metrics\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers')))\n"
     )

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from harnessrl.commands.rollout import with_options
 from harnessrl.config import load_config
-from harnessrl.rollout.cli import with_options
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 

@@ -191,7 +191,7 @@ def test_tasks_package_never_imports_verify() -> None:
     import sys
 
     code = (
-        "import sys, harnessrl.tasks, harnessrl.tasks.cli, harnessrl.tasks.generate\n"
+        "import sys, harnessrl.tasks, harnessrl.commands.tasks, harnessrl.tasks.generate\n"
         "print(sorted(m for m in sys.modules if m.startswith(('harnessrl.verify', 'harnessrl.sandbox'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

@@ -170,8 +170,8 @@ def test_cli_show_and_stats(tmp_path: Path) -> None:
 
 def test_trace_never_imports_torch() -> None:
     code = (
-        "import sys, harnessrl.trace, harnessrl.trace.cli\n"
-        "from harnessrl.trace.cli import load_decoder\n"
+        "import sys, harnessrl.trace, harnessrl.commands.trace\n"
+        "from harnessrl.commands.trace import load_decoder\n"
         "assert load_decoder('qwen3')([151644, 872]) == '<|im_start|>user'\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers')))\n"
     )

@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harnessrl.commands.trace import load_decoder
 from harnessrl.trace import build_trace
-from harnessrl.trace.cli import load_decoder
 from harnessrl.trace.views import render_html
 from harnessrl.types import ModelCall
 

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from harnessrl.cli import app
+from harnessrl.commands.train import DEMO_CONFIG, select_tasks, train_config
 from harnessrl.config import load_config
-from harnessrl.train.cli import DEMO_CONFIG, select_tasks, train_config
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")

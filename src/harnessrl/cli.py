@@ -1,27 +1,28 @@
 """The command line: parse config -> build objects -> call the library. No logic lives here.
 
-Each command group lives in its own package's `cli` module (`harnessrl.tasks.cli`, ...); this file
-imports them plainly and wires them together, so a command module that fails to import fails the
-whole command line loudly instead of dropping its commands. No library module imports a `cli` module
-(an import-linter contract in pyproject.toml).
+Each command group lives in its own module of `harnessrl.commands` (`harnessrl.commands.tasks`, ...);
+this file imports them plainly and wires them together, so a command module that fails to import
+fails the whole command line loudly instead of dropping its commands. No library module imports a
+command module (the import-linter layers contract in pyproject.toml).
 """
 
 from __future__ import annotations
 
 import typer
 
-from harnessrl.evaluate import cli as evaluate_cli
-from harnessrl.experiments import quickstart, sft_cli
-from harnessrl.harnesses import cli as harnesses_cli
-from harnessrl.images import cli as images_cli
-from harnessrl.proxy import cli as proxy_cli
-from harnessrl.report import cli as report_cli
-from harnessrl.rollout import cli as rollout_cli
-from harnessrl.scaling import cli as scaling_cli
-from harnessrl.tasks import cli as tasks_cli
-from harnessrl.trace import cli as trace_cli
-from harnessrl.train import cli as train_cli
-from harnessrl.verify import cli as verify_cli
+from harnessrl.commands import evaluate as evaluate_cli
+from harnessrl.commands import harnesses as harnesses_cli
+from harnessrl.commands import images as images_cli
+from harnessrl.commands import proxy as proxy_cli
+from harnessrl.commands import report as report_cli
+from harnessrl.commands import rollout as rollout_cli
+from harnessrl.commands import scaling as scaling_cli
+from harnessrl.commands import sft as sft_cli
+from harnessrl.commands import tasks as tasks_cli
+from harnessrl.commands import trace as trace_cli
+from harnessrl.commands import train as train_cli
+from harnessrl.commands import verify as verify_cli
+from harnessrl.experiments import quickstart
 
 app = typer.Typer(
     name="harnessrl",

@@ -6,7 +6,7 @@ the rejects with file:line. `tasks.generate` writes seeded task families (train 
 instances of them, a held-out family) in the ClawGym folder layout, with checkers, reference and
 wrong solutions. `tasks.reward_sh` knows ClawGym's canonical `reward.sh` wrapper. This package never
 imports `verify/` (scoring imports task sets, not the other way round): `harnessrl tasks check` lives
-in `verify/cli.py`.
+in `commands/verify.py`.
 """
 
 from harnessrl.tasks.files import materialize_checker, materialize_workspace

@@ -1,7 +1,7 @@
 """`harnessrl train`: the main job. Parse the config, load the tasks, run `train.loop.train`.
 
 With no `--config`, the demo configuration shipped with the package is used (`configs/demo.toml` in
-the repository; the package holds the same file as `harnessrl/train/demo.toml`): SmolLM2-135M on the
+the repository; the package holds the same file as `harnessrl/commands/demo.toml`): SmolLM2-135M on the
 embedded engine, Claude Code `--bare`, the bundled warmup tasks, two short steps on CPU.
 """
 

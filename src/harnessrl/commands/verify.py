@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harnessrl.tasks.cli import PathArg, SplitOpt, console, load_or_exit, print_rejected
+from harnessrl.commands.tasks import PathArg, SplitOpt, console, load_or_exit, print_rejected
 from harnessrl.types import Task
 from harnessrl.verify.checker import CheckResult
 from harnessrl.verify.command_runner import CommandRunner, LocalRunner

@@ -3,7 +3,7 @@
 `list` prints every task that loaded, then each rejected one (file:line: what is wrong) and exits 1
 when anything was rejected; `list` and `show` exit 2 when the set cannot be found. `generate` writes
 procedural tasks (`harnessrl.tasks.generate`). `harnessrl tasks check` (self-check every checker)
-runs checkers, so it lives with scoring in `harnessrl.verify.cli` and is added to this group
+runs checkers, so it lives in `harnessrl.commands.verify` and is added to this group
 by `harnessrl.cli`: `tasks/` never imports `verify/`.
 """
 
