@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from harnessrl.commands.ablation import ABLATION_CONFIG
 from harnessrl.config import ConfigError, load_config
 from harnessrl.experiments.ablation import (
-    ABLATION_CONFIG,
     arm_space,
     cell,
     eval_configs,

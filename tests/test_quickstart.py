@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from harnessrl.commands.quickstart import QUICKSTART_CONFIG
 from harnessrl.config import load_config
-from harnessrl.experiments.quickstart import QUICKSTART_CONFIG, run_quickstart
+from harnessrl.experiments.quickstart import run_quickstart
 
 pytestmark = [
     pytest.mark.slow,

@@ -34,11 +34,11 @@ from pathlib import Path
 
 import pytest
 
+from harnessrl.commands.transfer import TRANSFER_CONFIG
 from harnessrl.config import ConfigError, load_config
 from harnessrl.evaluate.paired import pooled
 from harnessrl.evaluate.stats import Outcome
 from harnessrl.experiments.transfer import (
-    TRANSFER_CONFIG,
     check,
     rl_tasks,
     run_transfer,

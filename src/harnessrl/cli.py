@@ -14,6 +14,7 @@ from harnessrl.commands import evaluate as evaluate_cli
 from harnessrl.commands import harnesses as harnesses_cli
 from harnessrl.commands import images as images_cli
 from harnessrl.commands import proxy as proxy_cli
+from harnessrl.commands import quickstart as quickstart_cli
 from harnessrl.commands import report as report_cli
 from harnessrl.commands import rollout as rollout_cli
 from harnessrl.commands import scaling as scaling_cli
@@ -22,7 +23,6 @@ from harnessrl.commands import tasks as tasks_cli
 from harnessrl.commands import trace as trace_cli
 from harnessrl.commands import train as train_cli
 from harnessrl.commands import verify as verify_cli
-from harnessrl.experiments import quickstart
 
 app = typer.Typer(
     name="harnessrl",
@@ -56,7 +56,7 @@ app.command(name="rollout")(rollout_cli.rollout)
 app.command(name="train")(train_cli.train)
 app.command(name="sft")(sft_cli.sft)
 app.command(name="eval")(evaluate_cli.eval_cmd)
-app.command(name="quickstart")(quickstart.quickstart)
+app.command(name="quickstart")(quickstart_cli.quickstart)
 app.command(name="serve")(proxy_cli.serve)
 app.add_typer(proxy_cli.calls_app, name="calls")
 app.command(name="plot")(report_cli.plot)

@@ -1,7 +1,11 @@
 """Configuration: pydantic v2 models, loaded from TOML, overridden with dotted keys, merged here only.
 
-Each section class lives next to the package it configures (`<package>/config.py`); this module
-assembles them into `Config` and re-exports them.
+Each section class lives next to the package it configures (`<package>/config.py`), and so does the
+bundle of sections each package's entry points read (`rollout.config.RolloutSections`,
+`train.config.TrainSections`, `evaluate.config.EvalSections`, `experiments.config.RunSections` and one
+per experiment); this module assembles them into `Config` and re-exports them. It sits in the top
+layer with the commands (`harnessrl.commands`): no library module imports it, and the library takes
+its bundle of sections, which `Config` is an instance of.
 
     cfg = load_config("run.toml", overrides=["train.lr=1e-6", "rollout.n=8"])
 
@@ -17,16 +21,24 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
-from harnessrl.config_section import Section
+from harnessrl.config_section import ConfigError, Section
 from harnessrl.engines.config import EngineConfig, SamplingConfig, VLLMConfig
-from harnessrl.evaluate.config import EvalConfig
-from harnessrl.experiments.config import AblationConfig, QuickstartConfig, TransferConfig
+from harnessrl.evaluate.config import EvalConfig, EvalSections
+from harnessrl.experiments.config import (
+    AblationConfig,
+    AblationSections,
+    QuickstartConfig,
+    QuickstartSections,
+    RunSections,
+    TransferConfig,
+    TransferSections,
+)
 from harnessrl.proxy.config import ProxyConfig
 from harnessrl.report.config import TrackingConfig
 from harnessrl.rl.config import AdvantageConfig, LossConfig
-from harnessrl.rollout.config import RayConfig, RolloutConfig
+from harnessrl.rollout.config import RayConfig, RolloutConfig, RolloutSections
 from harnessrl.sandbox.config import SandboxConfig
 from harnessrl.scaling.config import HarnessSpaceConfig
 from harnessrl.tasks.config import TasksConfig
@@ -39,17 +51,20 @@ from harnessrl.train.config import (
     TrainableStatus,
     TrainConfig,
     TrainerConfig,
+    TrainSections,
 )
 from harnessrl.verify.config import JudgeConfig, VerifyConfig
 
 __all__ = [
     "TRAINABLE_STATUSES",
     "AblationConfig",
+    "AblationSections",
     "AdvantageConfig",
     "Config",
     "ConfigError",
     "EngineConfig",
     "EvalConfig",
+    "EvalSections",
     "FailurePolicyConfig",
     "HarnessSpaceConfig",
     "JudgeConfig",
@@ -57,8 +72,11 @@ __all__ = [
     "LossConfig",
     "ProxyConfig",
     "QuickstartConfig",
+    "QuickstartSections",
     "RayConfig",
     "RolloutConfig",
+    "RolloutSections",
+    "RunSections",
     "SamplingConfig",
     "SandboxConfig",
     "Section",
@@ -67,9 +85,11 @@ __all__ = [
     "TraceConfig",
     "TrackingConfig",
     "TrainConfig",
+    "TrainSections",
     "TrainableStatus",
     "TrainerConfig",
     "TransferConfig",
+    "TransferSections",
     "VLLMConfig",
     "VerifyConfig",
     "flag_overrides",
@@ -79,41 +99,9 @@ __all__ = [
 ]
 
 
-class Config(Section):
-    """The whole run configuration."""
-
-    tasks: TasksConfig = Field(default_factory=TasksConfig)
-    """The task set."""
-    verify: VerifyConfig = Field(default_factory=VerifyConfig)
-    """Scoring: code checkers, the rubric judge, hybrid weights."""
-    engine: EngineConfig = Field(default_factory=EngineConfig)
-    """The policy's inference engine."""
-    proxy: ProxyConfig = Field(default_factory=ProxyConfig)
-    """The model-API proxy the harnesses call."""
-    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
-    """The sandboxes of rollouts and checkers."""
-    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
-    """How rollouts run: harness, concurrency, timeout, backend."""
-    train: TrainConfig = Field(default_factory=TrainConfig)
-    """The RL loop (`harnessrl train`) and its trainer."""
-    trace: TraceConfig = Field(default_factory=TraceConfig)
-    """Prefix-tree filters."""
-    eval: EvalConfig = Field(default_factory=EvalConfig)
-    """`harnessrl eval`."""
-    sft: SftConfig = Field(default_factory=SftConfig)
-    """Cold-start SFT (`harnessrl sft`)."""
-    quickstart: QuickstartConfig = Field(default_factory=QuickstartConfig)
-    """`harnessrl quickstart`."""
-    ablation: AblationConfig = Field(default_factory=AblationConfig)
-    """The harness-scaling ablation (`scripts/scaling_ablation`)."""
-    transfer: TransferConfig = Field(default_factory=TransferConfig)
-    """The harness-transfer experiment (`scripts/harness_transfer`)."""
-    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
-    """Experiment trackers besides TensorBoard (`report.trackers`)."""
-
-
-class ConfigError(ValueError):
-    """A config file or override is invalid; the message names the key and the problem."""
+class Config(QuickstartSections, AblationSections, TransferSections):
+    """The whole run configuration: every section once, as the union of the libraries' bundles, so a
+    `Config` can be given to any library entry point (which reads only its bundle's sections)."""
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

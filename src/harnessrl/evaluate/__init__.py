@@ -1,11 +1,12 @@
 """Evaluation: Pass@1 over repeated runs, per task / category / harness (configuration); reports.
 
     from harnessrl.evaluate import evaluate, write_report
-    report = await evaluate(cfg, tasks, harnesses=["codex", "whitebox:01220"])   # eval.* of cfg
+    report = await evaluate(cfg, tasks, harnesses=["codex", "whitebox:01220"])   # cfg: EvalSections
     write_report(report, cfg.eval.out_dir)                                       # eval.json, eval.md
 
 `stats` holds the estimators (pure), `run` the loop over policies x harnesses x tasks x runs through
-the real rollout runner, `report` the JSON / markdown / rich output, `cli` the `harnessrl eval` command.
+the real rollout runner, `tables` the JSON / markdown / rich output (`harnessrl eval` is
+`commands.evaluate`).
 """
 
 from harnessrl.evaluate.run import Policy, eval_seed, evaluate, parse_policy

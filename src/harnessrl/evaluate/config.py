@@ -11,6 +11,9 @@ from typing import Any
 from pydantic import Field
 
 from harnessrl.config_section import Section
+from harnessrl.rollout.config import RolloutSections
+from harnessrl.tasks.config import TasksConfig
+from harnessrl.train.config import TrainConfig
 
 
 class EvalConfig(Section):
@@ -37,3 +40,15 @@ class EvalConfig(Section):
     harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Adapter switches per harness name; the key `whitebox` applies to every `whitebox:<code>`.
     A harness without an entry gets `train.harness_options[name]` (whitebox: the harness space's)."""
+
+
+class EvalSections(RolloutSections):
+    """What `evaluate.evaluate` reads: the rollout sections plus the evaluation, the task set it names
+    in its report, and the training whose harness options and harness space it evaluates with."""
+
+    tasks: TasksConfig = Field(default_factory=TasksConfig)
+    """The task set."""
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    """The RL loop (`harnessrl train`) and its trainer."""
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    """`harnessrl eval`."""

@@ -22,16 +22,14 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
+from harnessrl.evaluate.config import EvalSections
 from harnessrl.evaluate.paired import comparisons, sentence
 from harnessrl.evaluate.stats import Outcome, breakdown, space_group, summarize
 from harnessrl.protocols import Engine
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner
 from harnessrl.types import EngineError, HarnessName, Rollout, RolloutStatus, Task
-
-if TYPE_CHECKING:  # the assembled Config imports every section, this package's too
-    from harnessrl.config import Config
 
 
 @dataclass(frozen=True)
@@ -69,7 +67,7 @@ def eval_seed(seed: int, task_id: str, harness: str, run: int) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def harness_options(cfg: Config, harness: str) -> dict[str, Any]:
+def harness_options(cfg: EvalSections, harness: str) -> dict[str, Any]:
     """Adapter switches for `harness`: `eval.harness_options` (name, then `whitebox`), else training's."""
     opts = cfg.eval.harness_options
     if harness in opts:
@@ -82,7 +80,9 @@ def harness_options(cfg: Config, harness: str) -> dict[str, Any]:
     return dict(cfg.train.harness_options.get(harness, {}))
 
 
-def eval_jobs(cfg: Config, tasks: Sequence[Task], harnesses: Sequence[str], label: str) -> list[RolloutJob]:
+def eval_jobs(
+    cfg: EvalSections, tasks: Sequence[Task], harnesses: Sequence[str], label: str
+) -> list[RolloutJob]:
     """Run r of every (task, harness): R x tasks x harnesses jobs, each with its seed."""
     jobs = []
     for harness in harnesses:
@@ -113,7 +113,7 @@ def outcome(rollout: Rollout, task: Task, run: int, seed: int, threshold: float)
     )
 
 
-def train_codes(cfg: Config) -> list[str]:
+def train_codes(cfg: EvalSections) -> list[str]:
     """The white-box codes training used (`train.harness_space`, else the orthogonal array)."""
     from harnessrl.scaling import design_codes, orthogonal_array
 
@@ -123,7 +123,7 @@ def train_codes(cfg: Config) -> list[str]:
     return design_codes(hs.design, cfg.train.seed if hs.seed is None else hs.seed, hs.single)
 
 
-def policy_report(cfg: Config, outcomes: Sequence[Outcome]) -> dict[str, Any]:
+def policy_report(cfg: EvalSections, outcomes: Sequence[Outcome]) -> dict[str, Any]:
     """Overall, per harness, per category, per task (and the harness-scaling groups) of one policy."""
     runs = cfg.eval.runs
     report: dict[str, Any] = {
@@ -138,7 +138,7 @@ def policy_report(cfg: Config, outcomes: Sequence[Outcome]) -> dict[str, Any]:
     return report
 
 
-async def _engine(cfg: Config, tasks: Sequence[Task], policy: Policy, harness: str) -> Engine:
+async def _engine(cfg: EvalSections, tasks: Sequence[Task], policy: Policy, harness: str) -> Engine:
     from harnessrl.rollout.session import build_engine_for
 
     engine_cfg = cfg.engine.model_copy(update={"model": policy.model})
@@ -163,7 +163,7 @@ def load_weights(checkpoint: Path) -> dict[str, Any]:
 
 
 async def run_policy(
-    cfg: Config,
+    cfg: EvalSections,
     tasks: Sequence[Task],
     harnesses: Sequence[str],
     policy: Policy,
@@ -222,7 +222,7 @@ class Borrowed:
         return None
 
 
-def _judge(cfg: Config, tasks: Sequence[Task]) -> Any:
+def _judge(cfg: EvalSections, tasks: Sequence[Task]) -> Any:
     if all(t.grading_type == "automated" for t in tasks):
         return None
     from harnessrl.verify import RubricJudge
@@ -231,7 +231,7 @@ def _judge(cfg: Config, tasks: Sequence[Task]) -> Any:
 
 
 async def evaluate(
-    cfg: Config,
+    cfg: EvalSections,
     tasks: Sequence[Task],
     *,
     harnesses: Sequence[str] | None = None,
@@ -276,7 +276,7 @@ async def evaluate(
     return report
 
 
-def _header(cfg: Config, tasks: Sequence[Task], harnesses: Sequence[str]) -> dict[str, Any]:
+def _header(cfg: EvalSections, tasks: Sequence[Task], harnesses: Sequence[str]) -> dict[str, Any]:
     return {
         "tasks": cfg.tasks.path,
         "split": cfg.tasks.split,

@@ -24,18 +24,15 @@ seeds (`harnessrl.evaluate`: seed per (task, harness, run)).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-from harnessrl.config import Config, ConfigError, load_config
+from harnessrl.config_section import ConfigError
+from harnessrl.experiments.config import AblationSections
 from harnessrl.experiments.quickstart import (
     Stages,
     _inputs,
@@ -47,19 +44,16 @@ from harnessrl.experiments.quickstart import (
 from harnessrl.scaling.config import HarnessSpaceConfig
 from harnessrl.types import Task
 
-ABLATION_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "scaling" / "ablation.toml"
-"""The checked-in configuration `scripts/scaling_ablation` runs when no --config is given."""
-
 GROUPS = ("in_space_heldout", "out_of_space")
 
 
-def families(cfg: Config) -> list[str]:
+def families(cfg: AblationSections) -> list[str]:
     from harnessrl.tasks.generate import TRAIN_FAMILIES
 
     return list(cfg.ablation.families or TRAIN_FAMILIES)
 
 
-def arm_space(cfg: Config, arm: str) -> HarnessSpaceConfig:
+def arm_space(cfg: AblationSections, arm: str) -> HarnessSpaceConfig:
     """`train.harness_space` of one arm: its design, the configured k and pairing (`single`: repeat)."""
     from harnessrl.scaling import DESIGNS
 
@@ -69,14 +63,14 @@ def arm_space(cfg: Config, arm: str) -> HarnessSpaceConfig:
     return hs.model_copy(update={"design": arm, "pairing": "repeat" if arm == "single" else hs.pairing})
 
 
-def arm_codes(cfg: Config, arm: str) -> list[str]:
+def arm_codes(cfg: AblationSections, arm: str) -> list[str]:
     from harnessrl.scaling import design_codes
 
     hs = arm_space(cfg, arm)
     return design_codes(arm, cfg.train.seed if hs.seed is None else hs.seed, hs.single)
 
 
-def eval_configs(cfg: Config) -> list[str]:
+def eval_configs(cfg: AblationSections) -> list[str]:
     """The in-space held-out evaluation configurations: a draw (seeded by `eval.seed`) of
     `ablation.eval_configs` codes that no arm trains on and the cold start never saw."""
     from harnessrl.scaling import all_codes
@@ -91,17 +85,19 @@ def eval_configs(cfg: Config) -> list[str]:
     return sorted(random.Random(f"ablation-eval/{cfg.eval.seed}").sample(pool, n))
 
 
-async def _tasks(cfg: Config, folder: Path) -> dict[str, str]:
+async def _tasks(cfg: AblationSections, folder: Path) -> dict[str, str]:
     a = cfg.ablation
     return generate_splits(families(cfg), a.train_per_family, a.heldout_per_family, a.task_seed, folder)
 
 
-async def _sft(cfg: Config, tasks: list[Task], folder: Path, echo: Callable[[str], None]) -> dict[str, Any]:
+async def _sft(
+    cfg: AblationSections, tasks: list[Task], folder: Path, echo: Callable[[str], None]
+) -> dict[str, Any]:
     """Demonstrations through every `sft_codes` configuration, then one SFT over all of them."""
     return await cold_start(cfg, tasks, {c: f"whitebox:{c}" for c in cfg.ablation.sft_codes}, folder, echo)
 
 
-async def _arm(cfg: Config, arm: str, tasks: list[Task], start: str, folder: Path) -> str:
+async def _arm(cfg: AblationSections, arm: str, tasks: list[Task], start: str, folder: Path) -> str:
     from harnessrl.formats.checkpoints import latest_checkpoint
     from harnessrl.train.loop import train
 
@@ -118,8 +114,8 @@ async def _arm(cfg: Config, arm: str, tasks: list[Task], start: str, folder: Pat
 
 
 async def _eval(
-    cfg: Config, tasks: list[Task], harnesses: list[str], label: str, model: str, weights: str | None,
-    arm: str | None, folder: Path,
+    cfg: AblationSections, tasks: list[Task], harnesses: list[str], label: str, model: str,
+    weights: str | None, arm: str | None, folder: Path,
 ) -> dict[str, Any]:  # fmt: skip
     """`evaluate_policy` with the arm's design as `train.harness_space` (the eval's space groups)."""
     if arm is not None:
@@ -131,7 +127,7 @@ async def _eval(
 
 
 async def run_ablation(
-    cfg: Config, *, fresh: bool = False, echo: Callable[[str], None] = print
+    cfg: AblationSections, *, fresh: bool = False, echo: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """All stages (module docstring); returns {policy: eval groups} plus stage seconds."""
     out = Path(cfg.ablation.out_dir)
@@ -209,7 +205,7 @@ def table_rows(results: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def table_markdown(summary: dict[str, Any], cfg: Config) -> str:
+def table_markdown(summary: dict[str, Any], cfg: AblationSections) -> str:
     lines = [
         f"{summary['heldout_tasks']} held-out tasks x {len(summary['eval_configs'])} in-space held-out "
         f"configurations ({', '.join(summary['eval_configs'])}) and out-of-space "
@@ -220,57 +216,3 @@ def table_markdown(summary: dict[str, Any], cfg: Config) -> str:
     ]
     lines += ["| " + " | ".join(row) + " |" for row in table_rows(summary["policies"])]
     return "\n".join(lines) + "\n"
-
-
-def main(
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="TOML config (default: configs/scaling/ablation.toml)."),
-    ] = None,
-    override: Annotated[list[str] | None, typer.Option("-o", help="Dotted override (repeatable).")] = None,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Redo every stage.")] = False,
-    combine: Annotated[
-        list[Path] | None,
-        typer.Option("--combine", help="Run nothing: put these finished runs (one per seed) side by side."),
-    ] = None,
-    reference: Annotated[
-        str, typer.Option("--reference", help="With --combine: the policy the others are paired against.")
-    ] = "cold-start",
-) -> None:
-    """One GRPO run per harness-space design from a shared cold start; prints the paper's table."""
-    from rich.table import Table
-
-    from harnessrl.progress import console, quiet_loading
-
-    if combine:
-        from harnessrl.experiments.ablation_seeds import combine as combine_runs
-        from harnessrl.experiments.ablation_seeds import combined_markdown
-
-        try:
-            print(combined_markdown(combine, combine_runs(combine, reference), reference))
-        except ValueError as e:
-            raise typer.BadParameter(str(e)) from None
-        return
-
-    try:
-        cfg = load_config(config if config is not None else ABLATION_CONFIG, override or [])
-        for arm in cfg.ablation.arms:
-            arm_space(cfg, arm)
-    except ConfigError as e:
-        raise typer.BadParameter(str(e)) from None
-    quiet_loading()
-    t0 = time.perf_counter()
-    summary = asyncio.run(run_ablation(cfg, fresh=fresh, echo=lambda s: print(s, flush=True)))
-    table = Table(
-        *TABLE_HEADER, title=f"harness-scaling ablation ({summary['heldout_tasks']} held-out tasks)"
-    )
-    for row in table_rows(summary["policies"]):
-        table.add_row(*row)
-    console().print(table)
-    stages = {k: round(v) for k, v in summary["seconds"].items()}
-    print(f"total {time.perf_counter() - t0:.0f} s; stages {json.dumps(stages)}")
-    print(f"table: {Path(cfg.ablation.out_dir) / 'ablation.md'}", flush=True)
-
-
-if __name__ == "__main__":
-    typer.run(main)

@@ -11,6 +11,8 @@ from typing import Any
 from pydantic import Field
 
 from harnessrl.config_section import Section
+from harnessrl.evaluate.config import EvalSections
+from harnessrl.train.config import TrainSections
 
 
 class QuickstartConfig(Section):
@@ -113,3 +115,29 @@ class TransferConfig(Section):
     harness compare a training setting (`{"whitebox-dynamic": {"dynamic_sampling_rounds": 3}}`):
     the arm then has its own budget. Not the fields the experiment sets per arm (`harnesses`,
     `harnesses_per_task`, `harness_space`, `seed`, `out_dir`, `resume`)."""
+
+
+class RunSections(TrainSections, EvalSections):
+    """What the experiments' shared stages read (cold start, training, evaluation): every section but
+    the experiments' own."""
+
+
+class QuickstartSections(RunSections):
+    """What `experiments.quickstart.run_quickstart` reads."""
+
+    quickstart: QuickstartConfig = Field(default_factory=QuickstartConfig)
+    """`harnessrl quickstart`."""
+
+
+class AblationSections(RunSections):
+    """What `experiments.ablation.run_ablation` reads."""
+
+    ablation: AblationConfig = Field(default_factory=AblationConfig)
+    """The harness-scaling ablation (`scripts/scaling_ablation`)."""
+
+
+class TransferSections(RunSections):
+    """What `experiments.transfer.run_transfer` reads."""
+
+    transfer: TransferConfig = Field(default_factory=TransferConfig)
+    """The harness-transfer experiment (`scripts/harness_transfer`)."""

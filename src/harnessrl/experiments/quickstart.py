@@ -1,6 +1,6 @@
 """`harnessrl quickstart`: a small complete experiment that ends in a before/after table.
 
-    harnessrl quickstart                       # configs/quickstart.toml (packaged as quickstart.toml)
+    harnessrl quickstart                       # configs/quickstart.toml (`commands.quickstart`)
 
 Stages, each in its own folder under `quickstart.out_dir`, each skipped when its `stage.json` says it
 ran to the end with the same inputs (so a second run reuses what the first built; `--fresh` redoes):
@@ -22,24 +22,17 @@ interval over tasks (`evaluate.paired`), computed from the stages' `eval.json` o
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import itertools
 import json
 import shutil
-import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-from harnessrl.config import Config, ConfigError, load_config
+from harnessrl.experiments.config import QuickstartSections, RunSections
 from harnessrl.types import Task
-
-QUICKSTART_CONFIG = Path(__file__).with_name("quickstart.toml")
-"""The configuration `harnessrl quickstart` runs when no --config is given."""
 
 
 class Stages:
@@ -75,13 +68,13 @@ class Stages:
         return result
 
 
-def _families(cfg: Config) -> list[str]:
+def _families(cfg: QuickstartSections) -> list[str]:
     from harnessrl.tasks.generate import TRAIN_FAMILIES
 
     return list(cfg.quickstart.families or TRAIN_FAMILIES)
 
 
-async def _tasks(cfg: Config, folder: Path) -> dict[str, str]:
+async def _tasks(cfg: QuickstartSections, folder: Path) -> dict[str, str]:
     q = cfg.quickstart
     return generate_splits(_families(cfg), q.train_per_family, q.heldout_per_family, q.task_seed, folder)
 
@@ -102,14 +95,14 @@ def _load(path: str) -> list[Task]:
 
 
 async def _eval(
-    cfg: Config, tasks: list[Task], label: str, model: str, weights: str | None, folder: Path
+    cfg: QuickstartSections, tasks: list[Task], label: str, model: str, weights: str | None, folder: Path
 ) -> Any:
     entry = await evaluate_policy(cfg, tasks, [cfg.quickstart.harness], label, model, weights, folder)
     return entry["summary"]
 
 
 async def evaluate_policy(
-    cfg: Config, tasks: list[Task], harnesses: list[str], label: str, model: str, weights: str | None,
+    cfg: RunSections, tasks: list[Task], harnesses: list[str], label: str, model: str, weights: str | None,
     folder: Path,
 ) -> dict[str, Any]:  # fmt: skip
     """One policy (a model folder, plus trainer weights) on every (task, harness), report into `folder`;
@@ -124,7 +117,7 @@ async def evaluate_policy(
     return entry
 
 
-async def _rl(cfg: Config, tasks: list[Task], sft_model: str, folder: Path) -> str:
+async def _rl(cfg: QuickstartSections, tasks: list[Task], sft_model: str, folder: Path) -> str:
     from harnessrl.formats.checkpoints import latest_checkpoint
     from harnessrl.train.loop import train
 
@@ -139,7 +132,7 @@ async def _rl(cfg: Config, tasks: list[Task], sft_model: str, folder: Path) -> s
 
 
 async def cold_start(
-    cfg: Config, tasks: list[Task], demos: Mapping[str, str], folder: Path, echo: Callable[[str], None]
+    cfg: RunSections, tasks: list[Task], demos: Mapping[str, str], folder: Path, echo: Callable[[str], None]
 ) -> dict[str, Any]:
     """The experiments' shared cold start: scripted demonstrations of `tasks` through each harness of
     `demos` ({folder name under `<folder>/demos/`: harness}), then one SFT over all of them. Returns
@@ -166,12 +159,12 @@ async def cold_start(
     return {"model": result["model"], "log": result["log"], "dropped": result["dropped"], "solved": solved}
 
 
-def _inputs(cfg: Config, *sections: str) -> dict[str, Any]:
+def _inputs(cfg: RunSections, *sections: str) -> dict[str, Any]:
     return {s: getattr(cfg, s).model_dump() for s in sections}
 
 
 async def run_quickstart(
-    cfg: Config, *, fresh: bool = False, echo: Callable[[str], None] = print
+    cfg: QuickstartSections, *, fresh: bool = False, echo: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """All stages (module docstring); returns {policy: eval summary} plus stage seconds."""
     out = Path(cfg.quickstart.out_dir)
@@ -208,7 +201,7 @@ async def run_quickstart(
     return summary
 
 
-async def _sft(cfg: Config, tasks: list[Task]) -> dict[str, Any]:
+async def _sft(cfg: QuickstartSections, tasks: list[Task]) -> dict[str, Any]:
     from harnessrl.train.sft import sft
 
     result = await sft(cfg, tasks, echo=lambda s: print(s, flush=True))
@@ -225,7 +218,9 @@ TABLE_HEADER = [
 ]
 
 
-def paired_over_previous(eval_dir: Path, names: list[str], cfg: Config) -> dict[str, dict[str, Any]]:
+def paired_over_previous(
+    eval_dir: Path, names: list[str], cfg: QuickstartSections
+) -> dict[str, dict[str, Any]]:
     """Each policy's paired difference of Pass@1 over the policy in the row above it (sft over base,
     sft+rl over sft), from the outcomes in their `eval/<policy>/eval.json` (same tasks, same seeds),
     with `evaluate.paired`'s bootstrap interval over tasks (`eval.bootstrap_resamples`, `eval.seed`)."""
@@ -263,7 +258,7 @@ def table_rows(results: dict[str, Any], paired: dict[str, Any] | None = None) ->
     ]  # fmt: skip
 
 
-def track_table(out: Path, cfg: Config, results: dict[str, Any], paired: dict[str, Any]) -> None:
+def track_table(out: Path, cfg: QuickstartSections, results: dict[str, Any], paired: dict[str, Any]) -> None:
     """The before/after table and its numbers to `<out>/tb` and `tracking.report_to` (`report.trackers`)."""
     from harnessrl.report.trackers import open_trackers
 
@@ -275,7 +270,9 @@ def track_table(out: Path, cfg: Config, results: dict[str, Any], paired: dict[st
         t.table("quickstart/table", TABLE_HEADER, table_rows(results, paired))
 
 
-def table_markdown(results: dict[str, Any], cfg: Config, paired: dict[str, Any] | None = None) -> str:
+def table_markdown(
+    results: dict[str, Any], cfg: QuickstartSections, paired: dict[str, Any] | None = None
+) -> str:
     from harnessrl.evaluate.paired import sentence
 
     lines = [f"Held-out generated tasks through `{cfg.quickstart.harness}`, {cfg.eval.runs} runs each.", ""]
@@ -284,38 +281,3 @@ def table_markdown(results: dict[str, Any], cfg: Config, paired: dict[str, Any] 
     for name, c in (paired or {}).items():
         lines += ["", sentence({"policy": name, "baseline": c["baseline"], "overall": c})]
     return "\n".join(lines) + "\n"
-
-
-def quickstart(
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="TOML config (default: the packaged one).")
-    ] = None,
-    override: Annotated[list[str] | None, typer.Option("-o", help="Dotted override (repeatable).")] = None,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Redo every stage.")] = False,
-) -> None:
-    """Demonstrations -> SFT -> eval -> GRPO -> eval on generated tasks; prints the before/after table."""
-    from rich.table import Table
-
-    from harnessrl.evaluate.paired import sentence
-    from harnessrl.progress import console, quiet_loading
-
-    try:
-        cfg = load_config(config if config is not None else QUICKSTART_CONFIG, override or [])
-    except ConfigError as e:
-        raise typer.BadParameter(str(e)) from None
-    quiet_loading()
-    out = console()
-    t0 = time.perf_counter()
-    summary = asyncio.run(run_quickstart(cfg, fresh=fresh, echo=lambda s: print(s, flush=True)))
-    table = Table(*TABLE_HEADER, title=f"before / after ({summary['heldout_tasks']} held-out tasks)")
-    for row in table_rows(summary["policies"], summary["paired"]):
-        table.add_row(*row)
-    out.print(table)
-    for name, c in summary["paired"].items():
-        print(sentence({"policy": name, "baseline": c["baseline"], "overall": c}))
-    root = Path(cfg.quickstart.out_dir)
-    stages = {k: round(v) for k, v in summary["seconds"].items()}
-    print(f"total {time.perf_counter() - t0:.0f} s; stages {json.dumps(stages)}")
-    print(f"table: {root / 'quickstart.md'}; eval reports: {root / 'eval'}/*/eval.md; "
-          f"RL metrics: {root / 'rl' / 'metrics.jsonl'}", flush=True)  # fmt: skip
-    sys.stdout.flush()

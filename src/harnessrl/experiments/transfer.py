@@ -31,41 +31,37 @@ trained only there against each other arm, paired seed by seed), and each stage'
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-from harnessrl.config import Config, ConfigError, load_config
+from harnessrl.config_section import ConfigError
 from harnessrl.evaluate.stats import Outcome
+from harnessrl.experiments.config import TransferSections
 from harnessrl.experiments.quickstart import Stages, _inputs, _load, cold_start, evaluate_policy
 from harnessrl.types import Task
 
-TRANSFER_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "transfer.toml"
-"""The checked-in configuration `scripts/harness_transfer` runs when no --config is given."""
 TABLE_FILE = "transfer.md"
 GROUPS = {"heldout": "held-out instances of the train families", "heldout_family": "held-out family"}
 COLD = "cold-start"
 
 
-def families(cfg: Config) -> list[str]:
+def families(cfg: TransferSections) -> list[str]:
     from harnessrl.tasks.generate import TRAIN_FAMILIES
 
     return list(cfg.transfer.families or TRAIN_FAMILIES)
 
 
-def sft_harnesses(cfg: Config) -> list[str]:
+def sft_harnesses(cfg: TransferSections) -> list[str]:
     """The cold start's demonstration harnesses: `transfer.sft_harnesses`, else every arm's, in order."""
     if cfg.transfer.sft_harnesses:
         return list(cfg.transfer.sft_harnesses)
     return list(dict.fromkeys(h for hs in cfg.transfer.arms.values() for h in hs))
 
 
-def check(cfg: Config) -> None:
+def check(cfg: TransferSections) -> None:
     """Fail before anything runs on a configuration the experiment cannot use."""
     from harnessrl.harnesses import get_harness
 
@@ -109,11 +105,11 @@ implementations, micro-batch size, prefix sharing): not stage inputs, so a run t
 fit memory, say) keeps its finished stages."""
 
 
-def trainer_inputs(cfg: Config) -> dict[str, Any]:
+def trainer_inputs(cfg: TransferSections) -> dict[str, Any]:
     return {k: v for k, v in cfg.train.trainer.model_dump().items() if k not in HOW}
 
 
-def train_inputs_of(cfg: Config) -> dict[str, Any]:
+def train_inputs_of(cfg: TransferSections) -> dict[str, Any]:
     """The `train` section as a stage input, without the `HOW` settings."""
     return {"train": cfg.train.model_dump() | {"trainer": trainer_inputs(cfg)}}
 
@@ -122,7 +118,7 @@ def policy_name(arm: str, seed: int) -> str:
     return f"{arm}-s{seed}"
 
 
-async def _tasks(cfg: Config, folder: Path) -> dict[str, str]:
+async def _tasks(cfg: TransferSections, folder: Path) -> dict[str, str]:
     """Train instances from `task_seed`; the held-out set from `heldout_seed` (`evaluate.heldout`)."""
     from harnessrl.evaluate.heldout import heldout_set
     from harnessrl.tasks.generate import generate
@@ -168,12 +164,14 @@ def rl_tasks(names: Sequence[str], demonstrated: int, n: int, seed: int, dest: P
             )
 
 
-async def _sft(cfg: Config, tasks: list[Task], folder: Path, echo: Callable[[str], None]) -> dict[str, Any]:
+async def _sft(
+    cfg: TransferSections, tasks: list[Task], folder: Path, echo: Callable[[str], None]
+) -> dict[str, Any]:
     """Demonstrations through every `sft_harnesses(cfg)`, then one SFT over all of them."""
     return await cold_start(cfg, tasks, {h.replace(":", "_"): h for h in sft_harnesses(cfg)}, folder, echo)
 
 
-def arm_config(cfg: Config, arm: str, seed: int, start: str, folder: Path) -> Config:
+def arm_config(cfg: TransferSections, arm: str, seed: int, start: str, folder: Path) -> TransferSections:
     """The `train` config of one arm and seed: its harnesses, one per drawn task, from `start`, with
     the arm's `transfer.arm_train` fields (validated: a wrong name or value, or a field set here for
     every arm, is a `ConfigError`)."""
@@ -216,7 +214,7 @@ def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _arm(
-    cfg: Config, arm: str, seed: int, tasks: list[Task], start: str, folder: Path
+    cfg: TransferSections, arm: str, seed: int, tasks: list[Task], start: str, folder: Path
 ) -> dict[str, Any]:
     from harnessrl.formats.checkpoints import latest_checkpoint
     from harnessrl.train.loop import train
@@ -236,7 +234,7 @@ async def _arm(
 
 
 async def _eval(
-    cfg: Config, tasks: list[Task], label: str, model: str, weights: str | None, folder: Path
+    cfg: TransferSections, tasks: list[Task], label: str, model: str, weights: str | None, folder: Path
 ) -> dict[str, Any]:
     entry = await evaluate_policy(
         cfg, tasks, list(cfg.transfer.eval_harnesses), label, model, weights, folder
@@ -245,7 +243,7 @@ async def _eval(
 
 
 async def run_transfer(
-    cfg: Config, *, fresh: bool = False, echo: Callable[[str], None] = print
+    cfg: TransferSections, *, fresh: bool = False, echo: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """All stages (module docstring); writes and returns the summary."""
     check(cfg)
@@ -368,7 +366,7 @@ def read_outcomes(out: Path, policy: str) -> list[Outcome]:
     return outcomes_of(read_eval(out / "eval" / policy / EVAL_FILE), policy)
 
 
-def matrices(out: Path, summary: Mapping[str, Any], cfg: Config) -> dict[str, Any]:
+def matrices(out: Path, summary: Mapping[str, Any], cfg: TransferSections) -> dict[str, Any]:
     """The matrices and diagonal comparisons of a finished run, from its `eval/<policy>/eval.json`."""
     policies = (["base"] if cfg.transfer.base_model_row else []) + [COLD]
     outcomes = {p: read_outcomes(out, p) for p in policies}
@@ -538,32 +536,3 @@ def write_tables(out: Path, summary: dict[str, Any]) -> None:
 
     write_transfer(out, summary)
     (out / TABLE_FILE).write_text(table_markdown(summary), encoding="utf-8")
-
-
-def main(
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/transfer.toml).")
-    ] = None,
-    override: Annotated[list[str] | None, typer.Option("-o", help="Dotted override (repeatable).")] = None,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Redo every stage.")] = False,
-) -> None:
-    """From one cold start, GRPO through each arm's harnesses; every policy through every eval harness."""
-    try:
-        cfg = load_config(config if config is not None else TRANSFER_CONFIG, override or [])
-        check(cfg)
-    except ConfigError as e:
-        raise typer.BadParameter(str(e)) from None
-    from harnessrl.progress import quiet_loading
-
-    quiet_loading()
-    t0 = time.perf_counter()
-    summary = asyncio.run(run_transfer(cfg, fresh=fresh, echo=lambda s: print(s, flush=True)))
-    print(table_markdown(summary))
-    print(
-        f"total {time.perf_counter() - t0:.0f} s; table: {Path(cfg.transfer.out_dir) / TABLE_FILE}",
-        flush=True,
-    )
-
-
-if __name__ == "__main__":
-    typer.run(main)

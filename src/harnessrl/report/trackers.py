@@ -34,7 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from harnessrl.config import ConfigError
+from harnessrl.config_section import ConfigError
 from harnessrl.report.tbevents import EventWriter
 
 

@@ -11,6 +11,10 @@ from typing import Any, Literal
 from pydantic import Field
 
 from harnessrl.config_section import Section
+from harnessrl.engines.config import EngineConfig
+from harnessrl.proxy.config import ProxyConfig
+from harnessrl.sandbox.config import SandboxConfig
+from harnessrl.verify.config import VerifyConfig
 
 
 class RayConfig(Section):
@@ -56,3 +60,20 @@ class RolloutConfig(Section):
     """Adapter switches per harness name, the same shape as `train.harness_options`, e.g.
     `{"claude-code" = {bare = true}}` or `-o rollout.harness_options.shell.command="make"`
     (`harnessrl rollout --option bare=true` sets them for the chosen harness)."""
+
+
+class RolloutSections(Section):
+    """The sections a batch of rollouts is built from (`rollout.session.RolloutStack`): the engine, the
+    proxy in front of it, the sandboxes, the runner and the scoring. `harnessrl.config.Config` holds
+    them among the rest; the library takes this bundle (or a larger one that extends it)."""
+
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    """The policy's inference engine."""
+    proxy: ProxyConfig = Field(default_factory=ProxyConfig)
+    """The model-API proxy the harnesses call."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """The sandboxes of rollouts and checkers."""
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    """How rollouts run: harness, concurrency, timeout, backend."""
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    """Scoring: code checkers, the rubric judge, hybrid weights."""

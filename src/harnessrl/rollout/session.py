@@ -1,4 +1,5 @@
-"""Build everything a batch of rollouts needs from a Config, in one place (used by `rollout`, `train`).
+"""Build everything a batch of rollouts needs from its config sections (`RolloutSections`), in one place
+(used by `rollout`, `train`, `evaluate`).
 
     async with RolloutStack.from_config(cfg, tasks) as stack:
         rollouts = await stack.runner.run_many(jobs)
@@ -16,18 +17,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from harnessrl.harnesses.registry import get_harness
 from harnessrl.protocols import Engine
 from harnessrl.proxy.deps import default_deps
 from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.sessions import SessionStore
+from harnessrl.rollout.config import RolloutSections
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings
 from harnessrl.types import EngineError, HarnessError, Rollout, Task
-
-if TYPE_CHECKING:  # the assembled Config imports every section, this package's too
-    from harnessrl.config import Config
 
 
 def reference_command(task: Task) -> str:
@@ -42,7 +41,7 @@ def reference_command(task: Task) -> str:
     return "bash -c " + "'" + body.replace("'", "'\\''") + "'"
 
 
-def reference_engine(cfg: Config, tasks: list[Task], harness: str) -> Engine:
+def reference_engine(cfg: RolloutSections, tasks: list[Task], harness: str) -> Engine:
     """A scripted engine answering each task (matched by its prompt) with its reference solution,
     through the harness's own shell tool (the adapter's `reference_engine`)."""
     from harnessrl.chat.format import ChatFormat
@@ -59,7 +58,7 @@ def reference_engine(cfg: Config, tasks: list[Task], harness: str) -> Engine:
     return adapter.reference_engine(fmt, scripts, max_context=cfg.engine.context_length)
 
 
-def build_engine_for(cfg: Config, tasks: list[Task]) -> Engine:
+def build_engine_for(cfg: RolloutSections, tasks: list[Task]) -> Engine:
     from harnessrl.engines import build_engine
 
     if cfg.engine.type == "scripted" and cfg.engine.script is None:
@@ -81,14 +80,16 @@ class Runner(Protocol):
 class RolloutStack:
     """Engine + proxy + runner, started and stopped together."""
 
-    cfg: Config
+    cfg: RolloutSections
     engine: Engine
     server: ProxyServer
     runner: Runner | None = None
     """The rollout backend (`rollout.backend`), set on entering."""
 
     @classmethod
-    def from_config(cls, cfg: Config, tasks: list[Task], engine: Engine | None = None) -> RolloutStack:
+    def from_config(
+        cls, cfg: RolloutSections, tasks: list[Task], engine: Engine | None = None
+    ) -> RolloutStack:
         from harnessrl.chat.format import ChatFormat
 
         engine = engine or build_engine_for(cfg, tasks)

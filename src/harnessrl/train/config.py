@@ -11,8 +11,11 @@ from typing import Any, Literal
 from pydantic import Field
 
 from harnessrl.config_section import Section
+from harnessrl.report.config import TrackingConfig
 from harnessrl.rl.config import AdvantageConfig, LossConfig
+from harnessrl.rollout.config import RolloutSections
 from harnessrl.scaling.config import HarnessSpaceConfig
+from harnessrl.trace.config import TraceConfig
 
 
 class LoraSettings(Section):
@@ -190,3 +193,17 @@ class SftConfig(Section):
     out_dir: str = "runs/sft"
     """`model/` (a model folder: `engine.model` for `train` and `eval`), `checkpoints/step-<n>/`
     (the trainer format of RL), `sft.json` (NLL per step), `demos/` (the demonstration rollouts)."""
+
+
+class TrainSections(RolloutSections):
+    """What `train.loop.train` and `train.sft.sft` read: the rollout sections plus the loop, the
+    prefix-tree filters, cold-start SFT and the trackers."""
+
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    """The RL loop (`harnessrl train`) and its trainer."""
+    trace: TraceConfig = Field(default_factory=TraceConfig)
+    """Prefix-tree filters."""
+    sft: SftConfig = Field(default_factory=SftConfig)
+    """Cold-start SFT (`harnessrl sft`)."""
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    """Experiment trackers besides TensorBoard (`report.trackers`)."""

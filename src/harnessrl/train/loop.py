@@ -1,7 +1,6 @@
 """The RL training loop behind `harnessrl train`: one step, top to bottom, in named stages.
 
-    cfg = load_config("configs/demo.toml")
-    records = asyncio.run(train(cfg, tasks))        # one metrics dict per step
+    records = asyncio.run(train(cfg, tasks))        # cfg: TrainSections (a Config is one); one dict per step
 
 One step (`TrainLoop.run_step`), as in DESIGN's "One training step, as data":
 
@@ -70,7 +69,7 @@ from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
 
-from harnessrl.config import Config, ConfigError
+from harnessrl.config_section import ConfigError
 from harnessrl.formats.metrics import truncate_metrics
 from harnessrl.progress import Progress
 from harnessrl.protocols import Engine
@@ -79,7 +78,7 @@ from harnessrl.rollout.runner import RolloutJob
 from harnessrl.rollout.session import RolloutStack, Runner
 from harnessrl.scaling.config import HarnessSpaceConfig
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
-from harnessrl.train.config import TrainerConfig
+from harnessrl.train.config import TrainerConfig, TrainSections
 from harnessrl.train.dynamic import Fill, fill, informative_groups
 from harnessrl.train.metrics import MetricsSink, outcomes
 from harnessrl.train.schedule import ScheduleSpec, SpaceSpec, schedule_step
@@ -101,7 +100,7 @@ TREE_KEYS = (
 """Tree statistics (summed over the trained trees of a step) that go into each metrics line."""
 
 
-def trainer_config(cfg: Config) -> TrainerConfig:
+def trainer_config(cfg: TrainSections) -> TrainerConfig:
     """The TrainerConfig the loop runs: `train.trainer` with lr / seed / temperature from the run."""
     t = cfg.train.trainer
     for name, where in (("lr", "train.lr"), ("seed", "train.seed"), ("temperature", "engine.sampling")):
@@ -122,7 +121,7 @@ def trainer_config(cfg: Config) -> TrainerConfig:
     return t.model_copy(update=update)
 
 
-def build_trainer(cfg: Config) -> Trainer:
+def build_trainer(cfg: TrainSections) -> Trainer:
     """A Trainer on its own float32 copy of `engine.model` (plus critic / reference copies if configured)."""
     from harnessrl.engines.models import load_model
 
@@ -136,7 +135,7 @@ def build_trainer(cfg: Config) -> Trainer:
     return Trainer(copy(), tc, ref_model=ref, critic=critic)
 
 
-def schedule_spec(cfg: Config) -> ScheduleSpec:
+def schedule_spec(cfg: TrainSections) -> ScheduleSpec:
     t = cfg.train
     space = None
     if t.harness_space is not None:
@@ -187,12 +186,12 @@ class TreeBatch:
         self.tree_stats: list[dict[str, Any]] = []
 
 
-def trainable_as_failure(r: Rollout, cfg: Config) -> bool:
+def trainable_as_failure(r: Rollout, cfg: TrainSections) -> bool:
     """A failure the policy caused, of a status `train.failures.train_statuses` trains (reward 0)."""
     return r.fault == "policy" and r.status.value in cfg.train.failures.train_statuses
 
 
-def collect_trees(rollouts: Sequence[Rollout], cfg: Config) -> TreeBatch:
+def collect_trees(rollouts: Sequence[Rollout], cfg: TrainSections) -> TreeBatch:
     """Stage `trees`: ok rollouts, and failures the policy caused that the failure policy trains
     (with reward 0, on the calls they made) -> TreeSamples; everything else counted by its label,
     not trained."""
@@ -286,7 +285,7 @@ class TrainLoop:
 
     def __init__(
         self,
-        cfg: Config,
+        cfg: TrainSections,
         tasks: Sequence[Task],
         trainer: Trainer,
         engine: Engine,
@@ -313,7 +312,7 @@ class TrainLoop:
         """Dynamic sampling of each step whose rollouts are done and not yet trained."""
         self.progress = progress or Progress(live=False, echo=echo, interval_s=float("inf"), summary=False)
 
-    def rollout_config(self) -> Config:
+    def rollout_config(self) -> TrainSections:
         """The run config with rollout artifacts under `<out_dir>/rollouts` (one folder per rollout)."""
         return self.cfg.model_copy(
             update={
@@ -550,7 +549,7 @@ def console_line(rec: dict[str, Any], steps: int) -> str:
 
 
 async def train(
-    cfg: Config,
+    cfg: TrainSections,
     tasks: Sequence[Task],
     *,
     engine: Engine | None = None,

@@ -36,12 +36,11 @@ from typing import Any
 
 import torch
 
-from harnessrl.config import Config
 from harnessrl.formats.rollout_dir import ROLLOUT_FILE
 from harnessrl.protocols import Engine
 from harnessrl.rl.forward import packed_forward
 from harnessrl.rl.packing import TreeLayout, layout_tree, pack_by_budget
-from harnessrl.train.config import TrainerConfig
+from harnessrl.train.config import TrainerConfig, TrainSections
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import HarnessName, Rollout, RolloutStatus, Task, TreeNode, TreeSample
 
@@ -55,7 +54,7 @@ class SftData:
     dropped: dict[str, int] = field(default_factory=dict)
 
 
-def demo_engine(cfg: Config, tasks: Sequence[Task], harness: str) -> Engine:
+def demo_engine(cfg: TrainSections, tasks: Sequence[Task], harness: str) -> Engine:
     """The scripted engine of the demonstrations: the reference as one action through the harness's
     own shell tool, then its way of finishing (the adapter's `reference_engine`). A whitebox
     configuration with full context and the free ReAct workflow (`whitebox:??x00`) gets the clean
@@ -66,7 +65,7 @@ def demo_engine(cfg: Config, tasks: Sequence[Task], harness: str) -> Engine:
     return reference_engine(cfg, list(tasks), harness)
 
 
-async def make_demonstrations(cfg: Config, tasks: Sequence[Task], out_dir: Path) -> list[Rollout]:
+async def make_demonstrations(cfg: TrainSections, tasks: Sequence[Task], out_dir: Path) -> list[Rollout]:
     """Every task once through `sft.harness` with `demo_engine`; rollouts in task order."""
     from harnessrl.rollout.runner import RolloutJob
     from harnessrl.rollout.session import RolloutStack
@@ -91,7 +90,7 @@ def rollout_dirs(paths: Sequence[str | Path]) -> list[Path]:
     return out
 
 
-def select_trees(rollouts: Sequence[Rollout], cfg: Config) -> SftData:
+def select_trees(rollouts: Sequence[Rollout], cfg: TrainSections) -> SftData:
     """Kept tree paths of ok rollouts scoring >= `sft.min_score`; every n-th kept tree held out."""
     from harnessrl.trace import trace_rollout, with_filter_status
 
@@ -225,7 +224,7 @@ def sft_step(
     return {"nll": total, "grad_norm": grad_norm, "lr": lr, "trees": float(len(layouts)), "tokens": tokens}
 
 
-def sft_trainer_config(cfg: Config) -> TrainerConfig:
+def sft_trainer_config(cfg: TrainSections) -> TrainerConfig:
     """`train.trainer` with the SFT run's lr, seed and horizon; temperature 1, no value model."""
     update = {"lr": cfg.sft.lr, "seed": cfg.sft.seed, "temperature": 1.0, "value": "none"}
     return cfg.train.trainer.model_copy(update={**update, "total_steps": max(1, cfg.sft.steps)})
@@ -251,7 +250,7 @@ def export_model(trainer: Trainer, model_name: str, dest: Path) -> Path:
 
 
 def train_sft(
-    cfg: Config, data: SftData, *, trainer: Trainer | None = None, echo: Callable[[str], None] = print
+    cfg: TrainSections, data: SftData, *, trainer: Trainer | None = None, echo: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """`sft.steps` NLL steps over `data.train` (batches drawn epoch-wise); held-out NLL per step."""
     from harnessrl.engines.models import load_model
@@ -305,7 +304,9 @@ def _f(x: float | None) -> str:
     return "-" if x is None else f"{x:.4f}"
 
 
-async def sft(cfg: Config, tasks: Sequence[Task], *, echo: Callable[[str], None] = print) -> dict[str, Any]:
+async def sft(
+    cfg: TrainSections, tasks: Sequence[Task], *, echo: Callable[[str], None] = print
+) -> dict[str, Any]:
     """Demonstrations (if asked) + rollout folders -> trees -> `train_sft`. Returns the sft.json dict."""
     from harnessrl.report.trackers import require
     from harnessrl.rollout.artifacts import read_rollout
@@ -324,7 +325,7 @@ async def sft(cfg: Config, tasks: Sequence[Task], *, echo: Callable[[str], None]
     return result
 
 
-def track_sft(cfg: Config, result: dict[str, Any]) -> None:
+def track_sft(cfg: TrainSections, result: dict[str, Any]) -> None:
     """The NLL per step (`sft/<key>`) and the config to `sft.out_dir/tb` and `tracking.report_to`."""
     from harnessrl.report.trackers import open_trackers
 

@@ -1,0 +1,75 @@
+"""`scripts/scaling_ablation`: parse the config, run `experiments.ablation.run_ablation` (or put finished
+runs side by side with `--combine`), print the table.
+
+    python -m harnessrl.commands.ablation [-c FILE] [-o section.key=value ...] [--fresh]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harnessrl.config import ConfigError, load_config
+from harnessrl.experiments.ablation import TABLE_HEADER, arm_space, run_ablation, table_rows
+
+ABLATION_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "scaling" / "ablation.toml"
+"""The checked-in configuration `scripts/scaling_ablation` runs when no --config is given."""
+
+
+def main(
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="TOML config (default: configs/scaling/ablation.toml)."),
+    ] = None,
+    override: Annotated[list[str] | None, typer.Option("-o", help="Dotted override (repeatable).")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Redo every stage.")] = False,
+    combine: Annotated[
+        list[Path] | None,
+        typer.Option("--combine", help="Run nothing: put these finished runs (one per seed) side by side."),
+    ] = None,
+    reference: Annotated[
+        str, typer.Option("--reference", help="With --combine: the policy the others are paired against.")
+    ] = "cold-start",
+) -> None:
+    """One GRPO run per harness-space design from a shared cold start; prints the paper's table."""
+    from rich.table import Table
+
+    from harnessrl.progress import console, quiet_loading
+
+    if combine:
+        from harnessrl.experiments.ablation_seeds import combine as combine_runs
+        from harnessrl.experiments.ablation_seeds import combined_markdown
+
+        try:
+            print(combined_markdown(combine, combine_runs(combine, reference), reference))
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+        return
+
+    try:
+        cfg = load_config(config if config is not None else ABLATION_CONFIG, override or [])
+        for arm in cfg.ablation.arms:
+            arm_space(cfg, arm)
+    except ConfigError as e:
+        raise typer.BadParameter(str(e)) from None
+    quiet_loading()
+    t0 = time.perf_counter()
+    summary = asyncio.run(run_ablation(cfg, fresh=fresh, echo=lambda s: print(s, flush=True)))
+    table = Table(
+        *TABLE_HEADER, title=f"harness-scaling ablation ({summary['heldout_tasks']} held-out tasks)"
+    )
+    for row in table_rows(summary["policies"]):
+        table.add_row(*row)
+    console().print(table)
+    stages = {k: round(v) for k, v in summary["seconds"].items()}
+    print(f"total {time.perf_counter() - t0:.0f} s; stages {json.dumps(stages)}")
+    print(f"table: {Path(cfg.ablation.out_dir) / 'ablation.md'}", flush=True)
+
+
+if __name__ == "__main__":
+    typer.run(main)
