@@ -124,7 +124,7 @@ def _checker(task_dir: Path, mount_dir: str) -> Checker | None:
         return None
     files = scan_dir(reward, prefix="reward/")
     sh = reward / "reward.sh"
-    command = sh.read_text(encoding="utf-8") if sh.is_file() else None
+    command = sh.read_bytes().decode("utf-8") if sh.is_file() else None  # bash splits at \n only
     where = str(sh if command is not None else reward)
     named = entry_from_command(command, mount_dir, where) if command else None
     entry = named or "reward/check.py"
