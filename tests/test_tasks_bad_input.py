@@ -177,3 +177,94 @@ def test_single_markdown_file_with_bad_value_is_rejected(tmp_path: Path) -> None
     assert load.tasks == []
     [err] = load.rejected
     assert str(err).startswith(f"{md}: invalid task: could not convert string to float: 'soon'")
+
+
+def _harbor(root: Path, name: str, toml: str = "", instruction: str = "Do it.\n") -> Path:
+    d = root / name
+    (d / "tests").mkdir(parents=True)
+    (d / "task.toml").write_text(toml)
+    (d / "instruction.md").write_text(instruction)
+    (d / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    return d
+
+
+def test_harbor_bad_tasks_name_file_line_and_field(tmp_path: Path) -> None:
+    """Every field harnessrl cannot honour is an error naming the task's file, line and field;
+    nothing runs in part. The rest of the dataset loads."""
+    ds = tmp_path / "ds"
+    _harbor(ds, "a-ok", '[agent]\ntimeout_sec = 10.0\n[verifier]\nnetwork_mode = "no-network"\n')
+    (ds / "b-no-toml").mkdir()
+    _harbor(ds, "c-bad-toml", "[agent]\ntimeout_sec = = 3\n")
+    _harbor(ds, "d-unknown", "[environment]\ncpus = 1\ngpu_count = 2\n")
+    _harbor(ds, "e-gpus", "[metadata]\nx = 1\n\n[environment]\ngpus = 1\n")
+    _harbor(ds, "f-allowlist", '[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]\n')
+    _harbor(ds, "g-host-var", '[verifier]\nenv = { OPENAI_API_KEY = "${OPENAI_API_KEY}" }\n')
+    _harbor(ds, "h-steps", '[[steps]]\nname = "one"\n')
+    _harbor(ds, "i-memory", '[environment]\nmemory = "2G"\nmemory_mb = 1024\n')
+    _harbor(ds, "j-many", '[environment]\ngpus = 2\nos = "windows"\nmcp_servers = [{ name = "m" }]\n')
+    compose = _harbor(ds, "k-compose") / "environment"
+    compose.mkdir()
+    (compose / "Dockerfile").write_text("FROM debian\n")
+    (compose / "docker-compose.yaml").write_text("services:\n  main: {}\n  db: {}\n")
+    _harbor(ds, "l-no-instruction", instruction="  \n")
+    (_harbor(ds, "m-no-tests") / "tests" / "test.sh").unlink()
+    (_harbor(ds, "n-link") / "tests" / "data").symlink_to("/etc/passwd")
+    (_harbor(ds, "o-latin1") / "instruction.md").write_bytes(b"caf\xe9\n")
+    _harbor(ds, "p-timeout", "[verifier]\ntimeout_sec = -1.0\n")
+    _harbor(ds, "q-workdir", '[environment]\nworkdir = "app"\n')
+    load = load_tasks(ds)
+    assert [t.id for t in load.tasks] == ["a-ok"]
+    assert [str(e) for e in load.rejected] == [
+        f"{ds}/b-no-toml/task.toml: missing task.toml",
+        f"{ds}/c-bad-toml/task.toml:2: not valid TOML: Invalid value",
+        f"{ds}/d-unknown/task.toml:3: `environment.gpu_count`: unknown field",
+        f"{ds}/e-gpus/task.toml:5: `environment.gpus`: 1 GPU(s) asked for: sandboxes have none",
+        f"{ds}/f-allowlist/task.toml:3: `agent.allowed_hosts`: an internet allow-list is not supported "
+        "(sandboxes have no network)",
+        f"{ds}/g-host-var/task.toml:2: `verifier.env.OPENAI_API_KEY`: '${{OPENAI_API_KEY}}' reads a host "
+        "variable; harnessrl passes none into sandboxes",
+        f"{ds}/h-steps/task.toml:1: `steps`: multi-step tasks are not supported",
+        f"{ds}/i-memory/task.toml:2: `environment.memory`: memory = '2G' (2048 MB) conflicts with "
+        "memory_mb = 1024",
+        f"{ds}/j-many/task.toml:3: `environment.os`: 'windows': only Linux images are supported (and 2 "
+        "more: environment.gpus, environment.mcp_servers)",
+        f"{ds}/k-compose/environment/docker-compose.yaml: docker-compose environments are not supported "
+        "(one image per task)",
+        f"{ds}/l-no-instruction/instruction.md: instruction.md is empty",
+        f"{ds}/m-no-tests/tests/test.sh: missing tests/test.sh (the verifier)",
+        f"{ds}/n-link/tests/data: symlinks are not allowed in task folders",
+        f"{ds}/o-latin1/instruction.md: not UTF-8 text",
+        f"{ds}/p-timeout/task.toml:2: `verifier.timeout_sec`: -1.0 is not a positive number of seconds",
+        f"{ds}/q-workdir/task.toml:2: `environment.workdir`: 'app' is not an absolute path",
+    ]
+
+
+def test_training_refuses_tasks_whose_agent_asks_for_the_internet(tmp_path: Path) -> None:
+    from harnessrl.config import Config
+    from harnessrl.tasks.harbor import refuse_internet
+    from harnessrl.train.loop import TrainLoop
+
+    _harbor(tmp_path / "ds", "offline", "[environment]\nallow_internet = false\n")
+    _harbor(tmp_path / "ds", "online", "[environment]\nallow_internet = true\n")
+    _harbor(tmp_path / "ds", "public", '[agent]\nnetwork_mode = "public"\n')
+    _harbor(
+        tmp_path / "ds",
+        "quiet",
+        '[environment]\nnetwork_mode = "public"\n[agent]\nnetwork_mode = "no-network"\n',
+    )
+    tasks = load_tasks(tmp_path / "ds").tasks
+    assert [(t.id, t.environment.internet if t.environment else None) for t in tasks] == [
+        ("offline", False),
+        ("online", True),
+        ("public", True),
+        ("quiet", False),
+    ]
+    with pytest.raises(TaskError) as refused:
+        TrainLoop(Config(), tasks, trainer=None, engine=None)  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        '2 task(s) say their agent needs the internet (allow_internet / network_mode = "public"), which '
+        "harnessrl sandboxes never give it: online, public. Training refuses them by default; leave them "
+        "out, or set train.allow_internet_tasks=true (-o train.allow_internet_tasks=true) to train on them "
+        "offline"
+    )
+    refuse_internet(tasks, allow=True)

@@ -274,3 +274,123 @@ def test_bundled_set_loads() -> None:
     assert {t.split for t in load.tasks} == {"train", "test"}
     assert all(t.checker is not None and t.reference is not None for t in load.tasks)
     assert len({t.id for t in load.tasks}) == len(load.tasks)
+
+
+HARBOR = Path(__file__).parent / "fixtures" / "harbor-dataset"
+
+
+def test_harbor_dataset_maps_onto_tasks() -> None:
+    """tests/fixtures/harbor-dataset: three Harbor tasks written for these tests (Harbor's layout and
+    task.toml schema, `harbor/models/task/config.py`): one on the host root, one scored by a
+    multi-metric reward.json, one whose image is built from environment/Dockerfile."""
+    from harnessrl.types import Checker, TaskEnvironment, TaskFile
+
+    load = load_tasks(HARBOR)
+    assert load.rejected == []
+    assert [(t.id, t.split) for t in load.tasks] == [
+        ("dockerfile-data", "harbor-dataset"),
+        ("hello-world", "harbor-dataset"),
+        ("multi-metric", "harbor-dataset"),
+    ]
+    image, hello, metrics = load.tasks
+    assert hello.prompt == (HARBOR / "hello-world" / "instruction.md").read_text()
+    assert (hello.timeout_s, hello.input_mount_dir, hello.category, hello.workspace) == (
+        120.0,
+        "/app",
+        "file-ops",
+        [],
+    )
+    assert hello.environment == TaskEnvironment()
+    assert hello.environment.host_root
+    assert hello.checker == Checker(
+        files=[
+            TaskFile(
+                path="tests/test.sh", source=HARBOR / "hello-world" / "tests" / "test.sh", executable=True
+            )
+        ],
+        entry="tests/test.sh",
+        kind="harbor",
+        timeout_s=60.0,
+    )
+    ref = HARBOR / "hello-world" / "solution" / "solve.sh"
+    assert hello.reference == TaskFile(path="solution/solve.sh", source=ref, executable=True)
+    assert hello.metadata == {
+        "author_name": "harnessrl",
+        "difficulty": "easy",
+        "tags": ["trivial"],
+        "harbor": {"schema_version": "1.0"},
+    }
+    assert metrics.checker is not None
+    assert [f.path for f in metrics.checker.files] == [
+        "tests/score.py",
+        "tests/test.sh",
+        "tests/test_outputs.py",
+    ]
+    assert (metrics.checker.timeout_s, metrics.checker.env) == (120.0, {"SCORE_STRICT": "1"})
+    assert metrics.environment == TaskEnvironment(workdir="/app", cpus=1, memory_mb=1024, storage_mb=2048)
+    assert metrics.metadata["harbor"]["task"] == {
+        "name": "harnessrl/multi-metric",
+        "description": "Write a CSV summary; scored on two metrics.",
+        "keywords": ["csv"],
+    }
+    assert image.environment == TaskEnvironment(
+        build_context=HARBOR / "dockerfile-data" / "environment",
+        build_timeout_s=300.0,
+        workdir="/srv/task",
+        cpus=2,
+        memory_mb=2048,
+        storage_mb=4096,
+        env={"LANG": "C.UTF-8"},
+        user="agent",
+    )
+    assert (image.input_mount_dir, image.timeout_s) == ("/srv/task", 200.0)
+    assert not image.environment.host_root
+
+
+def test_harbor_task_dataset_and_root_of_datasets_and_format(tmp_path: Path) -> None:
+    import shutil
+
+    one = load_tasks(HARBOR / "hello-world")
+    assert [(t.id, t.split) for t in one.tasks] == [("hello-world", "harbor-dataset")]
+    shutil.copytree(HARBOR, tmp_path / "tb" / "d1")
+    shutil.copytree(HARBOR / "hello-world", tmp_path / "tb" / "d2" / "hello-again")
+    root = load_tasks(tmp_path / "tb")
+    assert [(t.id, t.split) for t in root.tasks] == [
+        ("dockerfile-data", "d1"),
+        ("hello-world", "d1"),
+        ("multi-metric", "d1"),
+        ("hello-again", "d2"),
+    ]
+    assert [t.id for t in load_tasks(HARBOR, fmt="harbor").tasks] == [
+        "dockerfile-data",
+        "hello-world",
+        "multi-metric",
+    ]
+    assert (
+        load_configured(TasksConfig(path=str(HARBOR), format="harbor", limit=1)).tasks[0].id
+        == "dockerfile-data"
+    )
+
+
+def test_a_folder_without_tasks_is_an_error_naming_formats_and_contents(tmp_path: Path) -> None:
+    import pytest
+
+    from harnessrl.types import TaskError
+
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "data").mkdir()
+    with pytest.raises(TaskError) as nothing:
+        load_tasks(tmp_path)
+    assert str(nothing.value) == (
+        f"{tmp_path}: no task found: looked for Harbor tasks (a folder with task.toml, or a dataset of "
+        "them); ClawGym tasks (data_entry.json, input_files/, reward/; a task, a split or a root of "
+        "splits); ClawGym *.jsonl files; PinchBench *.md tasks; it holds data/, notes.txt"
+    )
+    with pytest.raises(TaskError) as wrong_format:
+        load_tasks(HARBOR, fmt="pinchbench")
+    assert str(wrong_format.value) == (
+        f"{HARBOR}: no task found: looked for PinchBench *.md tasks; it holds dockerfile-data/, "
+        "hello-world/, multi-metric/"
+    )
+    with pytest.raises(TaskError, match=r"it is empty$"):
+        load_tasks(tmp_path / "data")

@@ -90,7 +90,7 @@ class TaskEnvironment(BaseModel):
     """User the agent runs as (Harbor `[agent] user`); None: the image's default."""
     internet: bool = False
     """The task says its agent needs the internet (`allow_internet = true`, `network_mode =
-    "public"`): training refuses it unless `tasks.allow_internet`; the agent gets none either way."""
+    "public"`): training refuses it unless `train.allow_internet_tasks`; the agent gets none either way."""
 
     @property
     def host_root(self) -> bool:

@@ -17,25 +17,34 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from harnessrl.tasks.config import TaskFormat
 from harnessrl.tasks.loader import TaskSetLoad, load_tasks
 from harnessrl.types import Task, TaskError
 
 app = typer.Typer(help="Load, inspect, self-check and generate task sets.", no_args_is_help=True)
 
 PathArg = Annotated[
-    str, typer.Argument(help="`bundled`, a ClawGym folder, a .jsonl file or PinchBench .md tasks.")
+    str,
+    typer.Argument(help="`bundled`, a ClawGym folder, a .jsonl file, PinchBench .md tasks or Harbor tasks."),
 ]
 SplitOpt = Annotated[str | None, typer.Option("--split", help="Only tasks of this split.")]
+FormatOpt = Annotated[
+    str, typer.Option("--format", help="auto (detected), harbor, clawgym, jsonl or pinchbench.")
+]
+FORMATS: tuple[TaskFormat, ...] = ("auto", "harbor", "clawgym", "jsonl", "pinchbench")
 
 
 def console() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=200, soft_wrap=True)
 
 
-def load_or_exit(out: Console, path: str, split: str | None) -> TaskSetLoad:
-    """`load_tasks`, or print the error and exit 2 when the set itself cannot be found."""
+def load_or_exit(out: Console, path: str, split: str | None, fmt: str = "auto") -> TaskSetLoad:
+    """`load_tasks`, or print the error and exit 2 when the set itself cannot be found (or holds no
+    task of any format looked for, or the format is unknown)."""
     try:
-        return load_tasks(path, split=split)
+        if fmt not in FORMATS:
+            raise TaskError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
+        return load_tasks(path, split=split, fmt=fmt)
     except TaskError as e:
         out.print(f"[red]error:[/red] {e}", markup=True, highlight=False)
         raise typer.Exit(2) from None
@@ -64,10 +73,10 @@ def _task_table(tasks: list[Task]) -> Table:
 
 
 @app.command("list")
-def list_tasks(path: PathArg, split: SplitOpt = None) -> None:
+def list_tasks(path: PathArg, split: SplitOpt = None, fmt: FormatOpt = "auto") -> None:
     """Print the tasks of a task set and the rejected ones (file:line); exit 1 if any was rejected."""
     out = console()
-    load = load_or_exit(out, path, split)
+    load = load_or_exit(out, path, split, fmt)
     out.print(_task_table(load.tasks))
     print_rejected(out, load)
     if load.rejected:
@@ -75,10 +84,10 @@ def list_tasks(path: PathArg, split: SplitOpt = None) -> None:
 
 
 @app.command()
-def show(path: PathArg, task_id: str, split: SplitOpt = None) -> None:
+def show(path: PathArg, task_id: str, split: SplitOpt = None, fmt: FormatOpt = "auto") -> None:
     """Print one task: prompt, workspace files, checker files and rubric (checker code is not shown)."""
     out = console()
-    load = load_or_exit(out, path, split)
+    load = load_or_exit(out, path, split, fmt)
     task = next((t for t in load.tasks if t.id == task_id), None)
     if task is None:
         out.print(f"no task {task_id!r} in {path}", markup=False)

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harnessrl.commands.tasks import PathArg, SplitOpt, console, load_or_exit, print_rejected
+from harnessrl.commands.tasks import FormatOpt, PathArg, SplitOpt, console, load_or_exit, print_rejected
 from harnessrl.types import Task
 from harnessrl.verify.checker import CheckResult
 from harnessrl.verify.command_runner import CommandRunner, LocalRunner
@@ -86,10 +86,11 @@ def check(
     local: Annotated[
         bool, typer.Option("--local", help="Run checkers and references UNSANDBOXED (trusted sets only).")
     ] = False,
+    fmt: FormatOpt = "auto",
 ) -> None:
     """Run each checker on the untouched workspace and after the reference (and wrong) solutions."""
     out = console()
-    load = load_or_exit(out, path, split)
+    load = load_or_exit(out, path, split, fmt)
     if local:
         out.print(LOCAL_WARNING, markup=False, highlight=False)
     results = run_checks(out, load.tasks, timeout, jobs, make_runner(local))

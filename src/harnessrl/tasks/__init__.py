@@ -1,5 +1,5 @@
-"""Task sets: ClawGym folder and JSONL layouts, PinchBench markdown, the bundled sample set, and
-procedurally generated families.
+"""Task sets: ClawGym folder and JSONL layouts, PinchBench markdown, Harbor task folders and datasets
+(`tasks.harbor`), the bundled sample set, and procedurally generated families.
 
 Everything loads into the shared `harnessrl.types.Task`; `load_tasks` detects the layout and returns
 the rejects with file:line. `tasks.generate` writes seeded task families (train families, held-out

@@ -1,12 +1,15 @@
 """`load_tasks(path)`: detect a task set's layout and load it into Tasks, collecting rejects.
 
-Layouts, tried in this order for a folder:
-1. one ClawGym task folder (holds `data_entry.json`): split = its parent folder's name;
-2. a ClawGym split folder (a sub-folder looks like a task): split = the folder's name;
-3. a root of split folders (a sub-folder is a split folder): split = each sub-folder's name;
-4. otherwise every `*.jsonl` file in it and every PinchBench `.md` task under it.
+Layouts, tried in this order for a folder (`fmt="auto"`; a named format tries only its own):
+1. Harbor (`tasks/harbor.py`): one task folder (holds `task.toml`), a dataset folder of them, or a
+   root of datasets: split = the dataset folder's name (a lone task: its parent's);
+2. one ClawGym task folder (holds `data_entry.json`): split = its parent folder's name;
+3. a ClawGym split folder (a sub-folder looks like a task): split = the folder's name;
+4. a root of split folders (a sub-folder is a split folder): split = each sub-folder's name;
+5. otherwise every `*.jsonl` file in it and every PinchBench `.md` task under it.
 A file is loaded as JSONL (`.jsonl`) or as one PinchBench task (`.md`). `"bundled"` is the sample set
-shipped inside the package (`harnessrl/tasks/bundled/`).
+shipped inside the package (`harnessrl/tasks/bundled/`). A folder in which no task of any format
+(or of the one named) is found is a TaskError naming the formats looked for and what it holds.
 
 Bad tasks never abort the load: each becomes a TaskError (file and line) in `rejected`. Duplicate
 task ids are rejected too (the first one wins), since ids key rewards and reports.
@@ -19,7 +22,13 @@ from pathlib import Path
 
 from harnessrl.tasks.clawgym_folder import is_task_dir, load_split_dir, try_load_task_dir
 from harnessrl.tasks.clawgym_jsonl import load_jsonl
-from harnessrl.tasks.config import TasksConfig
+from harnessrl.tasks.config import TaskFormat, TasksConfig
+from harnessrl.tasks.harbor import (
+    is_harbor_dataset,
+    is_harbor_task,
+    load_harbor_dataset,
+    try_load_harbor_task,
+)
 from harnessrl.tasks.pinchbench import load_markdown_dir, try_load_markdown
 from harnessrl.types import Task, TaskError
 
@@ -53,25 +62,58 @@ def _is_split_dir(path: Path) -> bool:
     return any(is_task_dir(c) for c in _subdirs(path))
 
 
-def _load_dir(path: Path, out: TaskSetLoad) -> None:
+LOOKED_FOR: dict[str, str] = {
+    "harbor": "Harbor tasks (a folder with task.toml, or a dataset of them)",
+    "clawgym": "ClawGym tasks (data_entry.json, input_files/, reward/; a task, a split or a root of splits)",
+    "jsonl": "ClawGym *.jsonl files",
+    "pinchbench": "PinchBench *.md tasks",
+}
+
+
+def _add(out: TaskSetLoad, result: Task | TaskError) -> None:
+    (out.tasks if isinstance(result, Task) else out.rejected).append(result)  # type: ignore[arg-type]
+
+
+def _load_harbor(path: Path, out: TaskSetLoad) -> bool:
+    if is_harbor_task(path):
+        _add(out, try_load_harbor_task(path, path.resolve().parent.name))
+        return True
+    datasets = [path] if is_harbor_dataset(path) else [c for c in _subdirs(path) if is_harbor_dataset(c)]
+    for dataset in datasets:
+        out.extend(*load_harbor_dataset(dataset))
+    return bool(datasets)
+
+
+def _load_clawgym(path: Path, out: TaskSetLoad) -> bool:
     if (path / "data_entry.json").exists():
-        result = try_load_task_dir(path, path.resolve().parent.name)
-        if isinstance(result, Task):
-            out.tasks.append(result)
-        else:
-            out.rejected.append(result)
+        _add(out, try_load_task_dir(path, path.resolve().parent.name))
+        return True
+    splits = [path] if _is_split_dir(path) else [c for c in _subdirs(path) if _is_split_dir(c)]
+    for split_dir in splits:
+        out.extend(*load_split_dir(split_dir))
+    return bool(splits)
+
+
+def _load_dir(path: Path, out: TaskSetLoad, fmt: TaskFormat) -> None:
+    if fmt in ("auto", "harbor") and (_load_harbor(path, out) or fmt == "harbor"):
         return
-    if _is_split_dir(path):
-        out.extend(*load_split_dir(path))
+    if fmt in ("auto", "clawgym") and (_load_clawgym(path, out) or fmt == "clawgym"):
         return
-    splits = [c for c in _subdirs(path) if _is_split_dir(c)]
-    if splits:
-        for split_dir in splits:
-            out.extend(*load_split_dir(split_dir))
-        return
-    for jsonl in sorted(path.glob("*.jsonl")):
-        out.extend(*load_jsonl(jsonl))
-    out.extend(*load_markdown_dir(path))
+    if fmt in ("auto", "jsonl"):
+        for jsonl in sorted(path.glob("*.jsonl")):
+            out.extend(*load_jsonl(jsonl))
+    if fmt in ("auto", "pinchbench"):
+        out.extend(*load_markdown_dir(path))
+
+
+def _nothing_found(root: Path, fmt: TaskFormat) -> TaskError:
+    """The error for a folder in which no task was found: what was looked for, what is there."""
+    entries = sorted(root.iterdir(), key=lambda p: p.name)
+    names = [p.name + ("/" if p.is_dir() and not p.is_symlink() else "") for p in entries[:12]]
+    more = f" and {len(entries) - 12} more" if len(entries) > 12 else ""
+    holds = f"it holds {', '.join(names)}{more}" if entries else "it is empty"
+    looked = [v for k, v in LOOKED_FOR.items() if fmt in ("auto", k)]
+    return TaskError(f"no task found: looked for {'; '.join(looked)}; {holds}", str(root))
 
 
 def _drop_duplicates(load: TaskSetLoad) -> None:
@@ -86,18 +128,21 @@ def _drop_duplicates(load: TaskSetLoad) -> None:
     load.tasks = kept
 
 
-def load_tasks(path: str | Path, split: str | None = None) -> TaskSetLoad:
-    """Load a task set (layout auto-detected); keep only `split` when given.
+def load_tasks(path: str | Path, split: str | None = None, fmt: TaskFormat = "auto") -> TaskSetLoad:
+    """Load a task set (layout auto-detected, or only format `fmt`); keep only `split` when given.
 
-    Raises TaskError only when `path` itself does not exist or is of an unknown kind; problems inside
-    the set are returned in `TaskSetLoad.rejected`.
+    Raises TaskError only when `path` itself does not exist, is of an unknown kind, or is a folder in
+    which no task was found (`_nothing_found`); problems inside the set are returned in
+    `TaskSetLoad.rejected`.
     """
     root = bundled_path() if str(path) == BUNDLED else Path(path)
     if not root.exists():
         raise TaskError("task set not found", str(root))
     out = TaskSetLoad()
     if root.is_dir():
-        _load_dir(root, out)
+        _load_dir(root, out, fmt)
+        if not out.tasks and not out.rejected:
+            raise _nothing_found(root, fmt)
     elif root.suffix == ".jsonl":
         out.extend(*load_jsonl(root))
     elif root.suffix == ".md":
@@ -116,7 +161,7 @@ def load_tasks(path: str | Path, split: str | None = None) -> TaskSetLoad:
 
 def load_configured(cfg: TasksConfig) -> TaskSetLoad:
     """`load_tasks(cfg.path, cfg.split)`, then the first `cfg.limit` tasks (in load order) if set."""
-    load = load_tasks(cfg.path, split=cfg.split)
+    load = load_tasks(cfg.path, split=cfg.split, fmt=cfg.format)
     if cfg.limit is not None:
         load.tasks = load.tasks[: cfg.limit]
     return load

@@ -123,6 +123,11 @@ class TrainConfig(Section):
     """Checkpoints and logs."""
     categories: list[str] = Field(default_factory=list)
     """Train only on tasks of these categories (empty = all); applied before `tasks.limit`."""
+    allow_internet_tasks: bool = False
+    """Train on tasks that say their agent needs the internet (Harbor `allow_internet = true` or
+    `network_mode = "public"`, `TaskEnvironment.internet`). Off by default: harnessrl sandboxes give
+    the agent no network but the model's, so training refuses such tasks with a message naming them;
+    with this on they run offline."""
     tasks_per_step: int = Field(default=2, ge=1)
     """Tasks drawn per step (epoch-wise shuffled by `seed`, so every task comes up once per epoch)."""
     group_size: int = Field(default=2, ge=1)

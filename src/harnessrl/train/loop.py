@@ -77,6 +77,7 @@ from harnessrl.rl.algo import ALGORITHMS
 from harnessrl.rollout.runner import RolloutJob
 from harnessrl.rollout.session import RolloutStack, Runner
 from harnessrl.scaling.config import HarnessSpaceConfig
+from harnessrl.tasks.harbor import refuse_internet
 from harnessrl.trace import aggregate_stats, trace_rollout, with_filter_status
 from harnessrl.train.config import TrainerConfig, TrainSections
 from harnessrl.train.dynamic import Fill, fill, informative_groups
@@ -296,6 +297,7 @@ class TrainLoop:
         if not tasks:
             raise ValueError("no tasks to train on")
         refuse_shell_entries(tasks, cfg.verify.allow_shell_entries)
+        refuse_internet(tasks, cfg.train.allow_internet_tasks)
         self.cfg = cfg
         self.tasks = list(tasks)
         self.trainer = trainer

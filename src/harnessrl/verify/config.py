@@ -40,3 +40,8 @@ class VerifyConfig(Section):
     share its stdout while it runs and can change its answer (docs/SECURITY.md), so training refuses
     them with a message naming them. Evaluation runs them either way (`reward_detail.code.mode` is
     `shell`)."""
+    allow_verifier_network: bool = False
+    """Give the network to the verifier of a task that says its verifier needs it (Harbor's per-phase
+    network policy: `[verifier] network_mode = "public"`, or a public environment without a verifier
+    override; `Checker.network`), in its own sandbox (the agent's never gets it). Off by default: such
+    tasks fail before any rollout with a message naming them."""
