@@ -27,6 +27,7 @@ from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.config import RolloutSections
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings
 from harnessrl.types import EngineError, HarnessError, Rollout, Task
+from harnessrl.verify.harbor import preflight
 
 
 def reference_command(task: Task) -> str:
@@ -92,6 +93,7 @@ class RolloutStack:
     ) -> RolloutStack:
         from harnessrl.chat.format import ChatFormat
 
+        preflight(tasks, cfg.verify.allow_verifier_network)  # before any rollout: what cannot be verified
         engine = engine or build_engine_for(cfg, tasks)
         sessions = SessionStore(capture_dir=None)
         deps = default_deps(

@@ -145,6 +145,10 @@ def build_argv(
         argv += ["--ro-bind", str(staged(source, base)), inside]
     if workspace is not None:
         argv += ["--bind", str(workspace), spec.mount_dir]
+    for inside, size_mb in spec.tmpfs_dirs:
+        argv += ["--perms", "0777", "--size", str(size_mb << 20), "--tmpfs", inside]
+    if spec.network:  # after --unshare-all: the host's network namespace, names resolved as on the host
+        argv += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
     agent = f"{AGENT_DIR}/agent" + ("" if agent_file.suffix == ".bin" else agent_file.suffix)
     argv += ["--ro-bind", str(agent_file), agent]
     argv += ["--ro-bind", str(root / "sock"), f"{AGENT_DIR}/sock"]

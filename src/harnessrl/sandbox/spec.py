@@ -83,6 +83,12 @@ class SandboxSpec(BaseModel):
     (the sandbox agent environment's `bin`: `python`, `pytest`)."""
     extra_env: dict[str, str] = Field(default_factory=dict)
     """Environment given to every command (after the defaults, before the command's own)."""
+    tmpfs_dirs: tuple[tuple[str, int], ...] = ()
+    """Empty folders made inside, each its own tmpfs of at most the given MiB, writable by the
+    sandbox's user: (inside path, size MiB) (a Harbor verifier's `/logs/verifier`)."""
+    network: bool = False
+    """Share the host's network (and its resolv.conf): only for a verifier whose task says it needs
+    the network and whose user allowed it (`verify.allow_verifier_network`); never a rollout's."""
 
 
 @dataclass(frozen=True)

@@ -44,8 +44,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.tasks.files import materialize_checker
 from harnessrl.types import Task, TaskError, VerifierError
@@ -58,6 +56,8 @@ from harnessrl.verify.command_runner import (
     RunOutput,
     checker_env,
 )
+from harnessrl.verify.harbor import VerifierRoot, run_harbor_verifier
+from harnessrl.verify.result import CheckResult
 
 __all__ = [
     "CheckResult",
@@ -68,26 +68,6 @@ __all__ = [
     "run_checker",
 ]
 TAIL_CHARS = 2000
-
-
-class CheckResult(BaseModel):
-    """One checker run. `error` is None exactly when the checker produced a valid metrics dict."""
-
-    score: float
-    """Equal-weight mean of `metrics`; 0.0 on any failure."""
-    metrics: dict[str, float] = Field(default_factory=dict)
-    """The checker's per-metric values (empty on failure)."""
-    error: str | None = None
-    """Why the run scored 0.0 (raised, timed out, garbage output, ...)."""
-    mode: str = ""
-    """How the entry was driven: grade | main | script ("" if it never started)."""
-    stdout_tail: str = ""
-    stderr_tail: str = ""
-    duration_s: float = 0.0
-    timed_out: bool = False
-    children_confined: bool | None = None
-    """Whether programs the checker started could not read its files (Landlock, sandboxed runs);
-    None when the driver did not say (it never reported)."""
 
 
 def metrics_from_value(value: Any) -> tuple[dict[str, float], str | None]:
@@ -217,8 +197,15 @@ def run_checker(
     timeout_s: float | None = None,
     runner: CommandRunner | None = None,
     python: str | None = None,
+    *,
+    root: VerifierRoot | None = None,
+    allow_network: bool = False,
 ) -> CheckResult:
     """Score `workspace` with the task's code checker. Failures are data (score 0.0 + error), never raised.
+
+    A Harbor task's tests (`Checker.kind == "harbor"`) go to `verify.harbor.run_harbor_verifier`, with
+    `root` (the system its sandbox runs on; None: the host's) and `allow_network` (its verifier may
+    have the network when the task says it needs it).
 
     Raises VerifierError only when the checker never ran: caller mistakes (the task has no checker,
     the workspace is missing) and a checker sandbox that could not be created; TaskError when the
@@ -228,6 +215,8 @@ def run_checker(
     """
     if task.checker is None:
         raise VerifierError(f"task {task.id!r} has no code checker")
+    if task.checker.kind == "harbor":
+        return run_harbor_verifier(task, workspace, timeout_s, runner, root=root, allow_network=allow_network)
     ws = workspace.resolve()
     if not ws.is_dir():
         raise VerifierError(f"workspace {workspace} is not a directory")

@@ -13,6 +13,7 @@ The checker runs in a worker thread (it blocks on a subprocess) while the event 
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,14 @@ async def score_task(
         timeout = cfg.checker_timeout_s
         if task.checker is not None and "timeout_s" in task.checker.model_fields_set:
             timeout = task.checker.timeout_s  # the task set its own limit
-        check = await asyncio.to_thread(run_checker, task, workspace, transcript, timeout, runner)
+        check = await asyncio.to_thread(
+            functools.partial(run_checker, allow_network=cfg.allow_verifier_network),
+            task,
+            workspace,
+            transcript,
+            timeout,
+            runner,
+        )
         code = check.score
         detail["code"] = check.model_dump()
     if kind in ("llm_judge", "hybrid"):

@@ -27,7 +27,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import os
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -112,7 +112,14 @@ class SandboxCommandRunner:
             memory_mb=self.memory_mb,
             agent=self.agent,
         )
-        out, _ = _sync(self._run(spec, list(argv), dict(env), str(Path(cwd).resolve()), timeout_s))
+        out, _ = _sync(self._run(spec, list(argv), dict(env), str(Path(cwd).resolve()), timeout_s, None))
+        return out
+
+    def run_in(
+        self, spec: SandboxSpec, argv: Sequence[str], env: Mapping[str, str], cwd: str, timeout_s: float
+    ) -> RunOutput:
+        """Run `argv` in a fresh sandbox of `spec` (a Harbor task's reference, at its workdir)."""
+        out, _ = _sync(self._run(spec, list(argv), dict(env), cwd, timeout_s, None))
         return out
 
     def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes | None]:
@@ -135,7 +142,24 @@ class SandboxCommandRunner:
         )
         argv = driver_argv(job.python, CHECKER_DIR, job.entry, job.mount_dir, 3, confine=True)
         env = checker_env("/root", job.python)
-        return _sync(self._run(spec, argv, env, "/", job.timeout_s, job.workspace))
+        return self.run_sealed(
+            spec, argv, env, "/", job.timeout_s, lambda sb: load_workspace(sb, job.workspace)
+        )
+
+    def run_sealed(
+        self,
+        spec: SandboxSpec,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str,
+        timeout_s: float,
+        load: Callable[[Sandbox], str],
+    ) -> tuple[RunOutput, bytes | None]:
+        """Run a driver (`_driver.py`, `_harbor_driver.py`) in a fresh sandbox of `spec`, after
+        `load(sandbox)` put what it scores in (in a thread; it returns why it refused, or ""), with a
+        result channel as fd 3: (the outcome, `read_report` of the channel). VerifierError when the
+        sandbox cannot be created (the driver never ran)."""
+        return _sync(self._run(spec, list(argv), dict(env), cwd, timeout_s, load))
 
     async def _run(
         self,
@@ -144,11 +168,11 @@ class SandboxCommandRunner:
         env: dict[str, str],
         cwd: str,
         timeout_s: float,
-        checker_workspace: Path | None = None,
+        load: Callable[[Sandbox], str] | None,
     ) -> tuple[RunOutput, bytes | None]:
-        """Run `argv` in a fresh sandbox. With `checker_workspace` (a checker run): copy that folder in
-        as the sandbox's workspace first and hand the command a result channel as fd 3."""
-        channel = checker_workspace is not None
+        """Run `argv` in a fresh sandbox. With `load` (a checker run): let it fill the sandbox first
+        (what it refuses is returncode 125) and hand the command a result channel as fd 3."""
+        channel = load is not None
         result_fd = result_channel() if channel else None
         try:
             try:
@@ -159,8 +183,8 @@ class SandboxCommandRunner:
                 return RunOutput(125, "", f"sandbox error: {e}", False), None
             try:
                 async with sb:
-                    if checker_workspace is not None:
-                        refused = await asyncio.to_thread(_load_workspace, sb, checker_workspace)
+                    if load is not None:
+                        refused = await asyncio.to_thread(load, sb)
                         if refused:
                             return RunOutput(125, "", refused, False), None
                     extra = () if result_fd is None else (result_fd,)
@@ -177,7 +201,7 @@ class SandboxCommandRunner:
         return RunOutput(res.returncode, res.stdout, stderr, res.timed_out), raw
 
 
-def _load_workspace(sb: Sandbox, source: Path) -> str:
+def load_workspace(sb: Sandbox, source: Path) -> str:
     """Copy `source` (the final workspace, the agent's) into `sb`'s own workspace, on its tmpfs, under
     the spec's caps, and hand it to the sandbox's uid. Returns why it was refused, or ""."""
     stage = sb.root / "ws-in"  # on the same filesystem as the workspace: entries move by rename

@@ -21,6 +21,7 @@ from harnessrl.tasks.files import materialize_workspace, write_files
 from harnessrl.types import Task, TaskError, TaskFile, VerifierError
 from harnessrl.verify.checker import CheckResult, checker_env, run_checker
 from harnessrl.verify.command_runner import CommandRunner, LocalRunner
+from harnessrl.verify.harbor import run_harbor_reference
 
 
 @dataclass
@@ -83,7 +84,10 @@ def _solved(
     ws = tmp / "workspace"
     shutil.rmtree(ws, ignore_errors=True)
     materialize_workspace(task, ws)
-    error = _run_script(name, script, ws, tmp, timeout_s, runner)
+    if task.checker is not None and task.checker.kind == "harbor":
+        error = run_harbor_reference(task, ws, script, runner, timeout_s)
+    else:
+        error = _run_script(name, script, ws, tmp, timeout_s, runner)
     return run_checker(task, ws, timeout_s=timeout_s, runner=runner), error
 
 
