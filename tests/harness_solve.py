@@ -29,6 +29,19 @@ MARKS = [
 WRONG = "printf 'hello harness\\n' > hello.txt"
 
 
+def scripted_config(harness: str, out: Path) -> Config:
+    """A Config for rollouts through `harness` into `out`, answered by the scripted engine (with no
+    script of its own: each task's reference through the harness's shell tool) on the Qwen3
+    tokenizer and template (tool calls render natively)."""
+    cfg = Config()
+    cfg.engine.type = "scripted"
+    cfg.engine.model = "tiny-qwen3"
+    cfg.rollout.harness = harness
+    cfg.rollout.out_dir = str(out)
+    cfg.rollout.timeout_s = 240
+    return cfg
+
+
 async def solve_and_fail(
     harness: str, out: Path, options: dict[str, Any] | None = None
 ) -> tuple[Rollout, Rollout]:
@@ -36,12 +49,7 @@ async def solve_and_fail(
     `options`: one of its modes), both checked."""
     task = next(t for t in load_tasks("bundled", split="train").tasks if t.id == "task_0000")
     wrong_task = task.model_copy(update={"id": "wrong", "prompt": task.prompt + " (second attempt)"})
-    cfg = Config()
-    cfg.engine.type = "scripted"
-    cfg.engine.model = "tiny-qwen3"  # the Qwen3 tokenizer and template: tool calls render natively
-    cfg.rollout.harness = harness
-    cfg.rollout.out_dir = str(out)
-    cfg.rollout.timeout_s = 240
+    cfg = scripted_config(harness, out)
     adapter = get_harness(harness)
     engine = ScriptedEngine(
         ChatFormat(load_tokenizer(cfg.engine.model)),

@@ -13,11 +13,10 @@ from typing import Any
 
 import jsonschema
 import pytest
-from harness_solve import harness_test
+from harness_solve import harness_test, scripted_config
 from typer.testing import CliRunner
 
 from harnessrl.cli import app
-from harnessrl.config import Config
 from harnessrl.formats.atif import read_trajectory
 from harnessrl.formats.rollout_dir import read_rollout
 from harnessrl.rollout import RolloutJob
@@ -50,13 +49,7 @@ def check_atif(doc: dict[str, Any]) -> None:
 async def one_rollout(harness: str, out: Path) -> Rollout:
     """Bundled task_0000 through `harness`, the scripted engine replaying its reference."""
     task = next(t for t in load_tasks("bundled", split="train").tasks if t.id == "task_0000")
-    cfg = Config()
-    cfg.engine.type = "scripted"
-    cfg.engine.model = "tiny-qwen3"
-    cfg.rollout.harness = harness
-    cfg.rollout.out_dir = str(out)
-    cfg.rollout.timeout_s = 240
-    async with RolloutStack.from_config(cfg, [task]) as stack:
+    async with RolloutStack.from_config(scripted_config(harness, out), [task]) as stack:
         assert stack.runner is not None
         [rollout] = await stack.runner.run_many([RolloutJob(task, harness, "r0")])
     assert (rollout.status, rollout.reward) == (RolloutStatus.OK, 1.0), rollout.status_reason

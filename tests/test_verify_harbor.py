@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from harness_solve import scripted_config
 from typer.testing import CliRunner
 
 from harnessrl.cli import app
@@ -216,19 +217,21 @@ def test_tasks_check_proves_the_oracle_and_the_untouched_environment() -> None:
     assert "runs on an image: its verifier needs that image's root" in result.output
 
 
-@pytest.mark.parametrize("task_id", ["hello-world", "multi-metric"])
-async def test_a_rollout_replaying_solve_sh_scores_1(tmp_path: Path, task_id: str) -> None:
-    """The scripted engine replays solution/solve.sh through the harness's own shell tool (the
-    whitebox harness here), in the agent's sandbox at the task's workdir; the tests score it."""
+@pytest.mark.parametrize(
+    ("task_id", "harness"),
+    [
+        ("hello-world", "whitebox:00000"),
+        ("multi-metric", "whitebox:00000"),
+        pytest.param("multi-metric", "claude-code", marks=pytest.mark.harness),
+    ],
+)
+async def test_a_rollout_replaying_solve_sh_scores_1(tmp_path: Path, task_id: str, harness: str) -> None:
+    """The scripted engine replays solution/solve.sh through the harness's own shell tool, in the
+    agent's sandbox at the task's workdir; the tests score it in theirs."""
     task = fixture_task(task_id)
-    cfg = Config()
-    cfg.engine.type = "scripted"
-    cfg.engine.model = "tiny-qwen3"
-    cfg.rollout.harness = "whitebox:00000"
-    cfg.rollout.out_dir = str(tmp_path)
-    async with RolloutStack.from_config(cfg, [task]) as stack:
+    async with RolloutStack.from_config(scripted_config(harness, tmp_path), [task]) as stack:
         assert stack.runner is not None
-        [rollout] = await stack.runner.run_many([RolloutJob(task, "whitebox:00000", "r")])
+        [rollout] = await stack.runner.run_many([RolloutJob(task, harness, "r")])
     assert (rollout.status, rollout.reward) == (RolloutStatus.OK, 1.0), rollout.status_reason
     assert rollout.reward_detail["code"]["mode"] == "harbor"
     assert sorted(rollout.reward_detail["code"]["metrics"]) == (

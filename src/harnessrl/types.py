@@ -46,6 +46,16 @@ class TaskError(HarnessRLError):
         self.message = message
 
 
+def refusal(ids: list[str], what: str, by_default: str, switch: str, to: str) -> TaskError:
+    """The TaskError of a run that refuses tasks until a config switch allows them:
+    `N task(s) <what>: <ids>. <by default>; leave them out, or set <switch>=true (-o ...) <to>`."""
+    named = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+    return TaskError(
+        f"{len(ids)} task(s) {what}: {named}. {by_default}; leave them out, or set {switch}=true "
+        f"(-o {switch}=true) {to}"
+    )
+
+
 class SandboxError(HarnessRLError):
     """A sandbox could not be created, entered or destroyed."""
 

@@ -43,7 +43,7 @@ from harnessrl.tasks.harbor_config import (
     unsupported,
     verifier_internet,
 )
-from harnessrl.types import Checker, Task, TaskEnvironment, TaskError, TaskFile
+from harnessrl.types import Checker, Task, TaskEnvironment, TaskError, TaskFile, refusal
 
 DEFAULT_WORKDIR = "/app"
 """Where the workspace is mounted when `task.toml` names no `workdir` (Harbor images' usual WORKDIR)."""
@@ -244,10 +244,11 @@ def refuse_internet(tasks: Sequence[Task], allow: bool) -> None:
     reward of such a task may measure the missing network rather than the policy."""
     ids = [t.id for t in tasks if t.environment is not None and t.environment.internet]
     if ids and not allow:
-        shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
-        raise TaskError(
-            f"{len(ids)} task(s) say their agent needs the internet (allow_internet / network_mode = "
-            f'"public"), which harnessrl sandboxes never give it: {shown}. Training refuses them by '
-            "default; leave them out, or set train.allow_internet_tasks=true "
-            "(-o train.allow_internet_tasks=true) to train on them offline"
+        raise refusal(
+            ids,
+            'say their agent needs the internet (allow_internet / network_mode = "public"), which harnessrl '
+            "sandboxes never give it",
+            "Training refuses them by default",
+            "train.allow_internet_tasks",
+            "to train on them offline",
         )

@@ -46,7 +46,7 @@ from typing import Any
 
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.tasks.files import materialize_checker
-from harnessrl.types import Task, TaskError, VerifierError
+from harnessrl.types import Task, VerifierError, refusal
 from harnessrl.verify.command_runner import (
     DRIVER,
     TAMPERED,
@@ -158,11 +158,12 @@ def refuse_shell_entries(tasks: Sequence[Task], allow: bool) -> None:
     the script runs from the workspace share its stdout while it runs (docs/SECURITY.md)."""
     ids = [t.id for t in tasks if t.checker is not None and t.checker.shell_entry]
     if ids and not allow:
-        shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
-        raise TaskError(
-            f"{len(ids)} task(s) are scored by their own reward.sh, whose answer code from the workspace "
-            f"can forge while it runs: {shown}. Training refuses them by default; leave them out, or "
-            "set verify.allow_shell_entries=true (-o verify.allow_shell_entries=true) to train on them"
+        raise refusal(
+            ids,
+            "are scored by their own reward.sh, whose answer code from the workspace can forge while it runs",
+            "Training refuses them by default",
+            "verify.allow_shell_entries",
+            "to train on them",
         )
 
 

@@ -62,7 +62,7 @@ from typing import Any, Protocol
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import SandboxSpec
 from harnessrl.tasks.files import materialize_checker, write_files
-from harnessrl.types import Task, TaskError, TaskFile, VerifierError
+from harnessrl.types import Task, TaskError, TaskFile, VerifierError, refusal
 from harnessrl.verify.command_runner import DRIVER, TAMPERED, CommandRunner, RunOutput, checker_env
 from harnessrl.verify.result import CheckResult
 from harnessrl.verify.sandboxed import CHECKER_DIR, SandboxCommandRunner, load_workspace
@@ -104,22 +104,19 @@ def preflight(tasks: Sequence[Task], allow_network: bool, image_roots: bool = Fa
     harbor = [t for t in tasks if t.checker is not None and t.checker.kind == "harbor"]
     online = [t.id for t in harbor if t.checker is not None and t.checker.network]
     if online and not allow_network:
-        raise TaskError(
-            f"{len(online)} task(s) say their verifier needs the network (Harbor [verifier] network_mode): "
-            f"{_names(online)}. harnessrl verifies offline unless told otherwise; leave them out, or set "
-            "verify.allow_verifier_network=true (-o verify.allow_verifier_network=true) to give their "
-            "verifier (never the agent) the host's network"
+        raise refusal(
+            online,
+            "say their verifier needs the network (Harbor [verifier] network_mode)",
+            "harnessrl verifies offline unless told otherwise",
+            "verify.allow_verifier_network",
+            "to give their verifier (never the agent) the host's network",
         )
     imaged = [t.id for t in harbor if t.environment is not None and not t.environment.host_root]
     if imaged and not image_roots:
         raise TaskError(
             f"{len(imaged)} task(s) run on an image (docker_image or environment/Dockerfile), which this "
-            f"build cannot run yet: {_names(imaged)}"
+            f"build cannot run yet: {', '.join(imaged)}"
         )
-
-
-def _names(ids: list[str]) -> str:
-    return ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
 
 
 def _number(text: str, name: str) -> tuple[float | None, str | None]:
