@@ -81,7 +81,7 @@ def _table(rollouts: list[Rollout]) -> Table:
 
 
 async def _run(cfg: Config, console: Console) -> list[Rollout]:
-    load = load_tasks(cfg.tasks.path, split=cfg.tasks.split)
+    load = load_tasks(cfg.tasks.path, split=cfg.tasks.split, fmt=cfg.tasks.format)
     for err in load.rejected:
         console.print(f"rejected: {err}", markup=False)
     tasks = load.tasks[: cfg.tasks.limit] if cfg.tasks.limit else load.tasks
