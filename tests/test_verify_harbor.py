@@ -296,3 +296,42 @@ async def test_an_agent_that_plants_rewards_tests_and_a_conftest_scores_0(tmp_pa
         "tests",
     ]
     assert (honest.status, honest.reward) == (RolloutStatus.OK, 1.0), honest.status_reason
+
+
+FORGER_C = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((constructor)) static void forge(void) {
+    char exe[512];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return;
+    exe[n] = 0;
+    if (!strstr(exe, "python")) return;  /* only in the driver's process */
+    const char *r = "{\"mode\": \"harbor\", \"test_status\": 0, \"left_running\": 0, \"problems\": {}, "
+                    "\"reward_txt\": \"1\", \"reward_json\": null, \"stdout\": \"\"}";
+    if (pwrite(3, r, strlen(r), 0) < 0) return;
+    fcntl(3, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE);
+    _exit(0);
+}
+"""
+
+
+@pytest.mark.security
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_the_tasks_verifier_env_never_reaches_the_driver(tmp_path: Path) -> None:
+    """A task whose [verifier] env preloads a library from the workdir: the agent leaves one there
+    whose constructor, in a python process, writes and seals a report of reward 1 on fd 3. The env
+    is the tests' only; the driver never loads it (before: reward 1 from a test.sh that wrote 0)."""
+    import subprocess
+
+    ws = workspace(tmp_path)
+    (tmp_path / "forge.c").write_text(FORGER_C)
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", "-o", str(ws / "forge.so"), str(tmp_path / "forge.c")], check=True
+    )
+    toml = '[verifier]\ntimeout_sec = 20.0\nenv = { LD_PRELOAD = "/app/forge.so" }\n'
+    task = harbor_task(tmp_path, "echo 0 > /logs/verifier/reward.txt\n", toml)
+    result = run_checker(task, ws, runner=RUNNER)
+    assert (result.score, result.metrics, result.error) == (0.0, {"reward": 0.0}, None)

@@ -1,8 +1,10 @@
 """Harbor verifier driver: runs inside the verifier's own sandbox, never imported by harnessrl.
 
-    python3 -I -B harbor_driver.py TEST_SH WORKDIR LOGS_DIR RESULT_FD
+    python3 -I -B harbor_driver.py TEST_SH WORKDIR LOGS_DIR RESULT_FD ENV_JSON
 
-Runs `bash TEST_SH` with WORKDIR as cwd, stdin closed, stdout and stderr captured through a socket
+Runs `bash TEST_SH` with WORKDIR as cwd and ENV_JSON (the task's `[verifier] env`) added to its
+environment only (never this process's: an `LD_PRELOAD` naming a library the agent left would load
+into the driver), stdin closed, stdout and stderr captured through a socket
 (its last `MAX_STDOUT` bytes kept for the logs), as Harbor runs a task's `tests/test.sh`. LOGS_DIR
 (`/logs/verifier`, a tmpfs of the sandbox's own) is opened before bash starts and the reward files
 are read through that descriptor, so renaming folders does not change what is read. When bash exits,
@@ -18,6 +20,8 @@ started), goes once through RESULT_FD exactly as `driver.py` delivers its own: t
 non-inheritable and closed in every fork, this process non-dumpable, the report written, sealed and
 read back (a tampered channel exits `driver.TAMPERED`). `driver.py` is beside this file; stdlib only.
 """
+
+from __future__ import annotations
 
 import os
 import socket
@@ -67,13 +71,14 @@ def _read_reward(logs_fd: int, name: str) -> tuple[str | None, str | None]:
         return None, "not UTF-8"
 
 
-def _run_tests(test_sh: str, workdir: str) -> tuple[int, int, str]:
+def _run_tests(test_sh: str, workdir: str, env: dict[str, str]) -> tuple[int, int, str]:
     """Run bash on the tests -> (its pid, its exit status, the tail of what it printed)."""
     host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         proc = subprocess.Popen(
             ["bash", test_sh],
             cwd=workdir,
+            env={**os.environ, **env},
             stdin=subprocess.DEVNULL,
             stdout=child.fileno(),
             stderr=child.fileno(),
@@ -104,9 +109,9 @@ def _stop_everything(pid: int) -> int:
     return left
 
 
-def _verify(test_sh: str, workdir: str, logs_fd: int) -> dict[str, Any]:
+def _verify(test_sh: str, workdir: str, logs_fd: int, env: dict[str, str]) -> dict[str, Any]:
     try:
-        pid, status, out = _run_tests(test_sh, workdir)
+        pid, status, out = _run_tests(test_sh, workdir, env)
     except BaseException:
         return {"mode": "harbor", "error": traceback.format_exc()[-2000:]}
     left = _stop_everything(pid)
@@ -129,8 +134,9 @@ def main() -> None:
     os.set_inheritable(result_fd, False)
     os.register_at_fork(after_in_child=lambda: driver._close_in_child(result_fd))
     driver._non_dumpable()
+    env = driver.json.loads(sys.argv[5])
     logs_fd = os.open(logs, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    report = _verify(test_sh, workdir, logs_fd)
+    report = _verify(test_sh, workdir, logs_fd, env)
     data = driver.json.dumps(report).encode()
     if not driver._deliver(result_fd, data):
         sys.stderr.write("harnessrl harbor driver: the report channel was tampered with\n")

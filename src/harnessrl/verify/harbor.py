@@ -18,13 +18,22 @@ The contract (today on the host's root, tomorrow on an image's; `VerifierRoot` i
   it did not); a refusal is the policy's failure (returncode 125). `HostRoot` copies the final
   workspace to the task's workdir (`Task.input_mount_dir`); an image root copies the agent's writable
   layer over the image root (Harbor tests may inspect any path), never the agent's live sandbox.
+- The driver's interpreter is part of what the report's seal trusts: a python (or a library it
+  loads, or its dynamic loader) that the agent could have replaced runs in the driver's process and
+  can write and seal a report of its own. On the host root it is the host's, read-only. An image
+  root must give it one of ours that nothing of the image or the agent's layer resolves (a static
+  interpreter, or a runtime bound read-only together with its loader and libraries), or read the
+  reward files on the host after the sandbox is gone instead; until then `preflight` refuses tasks
+  on images. (Tests that run the agent's replaced `bash` or `python3` are the tests' business, as
+  in Harbor: an image root that must not allow it applies the layer without system folders.)
 - Ours, always, whatever the root: the tests read-only at `/tests` (a fresh copy of the task's
   `tests/`: nothing of the agent's under that name counts), `/logs/verifier` an empty tmpfs of
   `LOGS_MB` MiB of the sandbox's own (never the agent's: a reward it planted anywhere is not read),
   the drivers read-only at `/opt/harnessrl/checker`, our python (`bind_python`), cwd the workdir, HOME
-  `/root`, the environment `checker_env` plus the task's `[verifier] env`, no network unless the task
-  says its verifier needs it and the user allowed it (`Checker.network`, `verify.allow_verifier_network`),
-  and the sandbox's uid, seccomp filter and limits as for checkers.
+  `/root`, the environment `checker_env` (plus the task's `[verifier] env`, for the tests only: an
+  `LD_PRELOAD` there must not reach the driver), no network unless the task says its verifier needs
+  it and the user allowed it (`Checker.network`, `verify.allow_verifier_network`), and the sandbox's
+  uid, seccomp filter and limits as for checkers.
 - Reward: `_harbor_driver.py` runs `bash /tests/test.sh`, then kills everything else in the sandbox
   and waits until it is gone, then reads `/logs/verifier/reward.json` and `reward.txt` through a
   descriptor it opened before the tests started (O_NOFOLLOW, non-blocking, regular files of at most
@@ -257,8 +266,8 @@ def run_harbor_verifier(
         _write_folder(task, tmp)
         spec = root.spec(_spec(task, tmp, runner))
         argv = [python, "-I", "-B", f"{CHECKER_DIR}/harbor_driver.py", f"{TESTS_DIR}/test.sh"]
-        argv += [task.input_mount_dir, REWARD_DIR, "3"]
-        env = {**checker_env("/root", python), **checker.env}
+        argv += [task.input_mount_dir, REWARD_DIR, "3", json.dumps(checker.env)]  # the tests' env only
+        env = checker_env("/root", python)
         out, raw = runner.run_sealed(
             spec, argv, env, task.input_mount_dir, limit, lambda sb: root.load(sb, ws)
         )
