@@ -59,6 +59,5 @@ app.command(name="eval")(evaluate_cli.eval_cmd)
 app.command(name="quickstart")(quickstart_cli.quickstart)
 app.command(name="serve")(proxy_cli.serve)
 app.add_typer(proxy_cli.calls_app, name="calls")
-proxy_cli.calls_app.command(name="export")(report_cli.calls_export)  # it decodes with trace/: not in proxy/
 app.command(name="plot")(report_cli.plot)
 app.command(name="report")(report_cli.report)

@@ -47,30 +47,3 @@ def report(
         typer.echo(f"error: {run_dir}: no such run folder", err=True)
         raise typer.Exit(2)
     typer.echo(f"wrote {write_report(run_dir, out, max_trees)}")
-
-
-def calls_export(
-    path: Annotated[
-        Path, typer.Argument(help="A rollout folder, or a folder with rollout folders below it.")
-    ],
-    fmt: Annotated[str, typer.Option("--format", help="Export format: atif (Harbor's ATIF v1.8).")] = "atif",
-    out: Annotated[Path | None, typer.Option("--out", help="File to write (one rollout only).")] = None,
-    tokenizer: Annotated[
-        str | None,
-        typer.Option("--tokenizer", help="tokenizer.json, its folder, or qwen3 (default: recorded)."),
-    ] = None,
-    ids: Annotated[bool, typer.Option("--ids", help="Do not decode: token ids only.")] = False,
-) -> None:
-    """Export rollouts for other tools: <rollout>/trajectory.json (ATIF v1.8: steps, tool calls,
-    observations, per step the prompt and completion token ids and log-probs)."""
-    from harnessrl.formats import FormatError
-    from harnessrl.report.export import export_rollouts
-    from harnessrl.trace.load import TraceInputError
-
-    try:
-        done = export_rollouts(path, fmt, out, tokenizer, ids, echo=typer.echo)
-    except (FormatError, TraceInputError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
-    for note in done.notes:
-        typer.echo(note, err=True)
