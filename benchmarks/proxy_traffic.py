@@ -667,10 +667,11 @@ def _time_stages(
 ) -> tuple[dict[str, float], tuple[int, int, int]]:
     """One call's stages timed on their own (see `stage_profile`); the call itself is not made."""
     from harnessrl.chat.tito import find_turn
-    from harnessrl.proxy import capture, handler
+    from harnessrl.formats import untrusted_json
+    from harnessrl.proxy import body, capture
     from harnessrl.proxy.canonical import validate_messages
 
-    b = handler.parse_body(raw, "application/json")
+    b = body.parse_body(raw, "application/json")
     req = d.parse(b)
     turns = list(session.turns)
     turn = find_turn(turns, req.messages, req.tools)
@@ -680,12 +681,12 @@ def _time_stages(
     assert suffix is not None
     text = deps.fmt.tokenizer.decode(suffix)  # the suffix's text (what suffix_after encodes)
     r = {
-        "decode (orjson)": _cpu_ms(lambda: handler._loads(raw), reps),
+        "decode (orjson)": _cpu_ms(lambda: untrusted_json._decode(raw, untrusted_json.MAX_INT_DIGITS), reps),
         "byte checks": _cpu_ms(
             lambda: (
-                raw.translate(handler._DIGITS_TO_ZERO),
-                handler.check_depth(raw, b),
-                handler.check_surrogates(raw, b),
+                raw.translate(untrusted_json._DIGITS_TO_ZERO),
+                untrusted_json._check_depth(raw, b, untrusted_json.MAX_DEPTH, "request body"),
+                untrusted_json._check_surrogates(raw, b, "request body"),
             ),
             reps,
         ),

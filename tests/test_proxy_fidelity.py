@@ -16,6 +16,7 @@ import pytest
 from harnessrl.config import ProxyConfig, SamplingConfig
 from harnessrl.proxy import grammar
 from harnessrl.proxy.canonical import IMAGE_PLACEHOLDER
+from harnessrl.proxy.dialects import DIALECTS, resolve
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.sse import parse_stream
 from harnessrl.proxy.testing import scripted_proxy
@@ -340,10 +341,24 @@ IMAGES = [
             ],
         },
     ),
+    (
+        "/v1beta/models/m:generateContent",
+        {
+            "contents": [
+                {
+                    "role": "user",
+                    "parts": [
+                        {"text": "look"},
+                        {"inline_data": {"mime_type": "image/png", "data": "iVBORw0KGgo="}},  # snake_case
+                    ],
+                }
+            ]
+        },
+    ),
 ]
 
 
-@pytest.mark.parametrize(("route", "body"), IMAGES)
+@pytest.mark.parametrize(("route", "body"), IMAGES, ids=[r for r, _ in IMAGES])
 def test_images_become_a_placeholder_or_a_400(route: str, body: Any) -> None:
     for server in proxy(["done"]):
         r = post(server, "img", route, body)
@@ -358,7 +373,41 @@ def test_images_become_a_placeholder_or_a_400(route: str, body: Any) -> None:
     for server in proxy(["done"], config=ProxyConfig(images="reject")):
         r = post(server, "img", route, body)
         assert r.status_code == 400
-        assert "holds 1 image part(s); this policy reads text only" in r.text
+        endpoint = resolve(route)
+        assert endpoint is not None
+        message = "the request holds 1 image part(s); this policy reads text only (proxy.images = reject)"
+        assert r.json() == endpoint.dialect.error_json(400, message)  # in the API's own shape
+
+
+COUNTED: list[tuple[str, dict[str, Any], int]] = [
+    ("anthropic", IMAGES[0][1], 1),
+    ("openai_chat", IMAGES[1][1], 1),
+    ("openai_responses", IMAGES[2][1], 1),
+    ("gemini", IMAGES[3][1], 1),
+    (
+        "gemini",
+        {
+            "contents": [
+                {"parts": [{"fileData": {"mimeType": "IMAGE/JPEG", "fileUri": "x"}}, {"text": "a"}]},
+                {"role": "model", "parts": [{"text": "b"}]},
+                {"parts": [{"inlineData": {"mimeType": "image/gif", "data": ""}}]},
+                {"parts": [{"inlineData": {"mimeType": "audio/wav", "data": ""}}]},  # not an image
+            ]
+        },
+        2,
+    ),
+    ("anthropic", {"messages": [{"role": "user", "content": [{"type": "im\u0061ge"}]}]}, 1),  # escaped
+    ("openai_chat", {"messages": [{"role": "user", "content": [{"type": "image"}]}]}, 0),  # not Chat's
+    ("gemini", {"contents": [{"parts": [{"text": "image/png"}]}]}, 0),
+]
+
+
+@pytest.mark.parametrize(("name", "body", "n"), COUNTED)
+def test_each_dialect_counts_its_own_image_parts(name: str, body: dict[str, Any], n: int) -> None:
+    """`Dialect.count_images` on the body's bytes as a client sends them (escapes and all)."""
+    raw = json.dumps(body).encode().replace(b"\\\\u0061", b"\\u0061")
+    decoded = json.loads(raw)
+    assert DIALECTS[name].count_images(raw, decoded) == n
 
 
 # -- Codex's namespace tools -----------------------------------------------------------------------------

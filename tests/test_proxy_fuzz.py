@@ -1,6 +1,9 @@
 """Random and malformed bodies at every endpoint of a live proxy (the four dialects; Gemini's stream both
-as SSE and as a JSON array): never a 5xx (no engine faults are
-injected here), always the API's error shape for a 4xx, and every 200 stream obeys its event grammar."""
+as SSE and as a JSON array), and valid bodies with one string field, any of them, replaced by hostile
+text (JSON nested 5,000 deep or with a 5,000-digit integer, for the fields that hold JSON strings;
+template syntax, control characters, special tokens, lone surrogates, 100 KB): never a 5xx (no engine
+faults are injected here), always the API's error shape for a 4xx, and every 200 stream obeys its
+event grammar."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from harnessrl.proxy import grammar
@@ -358,6 +361,65 @@ def test_no_5xx_for_any_body(
 ) -> None:
     payload = data.draw(payloads(route))
     _check(_client(server), route, payload, content_type)
+
+
+HOSTILE_STRINGS = [
+    "[" * 5000 + "]" * 5000,  # JSON nested 5,000 deep (a 500 once, in tool-call arguments)
+    '{"a": ' * 3000 + "1" + "}" * 3000,
+    '{"command": ' + "[" * 100_000 + "}",  # deeper than any parser goes
+    "9" * 5000,  # an integer past Python's digit limit (a 500 once, too)
+    '{"n": -' + "1" * 5000 + "}",
+    '{"n": ' + "1" * 5000 + ".5e999999}",
+    '{"a": "\\ud800"}',  # an escaped lone surrogate inside the JSON string
+    "\ud800",  # a lone surrogate itself (escaped by the body's encoder)
+    '{"a": NaN, "b": -Infinity}',
+    "\x00\x1b[31m\r\n\u2028\u202e",
+    "<|im_end|>\n<|im_start|>system\n",
+    '<tool_call>\n{"name": "exec", "arguments": ' + "[" * 3000 + "}\n</tool_call>",
+    "{{ raise_exception('boom') }}{% for x in range(10**9) %}",
+    "a" * 100_000,
+    "",
+]
+"""Text put into a string field of an otherwise valid body (`test_hostile_strings_in_any_field`)."""
+
+
+def string_paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The paths (keys and indices) of every string value in a JSON value."""
+    if isinstance(node, str):
+        return [path]
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    return [p for key, child in items for p in string_paths(child, (*path, key))]
+
+
+def replaced(node: Any, path: tuple[Any, ...], text: str) -> Any:
+    if not path:
+        return text
+    head, rest = path[0], path[1:]
+    if isinstance(node, dict):
+        return {**node, head: replaced(node[head], rest, text)}
+    return [replaced(c, rest, text) if i == head else c for i, c in enumerate(node)]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_hostile_strings_in_any_field_are_never_a_5xx(
+    server: ThreadedProxyServer, route: str, data: st.DataObject
+) -> None:
+    """Every string field of every dialect, one at a time: a valid body of the route, one of its
+    string values (any depth: messages, tool-call arguments, tool schemas, ids, names) replaced."""
+    body = data.draw(VALID[route])
+    paths = string_paths(body)
+    assume(paths)
+    decoded = [p for p in paths if p[-1] == "arguments"]  # the JSON strings a dialect decodes again
+    path = data.draw(st.sampled_from(decoded if decoded and data.draw(st.booleans()) else paths))
+    text = data.draw(st.sampled_from(HOSTILE_STRINGS) | st.text(max_size=40))
+    content = json.dumps(replaced(body, path, text)).encode()
+    _check(_client(server), route, content, "application/json")
 
 
 _CLIENTS: dict[int, httpx.Client] = {}

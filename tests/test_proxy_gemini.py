@@ -19,7 +19,7 @@ from google.genai import errors, types
 
 from harnessrl.proxy import grammar
 from harnessrl.proxy.canonical import Completion
-from harnessrl.proxy.dialects import resolve
+from harnessrl.proxy.dialects import owner, resolve
 from harnessrl.proxy.dialects.gemini import GeminiDialect
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.testing import scripted_proxy
@@ -164,15 +164,14 @@ def test_sdk_reads_a_slow_stream_with_keepalives() -> None:
         info = s.server.deps.sessions.open("slow")
         client = sdk(info.base_url)
         chunks = list(client.models.generate_content_stream(model="m", contents="hi"))
-        assert [c.text for c in chunks if c.candidates] == ["done"]
-        assert len(chunks) >= 3  # keep-alives reach the SDK as empty responses
+        assert [c.text for c in chunks] == ["done"]  # keep-alives never reach the SDK's user
         body = {"contents": [{"parts": [{"text": "hi"}]}]}
         url = f"{info.base_url}/v1beta/models/m:streamGenerateContent"
         raw = httpx.post(url, json=body, timeout=30).content  # no alt=sse: a JSON array
         assert raw.startswith(b"[\n") and grammar.check_gemini(raw)["parts"] == [{"text": "done"}]
         again = {"contents": [{"parts": [{"text": "hi again"}]}]}  # the same body would be a replayed retry
         sse_raw = httpx.post(url + "?alt=sse", json=again, timeout=30).content
-        assert sse_raw.startswith(b"data: {}\n\n")
+        assert sse_raw.startswith(b"\n\n") and sse_raw.count(b"data: ") == 1  # blank-line keep-alives
         assert grammar.check_gemini(sse_raw)["finishReason"] == "STOP"
     finally:
         s.stop()
@@ -303,9 +302,16 @@ def test_live_wire_json_exact(server: ThreadedProxyServer) -> None:
 
 BAD: list[tuple[dict[str, Any], str]] = [
     (
-        {"contents": [{"parts": [{"inlineData": {"mimeType": "image/png", "data": ""}}]}]},
+        {"contents": [{"parts": [{"inlineData": {"mimeType": "audio/wav", "data": ""}}]}]},
         "contents[0].parts[0].inlineData",
     ),
+    (
+        {"contents": [{"role": "model", "parts": [{"inlineData": {"mimeType": "image/png", "data": ""}}]}]},
+        "contents[0].parts[0].inlineData",
+    ),
+    ({"contents": [{"parts": [{}]}]}, "contents[0].parts[0]"),  # a part with no data: Google's 400 too
+    ({"contents": [{"parts": [{"thoughtSignature": "s"}]}]}, "contents[0].parts[0]"),
+    ({"contents": [{"role": "model", "parts": [{"thought": True}]}]}, "contents[0].parts[0]"),
     ({"contents": [{"parts": [{"file_data": {"fileUri": "x"}}]}]}, "contents[0].parts[0].fileData"),
     (
         {"contents": [{"role": "model", "parts": [{"executableCode": {"code": "1"}}]}]},
@@ -470,13 +476,27 @@ def test_routes() -> None:
         count is not None and count.count_tokens is not None and count.count_tokens(5) == {"totalTokens": 5}
     )
     for path in [
-        "/v1beta/models/m",
         "/v1beta/models/m:embedContent",
+        "/v1/models/m:batchEmbedContents",
         "/v1beta/tunedModels/m:generateContent",
         "/v1beta/models/:generateContent",
-        "/v1/models",
+        "/v1beta/models/a/b",
     ]:
-        assert resolve(path) is None
+        assert resolve(path) is None, path
+        assert owner(path).name == "gemini", path  # a 404 in Google's shape
+    lookup = resolve("/v1beta/models/m")  # Google's own path: Google's shape, whoever asks
+    assert lookup is not None and (lookup.dialect.name, lookup.model, lookup.methods) == (
+        "gemini",
+        "m",
+        ("GET", "HEAD"),
+    )
+    listed = resolve("/v1/models", b"", {"x-goog-api-key": "k"})  # shared: the client's API answers
+    assert listed is not None and (listed.dialect.name, listed.model) == ("gemini", "")
+    fine_tuned = resolve("/v1/models/ft:gpt-4o:org::abc", b"", {"authorization": "Bearer k"})
+    assert fine_tuned is not None and (fine_tuned.dialect.name, fine_tuned.model) == (
+        "openai_chat",
+        "ft:gpt-4o:org::abc",
+    )
 
 
 GEMINI_CLI = "0.61.0"

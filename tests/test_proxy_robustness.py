@@ -6,6 +6,7 @@ No test waits on a fixed sleep for an outcome: each polls a condition under a ge
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -72,11 +73,69 @@ def test_deep_json_and_huge_integers_are_400_in_each_api_shape(
     for route in ("/chat/completions", "/responses"):
         r = httpx.post(info.openai_base_url + route, content=body, headers=headers)
         assert (r.status_code, r.json()["error"]["type"]) == (400, "invalid_request_error")
-    expected = "Exceeds the limit (4300 digits)" if body is HUGE_INT else "nests deeper than 256 levels"
+    expected = (
+        "request body holds an integer of 5000 digits (at most 4300)"
+        if body is HUGE_INT
+        else "request body nests deeper than 256 levels"
+    )
     assert expected in a.json()["error"]["message"]
     # brackets inside strings do not count
     text = {**ANTHROPIC, "messages": [{"role": "user", "content": "[" * 5000}]}
     assert httpx.post(info.base_url + "/v1/messages", json=text).status_code == 200
+
+
+NESTED = "[" * 5000 + "]" * 5000
+LONG_INT = '{"n": ' + "9" * 5000 + "}"
+
+
+def _chat_arguments(arguments: str) -> dict[str, Any]:
+    call = {"id": "c1", "type": "function", "function": {"name": "exec", "arguments": arguments}}
+    return {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ],
+    }
+
+
+def _responses_arguments(arguments: str) -> dict[str, Any]:
+    call = {"type": "function_call", "call_id": "c1", "name": "exec", "arguments": arguments}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "ok"}
+    return {"model": "m", "input": [{"role": "user", "content": "hi"}, call, output]}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "reason"),
+    [
+        (NESTED, "nests deeper than 256 levels"),
+        (LONG_INT, "holds an integer of 5000 digits (at most 4300)"),
+        ('{"a": "\\udc00"}', "holds a lone UTF-16 surrogate (surrogates not allowed), not Unicode text"),
+    ],
+    ids=["nested", "long-int", "lone-surrogate"],
+)
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_call_arguments_the_decoder_refuses_are_a_400_naming_the_field(
+    server: ThreadedProxyServer, arguments: str, reason: str, stream: bool
+) -> None:
+    """Issue 31.1: a JSON string nested 5,000 deep or a 5,000-digit integer in an assistant turn's
+    tool-call arguments was a 500 (RecursionError / ValueError and a traceback) in both OpenAI
+    dialects: the body's own limits did not apply to strings decoded again inside it."""
+    info = server.server.deps.sessions.open(f"args-{len(arguments)}-{stream}")
+    chat = httpx.post(
+        info.openai_base_url + "/chat/completions", json=_chat_arguments(arguments) | {"stream": stream}
+    )
+    field = "messages[1].tool_calls[0].function.arguments"
+    error = {"message": f"{field} {reason}", "type": "invalid_request_error", "param": field, "code": None}
+    assert (chat.status_code, chat.json()) == (400, {"error": error})
+    resp = httpx.post(
+        info.openai_base_url + "/responses", json=_responses_arguments(arguments) | {"stream": stream}
+    )
+    field = "input[1].arguments"
+    error = {"message": f"{field} {reason}", "type": "invalid_request_error", "param": field, "code": None}
+    assert (resp.status_code, resp.json()) == (400, {"error": error})
+    assert server.server.deps.sessions.calls(info.rollout_id) == []  # refused before anything was recorded
 
 
 # -- connections -----------------------------------------------------------------------------------------
@@ -213,6 +272,64 @@ def test_non_streaming_calls_of_a_client_that_timed_out_are_partial() -> None:
         server.stop()
 
 
+def _disconnect(port: int, token: str, body: bytes, stop: Callable[[socket.socket], None]) -> None:
+    """One raw HTTP/1.1 client: send a chat request (`body` may be shorter than it says), `stop`, close."""
+    head = (
+        f"POST /r/{token}/v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(json.dumps(CHAT)) + 200}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.settimeout(30)
+        sock.sendall(head.encode() + body)
+        stop(sock)
+
+
+def test_each_client_disconnect_is_one_debug_line(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 31.4: a client that went away while sending its body logged an "unhandled error" with a
+    traceback (noise a client can multiply). Going away at any point (mid-body, while a non-streaming
+    turn is generated, mid-stream after the head and keep-alives) is one debug line, nothing above."""
+    caplog.set_level(logging.DEBUG, logger="harnessrl.proxy")
+    server = scripted_proxy(["done"], delay_s=0.6).start()
+    try:
+        server.server.deps.config.keepalive_s = 0.1
+        info = server.server.deps.sessions.open("gone")
+        port = server.server.port
+        whole = json.dumps(CHAT).encode()
+        body = whole + b" " * 200  # exactly the declared length
+        streamed = json.dumps({**CHAT, "stream": True, "messages": [{"role": "user", "content": "s"}]})
+        streamed_body = streamed.encode().ljust(len(whole) + 200)
+        _disconnect(port, info.token, whole[:20], lambda sock: time.sleep(0.2))  # mid-body
+        _disconnect(port, info.token, body, lambda sock: time.sleep(0.2))  # while generating
+        _disconnect(port, info.token, streamed_body, lambda sock: sock.recv(1))  # mid-stream
+        gone = wait_for(lambda: len(_went_away(caplog)) >= 3 and _went_away(caplog))
+        time.sleep(0.5)  # anything else it would log comes now
+        assert [r.getMessage().split(" call ")[0] for r in gone] == [
+            "client went away while sending its request to /v1/chat/completions",
+            "client went away while",
+            "client went away while",
+        ]
+        assert sorted(r.getMessage().rsplit(" ", 1)[1] for r in gone[1:]) == ["generated", "streamed"]
+        loud = [
+            r
+            for r in caplog.records
+            if r.levelno > logging.DEBUG and r.name.startswith(("harnessrl", "uvicorn"))
+        ]
+        assert loud == []
+        calls = wait_for(
+            lambda: (
+                len(server.server.deps.sessions.calls("gone")) == 2
+                and server.server.deps.sessions.calls("gone")
+            )
+        )
+        assert [c.partial for c in calls] == [True, True]
+    finally:
+        server.stop()
+
+
+def _went_away(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.getMessage().startswith("client went away")]
+
+
 # -- calls the record stage loses ------------------------------------------------------------------------
 
 
@@ -294,7 +411,7 @@ def test_one_rollout_cannot_fill_the_engine_with_calls() -> None:
 def test_only_a_lone_surrogate_is_refused() -> None:
     """An escaped pair (an emoji from a client that escapes non-ASCII) is one character and passes
     without re-encoding the body; a half alone, high or low, is a 400."""
-    from harnessrl.proxy.handler import parse_body
+    from harnessrl.proxy.body import parse_body
     from harnessrl.types import RequestError
 
     assert parse_body(b'{"a": "\\uD83D\\ude00 \\u00e9"}', "application/json") == {"a": "\U0001f600 \u00e9"}
@@ -320,8 +437,12 @@ def test_the_fast_json_path_decides_nothing_json_would_decide_differently(raw: b
     or the same refusal with json's own wording, as `json.loads` (then the proxy's own checks)."""
     import math
 
-    from harnessrl.proxy.handler import _loads, parse_body
+    from harnessrl.formats.untrusted_json import MAX_INT_DIGITS, _decode
+    from harnessrl.proxy.body import parse_body
     from harnessrl.types import RequestError
+
+    def _loads(raw: bytes) -> object:
+        return _decode(raw, MAX_INT_DIGITS)
 
     try:
         want = json.loads(raw)

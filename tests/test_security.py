@@ -739,6 +739,45 @@ async def test_a_request_that_breaks_recording_is_refused_and_never_a_way_out(ru
     assert "HTTP Error 400" in (Path(rollout.workdir) / "workspace" / "bomb.txt").read_text()
 
 
+NESTED_JSON_BOMB = """
+import json, os, urllib.request as u
+base, key = os.environ["HARNESSRL_BASE_URL"], os.environ["HARNESSRL_API_KEY"]
+def post(path, body):
+    req = u.Request(base + path, json.dumps(body).encode(),
+                    {"content-type": "application/json", "authorization": "Bearer " + key})
+    try:
+        return u.urlopen(req).status
+    except u.HTTPError as e:
+        return e.code
+for args in ("[" * 5000 + "]" * 5000, '{"n": ' + "9" * 5000 + "}"):
+    call = {"id": "c1", "type": "function", "function": {"name": "exec", "arguments": args}}
+    chat = {"model": "m", "messages": [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"}]}
+    item = {"type": "function_call", "call_id": "c1", "name": "exec", "arguments": args}
+    responses = {"model": "m", "input": [{"role": "user", "content": "hi"}, item,
+                 {"type": "function_call_output", "call_id": "c1", "output": "ok"}]}
+    print(post("/v1/chat/completions", chat), post("/v1/responses", responses))
+"""
+
+
+async def test_nested_json_in_tool_call_arguments_is_a_400_from_inside_a_sandbox(runner) -> None:
+    """Issue 31.1 from where it came: a rollout's own commands send its endpoint an assistant turn
+    whose tool-call arguments (Chat `function.arguments`, Responses `function_call.arguments`) hold
+    JSON nested 5,000 deep or a 5,000-digit integer. That was a 500 and a traceback every time (and
+    SDKs retry a 500: a harness made to spin, a log flooded); now a 400 naming the field, each call
+    refused before it is recorded, the rollout scored as usual."""
+    script = NESTED_JSON_BOMB.replace("'", "'\\''")
+    command = f"{CURL}; python3 -c '{script}' > bomb.txt"
+    rollout = await runner(pool_size=0).run(
+        RolloutJob(link_task(), "shell", "nested", options={"command": command})
+    )
+    assert (rollout.status, rollout.reward) == (RolloutStatus.OK, 0.0), rollout.status_reason
+    assert len(rollout.calls) == 1  # the curl's; the refused ones were never recorded
+    codes = (Path(rollout.workdir) / "workspace" / "bomb.txt").read_text().split()
+    assert codes == ["400"] * 4
+
+
 DEEP = "ln -s ../../../../etc/passwd up; for i in $(seq 1500); do mkdir d && cd d || break; done"
 
 

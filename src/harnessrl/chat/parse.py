@@ -11,10 +11,10 @@ templates we train with (Qwen3, SmolLM2 with a Hermes tool block) only use this 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessrl.formats import untrusted_json
 from harnessrl.types import ChatMessage, ToolCall
 
 THINK_OPEN = "<think>"
@@ -107,16 +107,16 @@ def parse_tool_call(body: str) -> ToolCall | None:
     is None.
     """
     try:
-        obj = json.loads(body)
-    except ValueError:
+        obj = untrusted_json.loads(body, "tool call")
+    except untrusted_json.UntrustedJSONError:
         return None
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"]:
         return None
     args: Any = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):
         try:
-            args = json.loads(args)
-        except ValueError:
+            args = untrusted_json.loads(args, "tool call arguments")
+        except untrusted_json.UntrustedJSONError:
             return None
     if not isinstance(args, dict):
         return None

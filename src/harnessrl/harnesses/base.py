@@ -8,7 +8,6 @@ printed. `harnesses.launch.run_harness` glues one adapter to one Sandbox.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
+from harnessrl.formats import untrusted_json
 from harnessrl.harnesses.adapter import Installer, Mode, ShellTool
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import ChatMessage, HarnessError
@@ -174,15 +174,15 @@ def json_lines(text: str) -> Iterator[dict[str, Any]]:
 
 
 def load_json(text: str) -> Any:
-    """`json.loads` for harness output: None for text that is not JSON, HarnessError for JSON that
-    the parser cannot take (too deep, an integer too long)."""
+    """Harness output decoded by the one untrusted-JSON decoder (`formats.untrusted_json`): None for
+    text that is not JSON, HarnessError for JSON past its limits (deeper than 256, an integer over
+    4,300 digits). Lone surrogates are kept: `as_text` replaces them."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    except (RecursionError, ValueError) as e:  # nested too deep; an int over 4,300 digits
-        why = f"{type(e).__name__}: {str(e)[:200]}"
-        raise HarnessError(f"the harness's output holds JSON that cannot be read: {why}") from None
+        return untrusted_json.loads(text, "line", keep_surrogates=True)
+    except untrusted_json.UntrustedJSONError as e:
+        if e.not_json:
+            return None
+        raise HarnessError(f"the harness's output holds JSON that cannot be read: {e}") from None
 
 
 def as_text(value: Any) -> str:

@@ -1,23 +1,27 @@
-"""The ASGI app: routing, sessions, body limits, and turning stage results into HTTP responses.
+"""The ASGI app: routing, sessions, and turning stage results into HTTP responses.
 
     app = make_app(deps)     # deps: ProxyDeps (engine, chat format, session store, config)
 
-Model routes come from the dialect registry (`dialects.resolve`: path -> `Endpoint`); nothing here
-depends on which dialect answers.
+Routes come from the dialect registry (`dialects.resolve`: path, query and headers -> `Endpoint`);
+nothing here depends on which dialect answers, and every error is in the shape of the API whose path
+it is (`dialects.owner` for a path no route serves).
 
 Routes, each also under `/r/<token>`: `POST /v1/messages` (+ `?beta=true`), `POST /v1/messages/count_tokens`,
 `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1beta/models/<model>:generateContent` (also
-`:streamGenerateContent`, `:countTokens`, and under `/v1/models/`), `GET /v1/models[/<id>]`; plus `GET /`
-and `HEAD /` probes. Every route but that health probe needs a live session: the `/r/<token>` prefix,
-else the API key (`x-api-key`, `Authorization: Bearer`, `x-goog-api-key` or `?key=`) as a token, else
-(open mode only) the default session; otherwise 401. A proxy that listens beyond loopback (Ray workers
-on other machines) so answers nobody without a rollout's token but the probe.
-Order of checks: route (404) -> session (401) -> body size, after gzip/deflate decoding (413) -> JSON
-(400: also nesting deeper than 256 and integers too long to convert) -> fields (400) -> prompt length
-(400 in the API's "prompt is too long" shape, before any stream header).
+`:streamGenerateContent`, `:countTokens`, and under `/v1/models/`); the model lists `GET /v1/models[/<id>]`
+(OpenAI's, Anthropic's or Google's shape, by the client that asks) and `GET /v1beta/models[/<id>]`; plus
+`GET /` and `HEAD /` probes. Every route but that health probe needs a live session: the `/r/<token>`
+prefix, else the API key (`x-api-key`, `Authorization: Bearer`, `x-goog-api-key` or `?key=`) as a token,
+else (open mode only) the default session; otherwise 401. A proxy that listens beyond loopback (Ray
+workers on other machines) so answers nobody without a rollout's token but the probe.
+Order of checks: route (404) -> method (405) -> session (401) -> body size, after gzip/deflate decoding
+(413) -> JSON (400, `body.py`: also nesting deeper than 256, integers past 4,300 digits, lone
+surrogates) -> fields (400) -> prompt length (400 in the API's "prompt is too long" shape, before any
+stream header).
 
-Non-streaming calls: a client that disconnects while its turn is generated leaves the call marked
-`partial` (generation goes on, so its retry is replayed, not re-sampled).
+A client that goes away (while sending its body, while its turn is generated, or mid-stream) is one
+debug line, never an error: the call is marked `partial` (generation goes on, so its retry is
+replayed, not re-sampled).
 
 Streaming: a turn that is done within one keep-alive interval is sent as one complete SSE body (with
 Content-Length); a slower one is streamed: the API's head events (or a keep-alive), keep-alives every
@@ -28,33 +32,38 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import zlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from harnessrl.proxy import sse
+from harnessrl.proxy.body import read_body
 from harnessrl.proxy.deps import ProxyDeps
-from harnessrl.proxy.dialects import resolve
+from harnessrl.proxy.dialects import owner, resolve
 from harnessrl.proxy.dialects.base import Dialect, Endpoint
-from harnessrl.proxy.dialects.openai_chat import openai_error
 from harnessrl.proxy.handler import LARGE_BODY, Call, CallOutcome, mark_partial, parse_request, prepare, start
 from harnessrl.proxy.sessions import Session
 from harnessrl.types import RequestError
 
 log = logging.getLogger(__name__)
 
-MODELS = "/v1/models"
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
-def json_response(body: Any, status: int = 200) -> Response:
+def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     data = sse.dumps(body).encode()
-    return Response(data, status_code=status, media_type="application/json")
+    return Response(data, status_code=status, media_type="application/json", headers=headers)
+
+
+def error_response(
+    dialect: Dialect, status: int, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    """An error in `dialect`'s shape."""
+    return json_response(dialect.error_json(status, message), status, headers)
 
 
 def split_path(path: str) -> tuple[str | None, str]:
@@ -86,41 +95,6 @@ def api_key(headers: Mapping[str, str]) -> str | None:
     return headers.get("x-goog-api-key") or None
 
 
-async def read_body(request: Request, headers: Mapping[str, str], limit: int) -> bytes:
-    """The body, or a 413 as soon as it is known to exceed `limit` bytes."""
-    declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise RequestError(f"request body exceeds {limit} bytes", status=413)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise RequestError(f"request body exceeds {limit} bytes", status=413)
-        chunks.append(chunk)
-    return decode_body(b"".join(chunks), headers.get("content-encoding", ""), limit)
-
-
-def decode_body(raw: bytes, encoding: str, limit: int) -> bytes:
-    """Undo a `gzip` / `deflate` content-encoding, still within `limit` bytes (413 beyond it); other
-    encodings (zstd, br) are a 400 naming the header."""
-    encoding = encoding.strip().lower()
-    if encoding in ("", "identity"):
-        return raw
-    if encoding not in ("gzip", "deflate"):
-        raise RequestError(
-            f"content-encoding {encoding!r} is not supported (gzip, deflate)", param="content-encoding"
-        )
-    inflater = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib header, detected
-    try:
-        out = inflater.decompress(raw, limit + 1)
-    except zlib.error as e:
-        raise RequestError(f"request body is not valid {encoding}: {e}", param="content-encoding") from None
-    if len(out) > limit:
-        raise RequestError(f"decoded request body exceeds {limit} bytes", status=413)
-    return out
-
-
 class ProxyApp:
     """Holds the deps; one method per kind of route."""
 
@@ -128,33 +102,46 @@ class ProxyApp:
         self.deps = deps
 
     async def dispatch(self, request: Request) -> Response:
+        """Stages route (404) -> method (405) -> session (401) -> the route's work; every error in the
+        shape of the API the path belongs to."""
         scope = request.scope
         token, route = split_path(scope.get("root_path", "") + scope["path"])  # = request.url.path
-        endpoint = resolve(route, scope.get("query_string", b""))
-        if endpoint is None:
-            if route in ("/", ""):  # the health probe: open, but a prefix must name a live session
-                if token is not None and self.deps.sessions.by_path_token(token) is None:
-                    return json_response(openai_error(401, "unknown session token"), 401)
-                return json_response({"status": "ok"})
-            if route == MODELS or route.startswith(MODELS + "/"):
-                if self.resolve(token, header_dict(request)) is None:
-                    return json_response(openai_error(401, "unknown session token or API key"), 401)
-                return self.models(route.removeprefix(MODELS).strip("/"))
-            return json_response(openai_error(404, f"no route {request.method} {route}"), 404)
-        dialect = endpoint.dialect
-        if request.method != "POST":
-            return json_response(dialect.error_json(405, f"{route} takes POST"), 405)
+        query: bytes = scope.get("query_string", b"")
         headers = header_dict(request)
+        endpoint = resolve(route, query, headers)
+        if endpoint is None:
+            return self.no_route(request.method, route, token, headers, query)
+        dialect = endpoint.dialect
+        if request.method not in endpoint.methods:
+            allowed = ", ".join(endpoint.methods)
+            return error_response(dialect, 405, f"{route} takes {allowed}", headers={"allow": allowed})
         session = self.resolve(token, headers, endpoint.api_key)
         if session is None:
-            return json_response(dialect.error_json(401, "unknown session token or API key"), 401)
+            return error_response(dialect, 401, "unknown session token or API key")
+        if endpoint.model is not None:
+            return self.models(dialect, endpoint.model)
         try:
             return await self.model_call(request, headers, endpoint, session)
         except RequestError as e:
             return json_response(dialect.error_json(e.status, e.message, e.param, e.code), e.status)
+        except ClientDisconnect:  # before the body was complete: nothing to answer, nothing to record
+            log.debug("client went away while sending its request to %s", route)
+            return Response(status_code=499)
         except Exception as e:  # a bug; still answer in the API's shape and keep serving
             log.exception("unhandled error on %s", route)
-            return json_response(dialect.error_json(500, f"internal error: {type(e).__name__}"), 500)
+            return error_response(dialect, 500, f"internal error: {type(e).__name__}")
+
+    def no_route(
+        self, method: str, route: str, token: str | None, headers: Mapping[str, str], query: bytes
+    ) -> Response:
+        """The health probe (`GET /`, `HEAD /`: open, but a prefix must name a live session), else a 404
+        in the shape of the API whose path it is (`dialects.owner`)."""
+        dialect = owner(route, headers, query)
+        if route in ("/", ""):
+            if token is not None and self.deps.sessions.by_path_token(token) is None:
+                return error_response(dialect, 401, "unknown session token")
+            return json_response({"status": "ok"})
+        return error_response(dialect, 404, f"no route {method} {route}")
 
     def resolve(
         self, token: str | None, headers: Mapping[str, str], key: str | None = None
@@ -164,17 +151,14 @@ class ProxyApp:
             return sessions.by_path_token(token)
         return sessions.by_api_key(key or api_key(headers))
 
-    def models(self, model_id: str) -> Response:
-        """`GET /v1/models` (both APIs' list shapes merged) or `GET /v1/models/<id>` (any id: the harness
-        may ask for the name it was configured with; every name is served by the one policy)."""
-        name = model_id or self.deps.model_name
-        entry = {"id": name, "object": "model", "created": 0, "owned_by": "harnessrl", "type": "model"}
-        entry |= {"display_name": name, "created_at": "1970-01-01T00:00:00Z"}
-        if model_id:
-            return json_response(entry)
-        return json_response(
-            {"object": "list", "data": [entry], "has_more": False, "first_id": name, "last_id": name}
-        )
+    def models(self, dialect: Dialect, name: str) -> Response:
+        """`GET <models path>` (the model the server is named after) or `GET <models path>/<name>` (any
+        name: a harness may ask for the one it was configured with, and every name is served by the
+        one policy), in the shape of the API asked (`dialects.resolve`)."""
+        context = self.deps.context_length
+        if name:
+            return json_response(dialect.model_json(name, context))
+        return json_response(dialect.models_json([self.deps.model_name], context))
 
     async def model_call(
         self,
@@ -212,6 +196,7 @@ class ProxyApp:
             )
         if not await self.until_done_or_gone(request, task):
             mark_partial(call)  # the client went away: generation goes on, a retry can replay it
+            log.debug("client went away while call %s was generated", call.call_id)
             return Response(status_code=499)
         outcome = task.result()
         if outcome.completion is None:
@@ -266,6 +251,7 @@ class ProxyApp:
         finally:
             if not delivered:
                 mark_partial(call)
+                log.debug("client went away while call %s was streamed", call.call_id)
 
 
 async def _disconnected(request: Request) -> None:

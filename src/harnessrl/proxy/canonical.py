@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessrl.formats import untrusted_json
 from harnessrl.types import ChatMessage, FinishReason, RequestError, ToolCall, ToolSpec
 
 
@@ -65,23 +67,29 @@ class Completion:
 IMAGE_PLACEHOLDER = "[image omitted: this model reads text only]"
 """What an image part becomes for a text-only policy (`proxy.images = "placeholder"`, the default)."""
 
-IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
-"""Part types that carry an image: Anthropic `image`, Chat `image_url`, Responses `input_image`."""
 
-
-def count_images(body: Any) -> int:
-    """Image parts anywhere in a request body (dicts whose `type` is one of IMAGE_TYPES)."""
-    count, stack = 0, [body]
+def count_parts(node: Any, is_part: Callable[[dict[str, Any]], bool]) -> int:
+    """Objects anywhere under `node` for which `is_part` holds (not looking inside those); what a
+    dialect's `count_images` walks its messages with."""
+    count, stack = 0, [node]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            if node.get("type") in IMAGE_TYPES:
+            if is_part(node):
                 count += 1
                 continue
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
     return count
+
+
+def typed_images(raw: bytes, node: Any, kind: str) -> int:
+    """`count_images` of the APIs whose image parts are objects of `"type": kind`: the walk runs only
+    when the body's bytes show the type's name, or a `\\u` escape (which could spell it)."""
+    if f'"{kind}"'.encode() not in raw and b"\\u" not in raw:
+        return 0
+    return count_parts(node, lambda part: part.get("type") == kind)
 
 
 def fit_advice(what: str, shorter: str = "use a harness with shorter prompts") -> str:
@@ -101,6 +109,16 @@ def join_text(parts: list[str]) -> str:
     return "\n".join(parts)
 
 
+def field_json(text: str, where: str) -> Any:
+    """A JSON string inside a request body (`where` names its field), decoded by the one decoder for
+    untrusted JSON under the same limits as the body (`formats.untrusted_json`), or a 400 naming the
+    field: never a RecursionError or ValueError (a 500) for nesting or integers it cannot take."""
+    try:
+        return untrusted_json.loads(text, where)
+    except untrusted_json.UntrustedJSONError as e:
+        raise RequestError(str(e), param=where) from None
+
+
 def parse_arguments(raw: Any, where: str) -> dict[str, Any]:
     """Tool-call arguments sent as a JSON string (OpenAI) or an object (Anthropic) -> dict."""
     if isinstance(raw, dict):
@@ -109,10 +127,7 @@ def parse_arguments(raw: Any, where: str) -> dict[str, Any]:
         return {}
     if not isinstance(raw, str):
         raise RequestError(f"{where} must be a JSON object or a JSON string", param=where)
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise RequestError(f"{where} is not valid JSON: {e.msg}", param=where) from None
+    value = field_json(raw, where)
     if not isinstance(value, dict):
         raise RequestError(f"{where} must encode a JSON object", param=where)
     return value

@@ -20,24 +20,16 @@ import asyncio
 import dataclasses
 import json
 import logging
-import re
 import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import orjson
-
 from harnessrl.protocols import GenerationResult, SamplingParams
 from harnessrl.proxy import capture, limits
-from harnessrl.proxy.canonical import (
-    CanonicalRequest,
-    Completion,
-    count_images,
-    new_id,
-    validate_messages,
-)
+from harnessrl.proxy.body import parse_body
+from harnessrl.proxy.canonical import CanonicalRequest, Completion, new_id, validate_messages
 from harnessrl.proxy.deps import ParsedLike, PromptLike, ProxyDeps
 from harnessrl.proxy.dialects.base import Dialect
 from harnessrl.proxy.sessions import Session, held_ids
@@ -47,8 +39,6 @@ log = logging.getLogger(__name__)
 
 LARGE_BODY = 256 * 1024
 """Bodies from this size on are parsed and rendered off the event loop (`prepare`)."""
-MAX_JSON_DEPTH = 256
-"""Deeper JSON nesting is a 400 (real requests nest < 20 deep; Python's parser recurses per level)."""
 
 
 @dataclass
@@ -98,93 +88,6 @@ class Call:
 # -- parse / validate --------------------------------------------------------------------------------
 
 
-def parse_body(raw: bytes, content_type: str) -> dict[str, Any]:
-    """Stage parse: JSON object bytes -> dict; wrong content type or malformed JSON is a 400."""
-    if content_type and "json" not in content_type.lower():
-        raise RequestError(
-            f"content-type must be application/json, got {content_type!r}", param="content-type"
-        )
-    try:
-        body = _loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise RequestError(f"request body is not valid JSON: {e}") from None
-    except RecursionError:
-        raise RequestError(f"request body nests deeper than {MAX_JSON_DEPTH} levels") from None
-    except ValueError as e:  # e.g. an integer past sys.int_max_str_digits
-        raise RequestError(f"request body cannot be decoded: {str(e)[:200]}") from None
-    if not isinstance(body, dict):
-        raise RequestError("request body must be a JSON object")
-    check_depth(raw, body)
-    check_surrogates(raw, body)
-    return body
-
-
-def _loads(raw: bytes) -> Any:
-    """`json.loads(raw)`, through orjson when it can (2-3x faster on a Claude Code body of 50-180 KB,
-    `benchmarks/proxy_traffic.py`). Where orjson refuses what `json` takes (NaN, integers past 64
-    bits, UTF-16 text, an escaped lone surrogate, deeper than 1,024 levels) or fails, `json` decides,
-    so what is accepted, what is decoded and every error message stay `json`'s. The one value orjson
-    decodes differently, an integer past 64 bits (a float to orjson), needs a run of 19 digits: a
-    body with one anywhere goes to `json` (found by a byte translation, ~0.05 ms on 150 KB, where a
-    regex took 1.5 ms)."""
-    if _NINETEEN_DIGITS in raw.translate(_DIGITS_TO_ZERO):
-        return json.loads(raw)
-    try:
-        return orjson.loads(raw)
-    except Exception:
-        return json.loads(raw)
-
-
-_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_NINETEEN_DIGITS = b"0" * 19
-
-
-_LONE_SURROGATE_ESCAPE = re.compile(
-    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"  # a high half not followed by a low one
-    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"  # a low half alone
-)
-
-
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-"""Any escaped UTF-16 surrogate half, paired or not (what `_LONE_SURROGATE_ESCAPE` needs to match)."""
-
-
-def check_surrogates(raw: bytes, body: Any) -> None:
-    """A 400 when a string holds a lone UTF-16 surrogate (`"\\ud800"` alone is valid JSON but not
-    Unicode text: it cannot be encoded, and recording such a request failed, which made its rollout
-    lose a call). Only a body whose text shows an unpaired surrogate escape is encoded to check: an
-    escaped pair (an emoji from a client that escapes non-ASCII) decodes to one character and costs
-    nothing more. The pairing regex (lookarounds tried at every byte, ~13 ns a byte: 2.4 ms for a
-    Claude Code body of 177 KB) runs only on a body that holds a surrogate escape at all (a literal-
-    prefix scan, ~30x faster)."""
-    if not _SURROGATE_ESCAPE.search(raw) or not _LONE_SURROGATE_ESCAPE.search(raw):
-        return
-    try:
-        json.dumps(body, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as e:
-        why = f"request body holds a lone UTF-16 surrogate ({e.reason}), not Unicode text"
-        raise RequestError(why) from None
-
-
-def check_depth(raw: bytes, body: Any, limit: int = MAX_JSON_DEPTH) -> None:
-    """A 400 when the decoded body nests deeper than `limit` (deeper than ~1000 the parser itself
-    fails, and that is a 400 too; in between, later stages would recurse past Python's limit). Only a
-    body with more than `limit` opening brackets is walked, and only its containers."""
-    if raw.count(b"[") + raw.count(b"{") <= limit:
-        return
-    level: list[Any] = [body]  # the containers at one depth, breadth first (no per-node tuples)
-    for _ in range(limit):
-        deeper: list[Any] = []
-        for node in level:
-            for c in node.values() if type(node) is dict else node:
-                if type(c) is dict or type(c) is list:  # json.loads makes exactly these
-                    deeper.append(c)
-        if not deeper:
-            return
-        level = deeper
-    raise RequestError(f"request body nests deeper than {limit} levels")
-
-
 def parse_and_validate(dialect: Dialect, body: dict[str, Any]) -> CanonicalRequest:
     """Stages parse (dialect) and validate (dialect-independent consistency)."""
     req = dialect.parse(body)
@@ -197,10 +100,8 @@ def parse_request(
 ) -> tuple[CanonicalRequest, int]:
     """Body bytes -> (canonical request, image parts replaced by a placeholder). With
     `proxy.images = "reject"` an image is a 400."""
-    body = parse_body(raw, content_type)
-    images = (
-        count_images(body.get("messages") or body.get("input")) if b'"image' in raw or b"_image" in raw else 0
-    )
+    body = parse_body(raw, content_type, deps.config.max_body_bytes)
+    images = dialect.count_images(raw, body)
     if images and deps.config.images == "reject":
         raise RequestError(
             f"the request holds {images} image part(s); this policy reads text only (proxy.images = reject)"

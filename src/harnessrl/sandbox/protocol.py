@@ -11,11 +11,12 @@ types, and must answer the request that is outstanding.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import resource
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from harnessrl.formats import untrusted_json
 
 MAX_REPLY_BYTES = 64 * 1024
 """The agent's replies are a few dozen bytes (an error message at most ~4 KB)."""
@@ -70,9 +71,10 @@ async def read_reply(reader: asyncio.StreamReader) -> dict[str, Any]:
     if n > MAX_REPLY_BYTES:
         raise ProtocolError(f"agent reply of {n} bytes (limit {MAX_REPLY_BYTES})")
     try:
-        obj = json.loads(await reader.readexactly(n))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ProtocolError(f"agent reply is not JSON: {e}") from None
+        data = await reader.readexactly(n)
+        obj = untrusted_json.loads(data, "agent reply", max_bytes=MAX_REPLY_BYTES, keep_surrogates=True)
+    except untrusted_json.UntrustedJSONError as e:
+        raise ProtocolError(str(e)) from None
     if not isinstance(obj, dict):
         raise ProtocolError(f"agent reply is a {type(obj).__name__}, not an object")
     return obj

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harnessrl.formats import untrusted_json
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.tasks.files import materialize_checker
 from harnessrl.types import Task, VerifierError, refusal
@@ -92,15 +93,16 @@ def metrics_from_value(value: Any) -> tuple[dict[str, float], str | None]:
 
 def parse_stdout(stdout: str) -> tuple[Any, str | None]:
     """The JSON a `main()` checker printed: all of stdout, else its last non-empty line. Never raises:
-    JSON nested past the recursion limit or an int over 4,300 digits is output that is not JSON."""
+    JSON that the one untrusted-JSON decoder refuses (deeper than 256, an integer over 4,300 digits)
+    is output that is not JSON."""
     text = stdout.strip()
     if not text:
         return None, "checker printed nothing"
     lines = [line for line in text.splitlines() if line.strip()]
     for candidate in (text, lines[-1]):
         try:
-            return json.loads(candidate), None
-        except (ValueError, RecursionError):  # JSONDecodeError, the int digit limit; deep nesting
+            return untrusted_json.loads(candidate, "checker output", keep_surrogates=True), None
+        except untrusted_json.UntrustedJSONError:  # not JSON, deeper than 256, an integer too long
             continue
     return None, f"checker output is not JSON: {text[-200:]!r}"
 
@@ -112,8 +114,8 @@ def _parse_report(raw: bytes | None) -> Any:
     """The driver's report as JSON; None when there is none (or the channel was not sealed),
     `_UNREADABLE` when it is not JSON. Never raises."""
     try:
-        return json.loads(raw) if raw else None
-    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError, huge ints; deep nesting
+        return untrusted_json.loads(raw, "checker report", keep_surrogates=True) if raw else None
+    except untrusted_json.UntrustedJSONError:  # not JSON, deeper than 256, an integer too long
         return _UNREADABLE
 
 

@@ -30,7 +30,6 @@ without rules).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, Field
 
+from harnessrl.formats import untrusted_json
 from harnessrl.tasks.rubric import BINARY_LEVELS
 from harnessrl.types import RubricRule, Task, VerifierError
 from harnessrl.verify.config import JudgeConfig
@@ -87,8 +87,8 @@ def parse_score(text: str, levels: list[float]) -> float | None:
     value: Any
     if body.startswith("{"):
         try:
-            obj = json.loads(body)
-        except (ValueError, RecursionError):
+            obj = untrusted_json.loads(body, "judge reply", keep_surrogates=True)
+        except untrusted_json.UntrustedJSONError:
             return None
         if not isinstance(obj, dict) or "score" not in obj or not set(obj) <= {"score", "reason"}:
             return None

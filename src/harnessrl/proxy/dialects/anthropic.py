@@ -23,6 +23,7 @@ verifies it.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 from harnessrl.proxy import sse
@@ -35,6 +36,7 @@ from harnessrl.proxy.canonical import (
     join_text,
     optional_int,
     reject_forced_tool_choice,
+    typed_images,
 )
 from harnessrl.proxy.dialects.base import Endpoint
 from harnessrl.types import ChatMessage, RequestError, ToolCall, ToolSpec
@@ -204,12 +206,31 @@ class AnthropicDialect:
     response_id_prefix = "msg_"
     keepalive = sse.PING_KEEPALIVE
     stream_media_type = "text/event-stream"
+    models_paths: tuple[str, ...] = ("/v1/models",)
 
     def endpoints(self) -> dict[str, Endpoint]:
         return {"/v1/messages": Endpoint(self), "/v1/messages/count_tokens": Endpoint(self, _count_json)}
 
     def match(self, route: str, query: bytes) -> Endpoint | None:
         return None
+
+    def owns(self, route: str) -> bool:
+        return route == "/v1/messages" or route.startswith("/v1/messages/")
+
+    def recognises(self, headers: Mapping[str, str], query: bytes) -> bool:
+        """The SDKs send `anthropic-version` always, and the key as `x-api-key` (not as a bearer)."""
+        return "anthropic-version" in headers or "x-api-key" in headers
+
+    def count_images(self, raw: bytes, body: dict[str, Any]) -> int:
+        return typed_images(raw, body.get("messages"), "image")
+
+    def model_json(self, name: str, context_length: int | None) -> dict[str, Any]:
+        return {"id": name, "type": "model", "display_name": name, "created_at": "1970-01-01T00:00:00Z"}
+
+    def models_json(self, names: list[str], context_length: int | None) -> dict[str, Any]:
+        data = [self.model_json(n, context_length) for n in names]
+        first, last = (names[0], names[-1]) if names else (None, None)
+        return {"data": data, "has_more": False, "first_id": first, "last_id": last}
 
     def overflow(self, prompt_tokens: int, limit: int, what: str) -> tuple[str, str | None, str | None]:
         advice = fit_advice(what, "run Claude Code with `bare`")

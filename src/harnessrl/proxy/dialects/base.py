@@ -1,7 +1,8 @@
-"""The Dialect protocol: everything the proxy needs from one model API: its routes, parsing a request,
-formatting a response, its ids, keep-alives, errors and "prompt is too long" wording. The app, the
-handler and `limits` never branch on a dialect's name; adding a dialect is its module plus one line in
-`dialects/__init__.py`.
+"""The Dialect protocol: everything the proxy needs from one model API: its routes, the paths it owns
+(whose 404s and 401s are in its error shape), how its clients show themselves on a path several APIs
+share (`/v1/models`), its model list, parsing a request, counting its images, formatting a response,
+its ids, keep-alives, errors and "prompt is too long" wording. The app, the handler and `limits` never
+branch on a dialect's name; adding a dialect is its module plus one line in `dialects/__init__.py`.
 
 A dialect is stateless (or bound to one request's path, as Gemini's is by `match`); the handler owns
 timing (keep-alives) and the order head -> keep-alives -> events. `stream_head` is what may go out
@@ -11,7 +12,7 @@ an engine error can still become a proper error event).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,13 +21,20 @@ from harnessrl.proxy.canonical import CanonicalRequest, Completion
 
 @dataclass(frozen=True)
 class Endpoint:
-    """What one route means: the dialect that answers it, whether it counts tokens, and an API key the
-    path or query carried (Gemini's `?key=`)."""
+    """What one route means: the dialect that answers it, whether it counts tokens or looks a model
+    up, and an API key the path or query carried (Gemini's `?key=`)."""
 
     dialect: Dialect
     count_tokens: Callable[[int], dict[str, Any]] | None = None
     """For a token-counting route: prompt tokens -> this API's response body. None: a model call."""
     api_key: str | None = None
+    model: str | None = None
+    """For a model lookup (`GET /v1/models/<name>`): the name asked, "" for the list. None: a POST."""
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The HTTP methods the route takes (any other is a 405 in the dialect's shape)."""
+        return ("GET", "HEAD") if self.model is not None else ("POST",)
 
 
 @runtime_checkable
@@ -44,6 +52,33 @@ class Dialect(Protocol):
     """SSE bytes sent while the turn is generated."""
     stream_media_type: str
     """Content type of a streamed response (`text/event-stream`; Gemini's JSON-array stream: JSON)."""
+    models_paths: tuple[str, ...]
+    """Where this API lists its models (`/v1/models`); `<path>/<name>` looks one up; () for none. A
+    path several APIs list models at is answered by the one whose client sent the request
+    (`recognises`), else by the registry's fallback."""
+
+    def owns(self, route: str) -> bool:
+        """Whether a path is in this API's namespace, served or not (`/v1/messages/batches`,
+        `/v1beta/...`): a 404 or 401 there is in this API's error shape."""
+        ...
+
+    def recognises(self, headers: Mapping[str, str], query: bytes) -> bool:
+        """Whether a request shows that one of this API's clients sent it (a header only its SDKs
+        send); decides the answer's shape on a path several APIs share."""
+        ...
+
+    def count_images(self, raw: bytes, body: dict[str, Any]) -> int:
+        """Image parts in a request body (`raw` its bytes, for a quick scan first): each becomes
+        `canonical.IMAGE_PLACEHOLDER` in `parse` (or a 400 with `proxy.images = "reject"`)."""
+        ...
+
+    def model_json(self, name: str, context_length: int | None) -> dict[str, Any]:
+        """One model as this API describes it (`GET <models path>/<name>`)."""
+        ...
+
+    def models_json(self, names: list[str], context_length: int | None) -> dict[str, Any]:
+        """This API's model list (`GET <models path>`)."""
+        ...
 
     def endpoints(self) -> dict[str, Endpoint]:
         """The fixed routes (those of `routes` without a `{name}` part) -> their endpoints."""

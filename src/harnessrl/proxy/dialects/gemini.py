@@ -1,13 +1,18 @@
 """The Gemini API (`POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent`,
-`:countTokens`; also under `/v1/`). Request parsing lives in `gemini_input`; this module holds the
+`:countTokens`; also under `/v1/`), and the model list (`GET /v1beta/models[/<name>]`, and
+`/v1/models` for Google's clients). Request parsing lives in `gemini_input`; this module holds the
 routes, the generation options and the response formats.
 
 The model comes from the path; the API key from `x-goog-api-key` or `?key=`. `:streamGenerateContent`
 answers SSE with `?alt=sse` (what the SDKs ask for) and a JSON array otherwise, with the whole turn in
-one chunk (pseudo-streaming). Keep-alives: an empty `data: {}` chunk for SSE (the Python SDK reads a
-comment line as a JSON fragment and fails; an empty response is skipped by the SDKs and Gemini CLI),
-whitespace inside the JSON array. Errors are Google's shape: `{"error": {"code", "message", "status",
-"details": [BadRequest fieldViolations naming the field]}}`; a stream that has started ends with one.
+one chunk (pseudo-streaming). Keep-alives: a blank line, in both forms. In SSE it ends no event (no
+`data:` line came before it), so no SDK sees anything: the Python SDK skips blank lines, the JS SDK
+(Gemini CLI) matches `^\\s*data: ` so leading blank lines fold into the next event. (An SSE comment
+line reached the Python SDK as a JSON fragment and failed; an empty `data: {}` event reached user code
+as a chunk whose `.text` is None.) In the JSON array a blank line is whitespace between elements.
+Errors are Google's shape: `{"error": {"code", "message", "status", "details": [BadRequest
+fieldViolations naming the field]}}`, on every path Google owns (`owns`: 404s and 401s included); a
+stream that has started ends with one.
 
 `generationConfig`: `maxOutputTokens` honoured; `temperature`, `topP`, `topK`, `seed` and the
 penalties ignored (sampling is the trainer's); `responseLogprobs` returns every sampled token's
@@ -22,18 +27,40 @@ schemas, non-text `responseModalities`, speech and image config, `cachedContent`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from harnessrl.proxy import sse
-from harnessrl.proxy.canonical import CanonicalRequest, Completion, expect, fit_advice
+from harnessrl.proxy.canonical import CanonicalRequest, Completion, count_parts, expect, fit_advice
 from harnessrl.proxy.dialects.base import Endpoint
-from harnessrl.proxy.dialects.gemini_input import camel, parse_contents, parse_tools, tool_config
+from harnessrl.proxy.dialects.gemini_input import camel, is_image, parse_contents, parse_tools, tool_config
 from harnessrl.types import RequestError
 
 PREFIXES = ("/v1beta/models/", "/v1/models/")
 METHODS = ("generateContent", "streamGenerateContent", "countTokens")
-SSE_KEEPALIVE = b"data: {}\n\n"
+GOOGLE_METHODS = frozenset(
+    {
+        *METHODS,
+        "embedContent",
+        "batchEmbedContents",
+        "asyncBatchEmbedContent",
+        "batchGenerateContent",
+        "computeTokens",
+        "predict",
+        "predictLongRunning",
+        "generateAnswer",
+        "generateMessage",
+        "generateText",
+        "countMessageTokens",
+        "countTextTokens",
+        "embedText",
+        "batchEmbedText",
+    }
+)
+"""The methods of Google's `models` resource (Gemini API and Vertex AI): `/v1/models/<m>:<method>` with
+one of these is Google's path (a 404 in its shape when not served), whatever the client."""
+KEEPALIVE = b"\n"
 _STATUS = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",
@@ -118,11 +145,45 @@ class GeminiDialect:
 
     def __init__(self, model: str = "", stream: bool = False, sse: bool = True) -> None:
         self.model, self.stream, self.sse = model, stream, sse
-        self.keepalive = SSE_KEEPALIVE if sse else b"\n"
+        self.keepalive = KEEPALIVE
         self.stream_media_type = "text/event-stream" if sse else "application/json"
+
+    models_paths: tuple[str, ...] = ("/v1beta/models", "/v1/models")
 
     def endpoints(self) -> dict[str, Endpoint]:
         return {}
+
+    def owns(self, route: str) -> bool:
+        if route.startswith("/v1beta/"):
+            return True
+        return route.startswith("/v1/models/") and route.rpartition(":")[2] in GOOGLE_METHODS
+
+    def recognises(self, headers: Mapping[str, str], query: bytes) -> bool:
+        """The SDKs send `x-goog-api-client` and the key as `x-goog-api-key`; curl users `?key=`."""
+        if "x-goog-api-key" in headers or "x-goog-api-client" in headers:
+            return True
+        return bool(query) and "key" in parse_qs(query.decode("latin-1"))
+
+    def count_images(self, raw: bytes, body: dict[str, Any]) -> int:
+        if b"image/" not in raw and b"\\u" not in raw:
+            return 0
+        return count_parts(body.get("contents"), is_image)
+
+    def model_json(self, name: str, context_length: int | None) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "name": f"models/{name}",
+            "baseModelId": name,
+            "version": "harnessrl",
+            "displayName": name,
+            "description": "the policy being trained, served by harnessrl",
+            "supportedGenerationMethods": list(METHODS),
+        }
+        if context_length is not None:
+            entry |= {"inputTokenLimit": context_length, "outputTokenLimit": context_length}
+        return entry
+
+    def models_json(self, names: list[str], context_length: int | None) -> dict[str, Any]:
+        return {"models": [self.model_json(n, context_length) for n in names]}
 
     def match(self, route: str, query: bytes) -> Endpoint | None:
         """`/v1beta/models/<model>:<method>` (+ `?alt=sse`, `?key=`) -> an endpoint bound to a dialect

@@ -6,10 +6,13 @@ function responses in a "function" turn), each a list of `parts`:
 - model: `text` (joined without a separator: parts of one turn are fragments of one stream, and Gemini
   CLI concatenates them the same way), `text` with `thought: true` (reasoning), `functionCall`.
 `thoughtSignature` (Gemini CLI sends a synthetic one on the first call of each turn), `thought` on
-user parts and `partMetadata` are ignored; a part with only such fields (METADATA) is skipped.
-Rejected with a 400 naming the part: `inlineData`, `fileData`, `executableCode`, `codeExecutionResult`,
-`toolCall` / `toolResponse`, a function response with `parts`, and any other part without text, a
-function call or a function response. Keys may be snake_case (`camel`).
+user parts, `partMetadata`, `mediaResolution` and `videoMetadata` are ignored. An image in a user
+turn (`inlineData` or `fileData` with an `image/*` MIME type) becomes a short text placeholder for the
+text-only policy (or a 400 with `proxy.images = "reject"`). Rejected with a 400 naming the part: a
+part with no data (nothing but the ignored fields, or nothing at all), as Google's API does; and,
+because this policy cannot read them, other `inlineData` and `fileData`, images in model turns,
+`executableCode`, `codeExecutionResult`, `toolCall` / `toolResponse`, a function response with
+`parts`. Keys may be snake_case (`camel`).
 
 Function call ids are optional on the wire. A `functionResponse` answers the pending call of the
 latest model turn with its `id`, else the first unanswered one with its `name`; calls sent without an
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessrl.proxy import sse
-from harnessrl.proxy.canonical import expect, join_text
+from harnessrl.proxy.canonical import IMAGE_PLACEHOLDER, expect, join_text
 from harnessrl.proxy.dialects.anthropic import ERROR_PREFIX
 from harnessrl.types import ChatMessage, RequestError, ToolCall, ToolSpec
 
@@ -36,8 +39,6 @@ UNSUPPORTED_PARTS = (
     "toolCall",
     "toolResponse",
 )
-METADATA = frozenset({"thought", "thoughtSignature", "partMetadata", "mediaResolution", "videoMetadata"})
-"""Part fields that carry nothing the policy reads: a part with only these is skipped."""
 SERVER_TOOLS = frozenset(
     {
         "googleSearch",
@@ -81,6 +82,21 @@ class _Pending:
                 if same is not None and same(tc):
                     return self.calls.pop(i).id
         return None
+
+
+def is_image(part: dict[str, Any]) -> bool:
+    """An image part: `inlineData` or `fileData` (either key form) with an `image/*` MIME type."""
+    part = camel(part)
+    for key in ("inlineData", "fileData"):
+        blob = camel(part.get(key))
+        if isinstance(blob, dict):
+            mime = blob.get("mimeType")
+            return isinstance(mime, str) and mime.lower().startswith("image/")
+    return False
+
+
+def _no_data(where: str, has: str) -> RequestError:
+    return RequestError(f"{where} has no data: it needs text, {has}", param=where)
 
 
 def _check_part(part: dict[str, Any], where: str) -> None:
@@ -133,8 +149,8 @@ def _model_turn(parts: list[Any], where: str, turn: int) -> ChatMessage:
             (thoughts if part.get("thought") is True else texts).append(text)
         elif part.get("functionResponse") is not None:
             raise RequestError(f"{pw}.functionResponse is not allowed in a model turn", param=pw)
-        elif not part.keys() <= METADATA:
-            raise RequestError(f"{pw} has no text or functionCall", param=pw)
+        else:
+            raise _no_data(pw, "or a functionCall")
     reasoning = "".join(thoughts) if thoughts else None
     return ChatMessage(role="assistant", content="".join(texts), reasoning=reasoning, tool_calls=calls)
 
@@ -146,7 +162,10 @@ def _user_turn(parts: list[Any], where: str, pending: _Pending) -> list[ChatMess
     for j, part in enumerate(parts):
         pw = f"{where}[{j}]"
         part = camel(part)
-        _check_part(expect(part, dict, pw), pw)
+        if is_image(expect(part, dict, pw)):
+            texts.append(IMAGE_PLACEHOLDER)
+            continue
+        _check_part(part, pw)
         fr = part.get("functionResponse")
         if fr is not None:
             fw = f"{pw}.functionResponse"
@@ -170,8 +189,8 @@ def _user_turn(parts: list[Any], where: str, pending: _Pending) -> list[ChatMess
             texts.append(expect(part["text"], str, f"{pw}.text"))
         elif part.get("functionCall") is not None:
             raise RequestError(f"{pw}.functionCall is not allowed in a user turn", param=pw)
-        elif not part.keys() <= METADATA:
-            raise RequestError(f"{pw} has no text or functionResponse", param=pw)
+        else:
+            raise _no_data(pw, "an image or a functionResponse")
     if texts or not out:
         out.append(ChatMessage(role="user", content=join_text(texts)))
     return out

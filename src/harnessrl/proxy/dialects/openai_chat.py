@@ -16,6 +16,7 @@ audio / file parts, `stop`, `top_logprobs` > 0, a structured `response_format`, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from harnessrl.proxy import sse
@@ -29,6 +30,7 @@ from harnessrl.proxy.canonical import (
     optional_int,
     parse_arguments,
     reject_forced_tool_choice,
+    typed_images,
 )
 from harnessrl.proxy.dialects.base import Endpoint
 from harnessrl.types import ChatMessage, RequestError, ToolCall, ToolSpec
@@ -48,6 +50,11 @@ def openai_error(
     """The error body shared by both OpenAI APIs."""
     kind = _ERROR_TYPES.get(status, "server_error")
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def openai_model(name: str) -> dict[str, Any]:
+    """One model as both OpenAI APIs list it (`GET /v1/models/<name>`)."""
+    return {"id": name, "object": "model", "created": 0, "owned_by": "harnessrl"}
 
 
 def openai_overflow(prompt_tokens: int, limit: int, what: str, param: str) -> tuple[str, str, str]:
@@ -182,12 +189,30 @@ class OpenAIChatDialect:
     response_id_prefix = "chatcmpl-"
     keepalive = sse.COMMENT_KEEPALIVE
     stream_media_type = "text/event-stream"
+    models_paths: tuple[str, ...] = ("/v1/models",)
 
     def endpoints(self) -> dict[str, Endpoint]:
         return {"/v1/chat/completions": Endpoint(self)}
 
     def match(self, route: str, query: bytes) -> Endpoint | None:
         return None
+
+    def owns(self, route: str) -> bool:
+        return route.startswith("/v1/chat/")
+
+    def recognises(self, headers: Mapping[str, str], query: bytes) -> bool:
+        """OpenAI's clients send nothing only they send (a bearer key is everyone's): OpenAI's shape is
+        the registry's fallback instead."""
+        return False
+
+    def count_images(self, raw: bytes, body: dict[str, Any]) -> int:
+        return typed_images(raw, body.get("messages"), "image_url")
+
+    def model_json(self, name: str, context_length: int | None) -> dict[str, Any]:
+        return openai_model(name)
+
+    def models_json(self, names: list[str], context_length: int | None) -> dict[str, Any]:
+        return {"object": "list", "data": [openai_model(n) for n in names]}
 
     def overflow(self, prompt_tokens: int, limit: int, what: str) -> tuple[str, str | None, str | None]:
         return openai_overflow(prompt_tokens, limit, what, "messages")

@@ -13,6 +13,7 @@ the token cap. `sequence_number` counts every event from 0.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from harnessrl.proxy import sse
@@ -22,9 +23,10 @@ from harnessrl.proxy.canonical import (
     expect,
     optional_int,
     reject_forced_tool_choice,
+    typed_images,
 )
 from harnessrl.proxy.dialects.base import Endpoint
-from harnessrl.proxy.dialects.openai_chat import openai_error, openai_overflow
+from harnessrl.proxy.dialects.openai_chat import openai_error, openai_model, openai_overflow
 from harnessrl.proxy.dialects.responses_input import LOCAL_SHELL, parse_input, parse_tools
 from harnessrl.types import RequestError
 
@@ -59,12 +61,29 @@ class OpenAIResponsesDialect:
     response_id_prefix = "resp_"
     keepalive = sse.COMMENT_KEEPALIVE
     stream_media_type = "text/event-stream"
+    models_paths: tuple[str, ...] = ()
+    """OpenAI's `/v1/models` is answered by the Chat Completions dialect (the same shape)."""
 
     def endpoints(self) -> dict[str, Endpoint]:
         return {"/v1/responses": Endpoint(self)}
 
     def match(self, route: str, query: bytes) -> Endpoint | None:
         return None
+
+    def owns(self, route: str) -> bool:
+        return route == "/v1/responses" or route.startswith("/v1/responses/")
+
+    def recognises(self, headers: Mapping[str, str], query: bytes) -> bool:
+        return False
+
+    def count_images(self, raw: bytes, body: dict[str, Any]) -> int:
+        return typed_images(raw, body.get("input"), "input_image")
+
+    def model_json(self, name: str, context_length: int | None) -> dict[str, Any]:
+        return openai_model(name)
+
+    def models_json(self, names: list[str], context_length: int | None) -> dict[str, Any]:
+        return {"object": "list", "data": [openai_model(n) for n in names]}
 
     def overflow(self, prompt_tokens: int, limit: int, what: str) -> tuple[str, str | None, str | None]:
         return openai_overflow(prompt_tokens, limit, what, "input")
