@@ -7,6 +7,7 @@
     checkpoints.py   <run>/checkpoints/step-<n>/ which checkpoint folders are complete
     transfer.py      <run>/transfer.json         a harness-transfer experiment's matrices
     atif.py          <rollout>/trajectory.json   a rollout as Harbor's ATIF v1.8 trajectory (an export)
+    untrusted_json.py                            the one decoder for JSON from untrusted bytes (limits)
 
 Everything here is torch-free and imports only `harnessrl.types`, so the trainer, the evaluator, the
 report and the command lines read the same bytes the same way. Readers of files that untrusted code

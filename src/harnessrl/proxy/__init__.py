@@ -11,8 +11,10 @@ Modules: `dialects/` (Anthropic Messages, OpenAI Chat Completions, OpenAI Respon
 generateContent: parse requests, format responses and stream events), `canonical` (the
 dialect-independent request/completion records), `handler` (one call in named stages: parse ->
 validate -> session -> prompt -> generate -> record -> format), `limits` (context overflow as the
-APIs' 400, the output cap, tool_choice none / parallel tool calls / unknown tools), `app` (routing,
-auth, body limits, pseudo-streaming with keep-alives, non-streaming disconnects), `sessions` (per-call
+APIs' 400, the output cap, tool_choice none / parallel tool calls / unknown tools), `body` (a request
+body from the wire to a dict: size, content-encoding, content type, JSON through the one untrusted-JSON
+decoder `formats.untrusted_json`), `app` (routing, auth, model lookups, errors in each API's shape,
+pseudo-streaming with keep-alives, disconnects), `sessions` (per-call
 JSONL journal, lost-call counter), `capture` (digests, headers, compaction tag), `deps` (the narrow
 protocol slices the proxy needs), `server` (uvicorn with a header-read deadline, keep-alive and
 connection caps, no signal handlers of its own), `grammar` (event-grammar checkers), `testing` (a
