@@ -88,6 +88,8 @@ def test_model_lookups_answer_in_the_shape_of_the_api_asked(server: ThreadedProx
     assert httpx.get(base + "/v1beta/models/gemini-x").json() == GOOGLE_MODEL  # Google's path: its shape
     names = [m["name"] for m in httpx.get(base + "/v1beta/models").json()["models"]]
     assert names == ["models/harnessrl"]
+    keyed = httpx.get(f"{server.url}/v1beta/models/gemini-x?key={session(server).token}")  # curl's way
+    assert keyed.json() == GOOGLE_MODEL
     fine_tuned = httpx.get(base + "/v1/models/ft:gpt-4o:org::abc").json()  # OpenAI ids hold colons
     assert fine_tuned["id"] == "ft:gpt-4o:org::abc"
 
@@ -110,6 +112,8 @@ def test_methods_and_actions_not_served_are_the_apis_404_or_405(server: Threaded
     assert _error(gone) == (405, {"error": error}) and gone.headers["allow"] == "GET, HEAD"
     google_gone = httpx.delete(base + "/v1/models/x", headers=GOOG)
     assert _error(google_gone)[1]["error"]["code"] == 405
+    options = httpx.options(base + "/v1/chat/completions")
+    assert _error(options)[1]["error"]["message"] == "/v1/chat/completions takes POST"
     get_call = httpx.get(base + "/v1beta/models/x:generateContent")
     assert _error(get_call)[1]["error"]["message"] == "/v1beta/models/x:generateContent takes POST"
     nowhere = httpx.post(base + "/v1/embeddings", json={}, headers={"x-api-key": "k"})

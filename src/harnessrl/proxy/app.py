@@ -265,7 +265,7 @@ async def _disconnected(request: Request) -> None:
 def make_app(deps: ProxyDeps) -> Starlette:
     """The proxy as an ASGI app (run it with uvicorn)."""
     proxy = ProxyApp(deps)
-    methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
+    methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]  # all: 405s in the API's shape
     app = Starlette(routes=[Route("/{path:path}", proxy.dispatch, methods=methods)])
     app.state.proxy = proxy
     return app

@@ -1,8 +1,9 @@
 """One model call, in named stages: parse -> validate -> (session) -> prompt -> generate -> record -> format.
 
 The HTTP layer (`app.py`) resolves the session and reads the body; `body.py` decodes it; everything from
-the dialect's parse to the response bytes is here. Generation runs in its own task, so that a client that goes away mid-stream does
-not cancel it: the call is still recorded (marked `partial`) and a retry can replay it.
+the dialect's parse to the response bytes is here. Generation runs in its own task, so that a client
+that goes away mid-stream does not cancel it: the call is still recorded (marked `partial`) and a retry
+can replay it.
 
 Failure handling, by stage: parse / validate / prompt raise `RequestError` (a 4xx in the dialect's shape;
 a prompt too long for the context is also recorded as a failed call, tagged `context_overflow`); an

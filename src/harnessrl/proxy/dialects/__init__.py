@@ -13,7 +13,7 @@ only its SDKs send), else by FALLBACK.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote
 
 from harnessrl.proxy.dialects.anthropic import AnthropicDialect
 from harnessrl.proxy.dialects.base import Dialect, Endpoint
@@ -58,8 +58,9 @@ def resolve(route: str, query: bytes = b"", headers: Mapping[str, str] = _NO_HEA
 
 
 def _lookup(route: str, query: bytes, headers: Mapping[str, str]) -> Endpoint | None:
-    """`<models path>` (the list) or `<models path>/<name>` (one model); None for anything else,
-    and for `<name>:<method>` on a path an API owns (Google's `:embedContent`: not served)."""
+    """`<models path>` (the list) or `<models path>/<name>` (one model), with the key a `?key=` query
+    carries (as for Gemini's calls); None for anything else, and for `<name>:<method>` on a path an API
+    owns (Google's `:embedContent`: not served)."""
     route = route.rstrip("/")
     for path, dialects in MODELS.items():
         if route != path and not route.startswith(path + "/"):
@@ -67,7 +68,8 @@ def _lookup(route: str, query: bytes, headers: Mapping[str, str]) -> Endpoint | 
         name = unquote(route[len(path) + 1 :])
         if "/" in name or (":" in name and any(d.owns(route) for d in DIALECTS.values())):
             return None
-        return Endpoint(speaker(dialects, headers, query), model=name)
+        key = parse_qs(query.decode("latin-1")).get("key", [None])[0] if b"key=" in query else None
+        return Endpoint(speaker(dialects, headers, query), api_key=key, model=name)
     return None
 
 
