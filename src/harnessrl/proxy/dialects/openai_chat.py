@@ -52,9 +52,19 @@ def openai_error(
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-def openai_model(name: str) -> dict[str, Any]:
-    """One model as both OpenAI APIs list it (`GET /v1/models/<name>`)."""
-    return {"id": name, "object": "model", "created": 0, "owned_by": "harnessrl"}
+class OpenAIModels:
+    """What both OpenAI dialects answer alike: OpenAI's model list, and no header of their own."""
+
+    def recognises(self, headers: Mapping[str, str], query: bytes) -> bool:
+        """OpenAI's clients send nothing only they send (a bearer key is everyone's): OpenAI's shape is
+        the registry's fallback instead."""
+        return False
+
+    def model_json(self, name: str, context_length: int | None) -> dict[str, Any]:
+        return {"id": name, "object": "model", "created": 0, "owned_by": "harnessrl"}
+
+    def models_json(self, names: list[str], context_length: int | None) -> dict[str, Any]:
+        return {"object": "list", "data": [self.model_json(n, context_length) for n in names]}
 
 
 def openai_overflow(prompt_tokens: int, limit: int, what: str, param: str) -> tuple[str, str, str]:
@@ -182,7 +192,7 @@ def _check_unsupported(body: dict[str, Any]) -> None:
         )
 
 
-class OpenAIChatDialect:
+class OpenAIChatDialect(OpenAIModels):
     name = "openai_chat"
     routes: tuple[str, ...] = ("/v1/chat/completions",)
     tool_id_prefix = "call_"
@@ -200,19 +210,8 @@ class OpenAIChatDialect:
     def owns(self, route: str) -> bool:
         return route.startswith("/v1/chat/")
 
-    def recognises(self, headers: Mapping[str, str], query: bytes) -> bool:
-        """OpenAI's clients send nothing only they send (a bearer key is everyone's): OpenAI's shape is
-        the registry's fallback instead."""
-        return False
-
     def count_images(self, raw: bytes, body: dict[str, Any]) -> int:
         return typed_images(raw, body.get("messages"), "image_url")
-
-    def model_json(self, name: str, context_length: int | None) -> dict[str, Any]:
-        return openai_model(name)
-
-    def models_json(self, names: list[str], context_length: int | None) -> dict[str, Any]:
-        return {"object": "list", "data": [openai_model(n) for n in names]}
 
     def overflow(self, prompt_tokens: int, limit: int, what: str) -> tuple[str, str | None, str | None]:
         return openai_overflow(prompt_tokens, limit, what, "messages")

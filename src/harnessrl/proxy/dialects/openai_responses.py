@@ -13,7 +13,6 @@ the token cap. `sequence_number` counts every event from 0.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from harnessrl.proxy import sse
@@ -26,7 +25,7 @@ from harnessrl.proxy.canonical import (
     typed_images,
 )
 from harnessrl.proxy.dialects.base import Endpoint
-from harnessrl.proxy.dialects.openai_chat import openai_error, openai_model, openai_overflow
+from harnessrl.proxy.dialects.openai_chat import OpenAIModels, openai_error, openai_overflow
 from harnessrl.proxy.dialects.responses_input import LOCAL_SHELL, parse_input, parse_tools
 from harnessrl.types import RequestError
 
@@ -54,7 +53,7 @@ def _response(req: CanonicalRequest, response_id: str, created: int, status: str
     }
 
 
-class OpenAIResponsesDialect:
+class OpenAIResponsesDialect(OpenAIModels):
     name = "openai_responses"
     routes: tuple[str, ...] = ("/v1/responses",)
     tool_id_prefix = "call_"
@@ -73,17 +72,8 @@ class OpenAIResponsesDialect:
     def owns(self, route: str) -> bool:
         return route == "/v1/responses" or route.startswith("/v1/responses/")
 
-    def recognises(self, headers: Mapping[str, str], query: bytes) -> bool:
-        return False
-
     def count_images(self, raw: bytes, body: dict[str, Any]) -> int:
         return typed_images(raw, body.get("input"), "input_image")
-
-    def model_json(self, name: str, context_length: int | None) -> dict[str, Any]:
-        return openai_model(name)
-
-    def models_json(self, names: list[str], context_length: int | None) -> dict[str, Any]:
-        return {"object": "list", "data": [openai_model(n) for n in names]}
 
     def overflow(self, prompt_tokens: int, limit: int, what: str) -> tuple[str, str | None, str | None]:
         return openai_overflow(prompt_tokens, limit, what, "input")
