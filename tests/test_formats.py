@@ -243,3 +243,19 @@ def test_eval_json_round_trip_and_hostile_copies(tmp_path: Path) -> None:
     listed.write_text("[1, 2]\n")
     with pytest.raises(FormatError, match=rf"^{listed}: not a JSON object$"):
         read_eval(listed)
+
+
+def test_readers_refuse_json_past_the_decoders_limits(tmp_path: Path) -> None:
+    """A file nested 5,000 deep or holding a 5,000-digit integer is one FormatError (or a skipped
+    metrics line), never RecursionError / ValueError: the readers use the one untrusted-JSON decoder."""
+    deep = "[" * 5000 + "]" * 5000
+    (tmp_path / CALLS_FILE).write_text(deep + "\n")
+    with pytest.raises(FormatError, match=r"calls.jsonl:1: not a ModelCall \(<line>: JSON nests deeper"):
+        read_calls(tmp_path / CALLS_FILE)
+    (tmp_path / ROLLOUT_FILE).write_text('{"n": ' + "7" * 5000 + "}")
+    with pytest.raises(FormatError, match=r"rollout.json: JSON holds an integer of 5000 digits"):
+        read_rollout_head(tmp_path)
+    (tmp_path / METRICS_FILE).write_text(deep + '\n{"step": 1, "loss": 0.5}\n')
+    records, notes = read_metrics(tmp_path / METRICS_FILE)
+    assert [r["step"] for r in records] == [1]
+    assert notes == [f"{tmp_path / METRICS_FILE}:1: not JSON, skipped"]

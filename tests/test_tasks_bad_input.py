@@ -102,6 +102,31 @@ def test_jsonl_bad_lines_report_file_and_line(tmp_path: Path) -> None:
     assert [e.line for e in load.rejected] == [2, 3, 4, 5, 6, 7, 8, 9]
 
 
+def test_jsonl_lines_past_the_json_limits_are_rejected_not_a_crash(tmp_path: Path) -> None:
+    """A dataset line nested 5,000 deep or carrying a 5,000-digit integer crashed the loader with
+    RecursionError / ValueError; the one untrusted-JSON decoder makes each a rejected task."""
+    path = tmp_path / "deep.jsonl"
+    deep = "[" * 5000 + "]" * 5000
+    path.write_text("\n".join([_line(), deep, '{"prompt": ' + "9" * 5000 + "}", _line()]) + "\n")
+    load = load_tasks(path)
+    assert [t.id for t in load.tasks] == ["deep.jsonl:1", "deep.jsonl:4"]
+    assert [str(e) for e in load.rejected] == [
+        f"{path}:2: JSON nests deeper than 256 levels",
+        f"{path}:3: JSON holds an integer of 5000 digits (at most 4300)",
+    ]
+
+
+def test_a_data_entry_nested_too_deep_is_a_rejected_task(tmp_path: Path) -> None:
+    split = tmp_path / "split"
+    _task_dir(split, "task_0000")
+    (_task_dir(split, "task_0001") / "data_entry.json").write_text('{"a": ' + "[" * 5000 + "]" * 5000 + "}")
+    load = load_tasks(split)
+    assert [t.id for t in load.tasks] == ["task_0000"]
+    assert [str(e) for e in load.rejected] == [
+        f"{split}/task_0001/data_entry.json: JSON nests deeper than 256 levels"
+    ]
+
+
 MD_OK = (
     "---\nid: ok\ngrading_type: automated\n---\n\n## Prompt\n\nhi\n\n"
     "## Automated Checks\n\n```python\ndef grade(t, w):\n    return {'a': 1.0}\n```\n"

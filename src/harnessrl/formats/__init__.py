@@ -14,10 +14,11 @@ report and the command lines read the same bytes the same way. Readers of files 
 may have touched raise `FormatError` (naming file and line) whatever the bytes.
 """
 
-import json
 from pathlib import Path
 from typing import Any
 
+from harnessrl.formats import untrusted_json
+from harnessrl.formats.untrusted_json import not_json
 from harnessrl.types import HarnessRLError
 
 
@@ -41,9 +42,9 @@ def read_json_object(path: Path) -> dict[str, Any]:
     except OSError as e:
         raise FormatError(f"{path}: cannot read: {e.strerror}") from None
     try:
-        obj = json.loads(decode(path, data))
-    except json.JSONDecodeError as e:
-        raise FormatError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+        obj = untrusted_json.loads(decode(path, data), str(path), keep_surrogates=True)
+    except untrusted_json.UntrustedJSONError as e:
+        raise FormatError(f"{path}: {not_json(e)}") from None
     if not isinstance(obj, dict):
         raise FormatError(f"{path}: not a JSON object")
     return obj

@@ -13,13 +13,12 @@ ModelCall (a truncated last line included), raises `FormatError` naming the file
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from harnessrl.formats import FormatError, decode
+from harnessrl.formats import FormatError, decode, untrusted_json
 from harnessrl.types import ModelCall
 
 CALLS_FILE = "calls.jsonl"
@@ -42,19 +41,19 @@ def append_call(path: Path, call: ModelCall) -> None:
         fh.flush()
 
 
-def _why(err: ValidationError | json.JSONDecodeError) -> str:
-    if isinstance(err, json.JSONDecodeError):
-        return f"<line>: {err.msg}"
+def _why(err: ValidationError | untrusted_json.UntrustedJSONError) -> str:
+    if isinstance(err, untrusted_json.UntrustedJSONError):
+        return f"<line>: {err.msg if err.msg is not None else 'JSON ' + err.reason}"
     first = err.errors()[0]
     return f"{'.'.join(str(x) for x in first['loc']) or '<line>'}: {first['msg']}"
 
 
 def _line_calls(path: Path, n: int, line: str) -> list[ModelCall]:
     try:
-        row = json.loads(line)
+        row = untrusted_json.loads(line, "line", keep_surrogates=True)
         rows = row["calls"] if isinstance(row, dict) and isinstance(row.get("calls"), list) else [row]
         return [ModelCall.model_validate(r) for r in rows]
-    except (json.JSONDecodeError, ValidationError) as e:
+    except (untrusted_json.UntrustedJSONError, ValidationError) as e:
         raise FormatError(f"{path}:{n}: not a ModelCall ({_why(e)})") from None
 
 

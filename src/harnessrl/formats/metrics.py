@@ -38,6 +38,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harnessrl.formats import untrusted_json
+
 METRICS_FILE = "metrics.jsonl"
 TRAINER_KEYS = (
     "mismatch/abs_mean",
@@ -121,11 +123,11 @@ def read_metrics(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw.decode("utf-8"))
+            rec = untrusted_json.loads(raw.decode("utf-8"), "line", keep_surrogates=True)
         except UnicodeDecodeError:
             notes.append(f"{path}:{n}: not UTF-8, skipped")
             continue
-        except json.JSONDecodeError:
+        except untrusted_json.UntrustedJSONError:
             notes.append(f"{path}:{n}: not JSON, skipped")
             continue
         if not (isinstance(rec, dict) and isinstance(rec.get("step"), int)):

@@ -22,8 +22,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harnessrl.formats import FormatError, decode
+from harnessrl.formats import FormatError, decode, untrusted_json
 from harnessrl.formats.calls import CALLS_FILE, read_calls, write_calls
+from harnessrl.formats.untrusted_json import not_json
 from harnessrl.types import Rollout
 
 ROLLOUT_FILE = "rollout.json"
@@ -61,12 +62,12 @@ def read_rollout_head(path: Path, max_bytes: int | None = None) -> Rollout:
     except OSError as e:
         raise FormatError(f"{path}: cannot read: {e.strerror}") from None
     try:
-        head = json.loads(decode(path, data))
+        head = untrusted_json.loads(decode(path, data), str(path), keep_surrogates=True)
         if isinstance(head, dict):
             head.pop("n_calls", None)
         return Rollout.model_validate(head)
-    except json.JSONDecodeError as e:
-        raise FormatError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+    except untrusted_json.UntrustedJSONError as e:
+        raise FormatError(f"{path}: {not_json(e)}") from None
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "<root>"

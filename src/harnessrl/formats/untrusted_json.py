@@ -47,13 +47,23 @@ MAX_BYTES = 64 << 20
 class UntrustedJSONError(HarnessRLError, ValueError):
     """JSON from untrusted bytes that cannot be taken: not JSON, too large, too deep, an integer too
     long, or a lone surrogate. `where` names what was decoded (a field, a file); `reason` says why;
-    `not_json` tells text that is no JSON at all (a syntax error, not UTF-8) from JSON past a limit."""
+    `not_json` tells text that is no JSON at all (a syntax error, not UTF-8) from JSON past a limit;
+    for a syntax error `msg` and `lineno` are the parser's (a loader names the line), else None."""
 
-    def __init__(self, where: str, reason: str, not_json: bool = False) -> None:
+    def __init__(
+        self,
+        where: str,
+        reason: str,
+        not_json: bool = False,
+        msg: str | None = None,
+        lineno: int | None = None,
+    ) -> None:
         super().__init__(f"{where} {reason}")
         self.where = where
         self.reason = reason
         self.not_json = not_json
+        self.msg = msg
+        self.lineno = lineno
 
 
 def loads(
@@ -80,12 +90,21 @@ def loads(
     except UnicodeDecodeError as e:
         why = f"is not JSON: not UTF-8 text (byte {e.start})"
         raise UntrustedJSONError(where, why, not_json=True) from None
-    except ValueError as e:  # json.JSONDecodeError, and anything else the parser refuses
+    except json.JSONDecodeError as e:
+        why = f"is not JSON: {str(e)[:200]}"
+        raise UntrustedJSONError(where, why, not_json=True, msg=e.msg, lineno=e.lineno) from None
+    except ValueError as e:  # anything else the parser refuses
         raise UntrustedJSONError(where, f"is not JSON: {str(e)[:200]}", not_json=True) from None
     _check_depth(data, value, max_depth, where)
     if not keep_surrogates:
         _check_surrogates(data, value, where)
     return value
+
+
+def not_json(e: UntrustedJSONError) -> str:
+    """How a file reader words `e`: `not JSON (<parser message>, line N)` for a syntax error (the
+    readers' wording since before this decoder), else the limit the file broke."""
+    return f"not JSON ({e.msg}, line {e.lineno})" if e.msg is not None else f"JSON {e.reason}"
 
 
 class _LongInteger(Exception):

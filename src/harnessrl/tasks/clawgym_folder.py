@@ -23,13 +23,13 @@ Neither `reward/` nor `reference/` is ever part of the workspace. Symlinks anywh
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from harnessrl.formats import untrusted_json
 from harnessrl.tasks.files import scan_dir
 from harnessrl.tasks.reward_sh import is_canonical_wrapper
 from harnessrl.tasks.rubric import rules_from_clawgym
@@ -94,14 +94,20 @@ def entry_from_command(command: str, mount_dir: str, where: str, line: int | Non
         raise TaskError(f"checker path {scripts[0]!r} is outside the task", where, at) from None
 
 
+def json_problem(e: untrusted_json.UntrustedJSONError) -> str:
+    """A task file's JSON problem as the loaders word it: the parser's message for a syntax error,
+    else the limit it broke (a dataset file nested 5,000 deep is a rejected task, not a crash)."""
+    return f"not valid JSON: {e.msg}" if e.msg is not None else f"JSON {e.reason}"
+
+
 def _read_entry(task_dir: Path) -> dict[str, Any]:
     path = task_dir / "data_entry.json"
     if path.is_symlink() or not path.is_file():
         raise TaskError("missing data_entry.json", str(path))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise TaskError(f"not valid JSON: {e.msg}", str(path), e.lineno) from None
+        data = untrusted_json.loads(path.read_text(encoding="utf-8"), "data_entry.json")
+    except untrusted_json.UntrustedJSONError as e:
+        raise TaskError(json_problem(e), str(path), e.lineno) from None
     except UnicodeDecodeError:
         raise TaskError("not UTF-8 text", str(path)) from None
     if not isinstance(data, dict):

@@ -26,7 +26,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harnessrl.tasks.clawgym_folder import DEFAULT_MOUNT, entry_from_command, require_graders
+from harnessrl.formats import untrusted_json
+from harnessrl.tasks.clawgym_folder import DEFAULT_MOUNT, entry_from_command, json_problem, require_graders
 from harnessrl.tasks.rubric import rules_from_clawgym
 from harnessrl.tasks.syntax import first_syntax_error
 from harnessrl.types import Checker, Task, TaskError, TaskFile, safe_relpath
@@ -139,9 +140,9 @@ def load_jsonl(path: Path) -> tuple[list[Task], list[TaskError]]:
                 continue
             try:
                 try:
-                    obj = json.loads(text)
-                except json.JSONDecodeError as e:
-                    raise TaskError(f"not valid JSON: {e.msg}", str(path), line_no) from None
+                    obj = untrusted_json.loads(text, "line")
+                except untrusted_json.UntrustedJSONError as e:
+                    raise TaskError(json_problem(e), str(path), line_no) from None
                 tasks.append(parse_line(obj, path, line_no, split))
             except TaskError as e:
                 rejected.append(e)
