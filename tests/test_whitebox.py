@@ -272,3 +272,26 @@ async def test_reference_commands_run_once_in_every_training_configuration(tmp_p
         assert (r.status, r.reward, len(sent)) == (RolloutStatus.OK, 1.0, 1), (job.harness, r.status_reason)
         todo = (tmp_path / job.rollout_id / "workspace" / "notes" / "todo.txt").read_text()
         assert todo.splitlines()[-2:] == ["- renew library card", "- buy coffee filters"], job.harness
+
+
+async def test_delegate_runs_a_subagent_with_its_own_context(tmp_path: Path) -> None:
+    """`subagents`: the bash and file-tool interfaces offer `delegate`; the reference engine hands the
+    first command to it, a helper (its own system prompt, the task as its only message) runs it and
+    reports, and the report comes back as the tool result. The fenced level has no tools: no
+    `delegate`, the command runs in the main thread."""
+    task = next(t for t in load_tasks("bundled", split="train").tasks if t.id == "task_0001")
+    command = reference_command(task)
+    jobs = [
+        RolloutJob(task, f"whitebox:{c}", f"r{c}", options={"subagents": True})
+        for c in ("00000", "01000", "02000")
+    ]
+    bash, files, fenced = await run_jobs(tmp_path, ReferenceEngine(FMT, [(task.prompt, [command])]), jobs)
+    for r in (bash, files):
+        assert (r.status, r.reward) == (RolloutStatus.OK, 1.0), r.status_reason
+        assert [t.name for t in r.calls[0].tool_calls] == ["delegate"]
+        helper = prompts(r)[1]
+        assert "You are a helper agent" in helper and task.prompt not in helper and command in helper
+        assert "Report: I ran the command" in prompts(r)[3]  # the helper's answer, in the main thread
+        assert [s.kind for s in trace_rollout(r).segments] == ["main", "subagent"]
+    assert (fenced.status, fenced.reward) == (RolloutStatus.OK, 1.0)
+    assert "delegate" not in prompts(fenced)[0]

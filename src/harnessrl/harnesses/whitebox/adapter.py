@@ -6,7 +6,9 @@
 in a temporary sibling and renamed into place, so concurrent installs are safe); `prepare` writes the
 run's settings to `$HOME/whitebox/config.json` and runs `python3 -m wbagent` on it in the workspace.
 Switches (`options`): `max_steps` (30), `command_timeout_s` (60), `max_tokens` (1024),
-`observation_bytes` (2000), `window_turns` (2), `compact_tokens` (3000).
+`observation_bytes` (2000), `window_turns` (2), `compact_tokens` (3000), `subagents` (false: with
+true, a native tool interface also offers `delegate`, which runs a sub-agent with its own system prompt
+and context and returns its final answer as the tool result), `subagent_steps` (8).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ OPTIONS = (
     "observation_bytes",
     "window_turns",
     "compact_tokens",
+    "subagents",
+    "subagent_steps",
 )
 
 

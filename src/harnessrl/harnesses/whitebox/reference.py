@@ -10,6 +10,9 @@ correctly) and answers in the format the request implies:
 - the tool interface from the tools rendered into the prompt (`bash` / `run` / none: a fenced block);
 - the last non-assistant messages: a compaction request gets a summary, a plan request a plan, a
   verification request a check command;
+- with the `delegate` tool offered (`subagents`), the first reference command goes to a sub-agent
+  (`delegate` with "Run this command ...: echo ref-step-1; <command>"); the sub-agent, told by its
+  helper system prompt, runs that command and then reports;
 - otherwise the next reference command: command i is sent as `echo ref-step-i; <command>`, so the
   highest `ref-step-i` in the prompt (in a kept turn, its output, or a summary) says how far it got;
   after the last one, the final answer. A turn that only ever follows the last command (the final
@@ -31,9 +34,9 @@ from typing import Any
 from harnessrl.chat.format import ChatFormat
 from harnessrl.engines.scripted import Scorer, cut_output
 from harnessrl.harnesses.adapter import TEXT_SHELL, ShellTool
-from harnessrl.harnesses.whitebox.agent import context, tools, workflow
+from harnessrl.harnesses.whitebox.agent import context, prompts, tools, workflow
 from harnessrl.protocols import GenerationResult, SamplingParams
-from harnessrl.types import ChatMessage, EngineError
+from harnessrl.types import ChatMessage, EngineError, ToolCall
 
 STEP = re.compile(r"ref-step-(\d+)")
 VERIFY_COMMAND = "echo ref-verify; ls -la"
@@ -41,6 +44,10 @@ SHELLS = dict(tools.SHELL_TOOLS.values())
 """Shell tool name -> its command argument, over every tool level."""
 TOOL = re.compile(r'"name":\s*"(' + "|".join(SHELLS) + ')"')
 MARK = "<|im_start|>"
+DELEGATE = re.compile(r'"name":\s*"' + tools.DELEGATE + '"')
+DELEGATE_TASK = "Run this command and report what it printed: "
+HELPER = prompts.HELPER.split("\n", 1)[0][:40]
+"""Marks a `delegate` sub-agent's system prompt."""
 
 
 def _segments(text: str) -> tuple[str, str]:
@@ -52,9 +59,19 @@ def _segments(text: str) -> tuple[str, str]:
     return system, MARK.join(body[last + 1 :])
 
 
+def _helper_turn(text: str, system: str) -> ChatMessage:
+    """A `delegate` sub-agent: run the command its task names, then report."""
+    if f"{MARK}assistant" in text.rsplit(MARK, 1)[0]:
+        return _text("Report: I ran the command; its output is above.")
+    task = text.split(DELEGATE_TASK, 1)[-1].split("<|im_end|>", 1)[0]
+    return _action(system, task.strip())
+
+
 def reference_turn(text: str, commands: Sequence[str], final: str = "done") -> ChatMessage:
     """The assistant turn answering a decoded prompt (module docstring)."""
     system, tail = _segments(text)
+    if HELPER in system:
+        return _helper_turn(text, system)
     done = _sent(text, len(commands), final)
     if context.COMPACT_PROMPT[:30] in tail:
         return _text(f"Summary: working on the task; finished ref-step-{done} of {len(commands)}.")
@@ -62,6 +79,9 @@ def reference_turn(text: str, commands: Sequence[str], final: str = "done") -> C
         return _text("1. Run the reference commands in order.\n2. Check the result.\n3. Answer.")
     if workflow.VERIFY_PROMPT[:30] in tail:
         return _action(system, VERIFY_COMMAND)
+    if done == 0 and commands and DELEGATE.search(system):
+        task = {"task": f"{DELEGATE_TASK}echo ref-step-1; {commands[0]}"}
+        return ChatMessage(role="assistant", tool_calls=[ToolCall(name=tools.DELEGATE, arguments=task)])
     if done < len(commands):
         return _action(system, f"echo ref-step-{done + 1}; {commands[done]}")
     return _text(final)
@@ -115,9 +135,9 @@ class ReferenceEngine:
         self.calls += 1
         text = str(self.fmt.tokenizer.decode(prompt_ids, skip_special_tokens=False))
         found = [c for m, c in self.scripts if m is None or m in text]
-        if not found:
+        if not found and HELPER not in text:  # a sub-agent's prompt holds only its own task
             raise EngineError("no reference script matches this prompt")
-        turn = reference_turn(text, found[0])
+        turn = reference_turn(text, found[0] if found else [])
         output_ids, finish = cut_output(self.fmt.render_assistant(turn), sampling)
         logprobs = [0.0] * len(output_ids)
         if self.scorer is not None:

@@ -36,9 +36,11 @@ class Agent:
             int(cfg.get("max_tokens", 1024)), float(cfg.get("call_timeout_s", 600)),
         )  # fmt: skip
         self.tools = tools.interface(t)
+        if cfg.get("subagents") and isinstance(self.tools, tools.Native):
+            tools.add_delegate(self.tools)
         self.render = observe.RENDER[o]
         self.workflow = workflow.workflow(w)
-        self.system = prompts.system_prompt(p, self.tools.instructions)
+        self.system = prompts.system_prompt(cfg.get("role", p), self.tools.instructions)
         task = cfg["prompt"]
         self.context: Any = {
             "full": lambda: context.Full(),
@@ -51,6 +53,18 @@ class Agent:
     def summarize(self, messages: list[Message]) -> str:
         return self.client.chat(messages, self.tools.specs).text
 
+    def delegate(self, task: str) -> str:
+        """A sub-agent on `task`: the helper prompt, the same tools but `delegate`, full context, free
+        loop, at most `subagent_steps` (8) steps; its final answer is the tool result."""
+        cfg = dict(self.cfg, prompt=task, role="helper", subagents=False)
+        cfg.update(code=self.cfg["code"][:3] + "00", max_steps=int(self.cfg.get("subagent_steps", 8)))
+        helper = Agent(cfg)
+        try:
+            result = helper.run()
+        finally:
+            self.client.calls += helper.client.calls
+        return str(result.get("final") or f"The helper stopped: {result.get('error')}")
+
     def act(self, reply: Reply, history: list[Message]) -> str | None:
         """Run the reply's actions (observations appended); returns the final answer when there are none."""
         actions = self.tools.parse(reply)
@@ -59,6 +73,8 @@ class Agent:
         for act in actions:
             if act.error:
                 text = f"Error: {act.error}"
+            elif act.name == tools.DELEGATE:
+                text = self.delegate(str(act.args["task"]))
             else:
                 outcome = self.tools.run(act, float(self.cfg.get("command_timeout_s", 60)))
                 self.workflow.observed(outcome)

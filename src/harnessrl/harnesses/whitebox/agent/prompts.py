@@ -44,7 +44,13 @@ Checklist before you answer:
     + FINAL
 )
 
-_TEXT = {"terse": TERSE, "detailed": DETAILED, "persona": PERSONA}
+HELPER = (
+    "You are a helper agent with a fresh context. Do only the sub-task you are given, in the current "
+    "directory.\n{instructions}\nThen reply with a short report of what you did and found, and no action."
+)
+"""The system prompt of a sub-agent started by the `delegate` tool (`agent_loop.Agent.delegate`)."""
+
+_TEXT = {"terse": TERSE, "detailed": DETAILED, "persona": PERSONA, "helper": HELPER}
 
 
 def system_prompt(level: str, instructions: str) -> str:

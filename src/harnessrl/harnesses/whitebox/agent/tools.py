@@ -79,6 +79,22 @@ def _file_op(name: str, a: dict[str, Any]) -> str:
     return f"edited {path}"
 
 
+DELEGATE = "delegate"
+DELEGATE_HOW = (
+    " To hand a self-contained sub-task to a helper agent with a fresh context, call `delegate` with "
+    "the task; its report comes back as the result."
+)
+
+
+def add_delegate(tools: Native) -> None:
+    """Offer the `delegate` tool (a sub-agent, run by the agent loop) besides the interface's own."""
+    tools.specs.append(
+        _spec(DELEGATE, "Run a helper agent on a sub-task; returns its report.", task="The sub-task.")
+    )
+    tools.required[DELEGATE] = ["task"]
+    tools.instructions += DELEGATE_HOW
+
+
 class Native:
     """Native tool calls: `bash` alone, or the file tools (read, write, edit, list, run)."""
 
