@@ -332,6 +332,11 @@ CODEX_COMPACT = (
         ("create hello.txt", False),
         ("write a summary of sales.csv into report.md", False),
         ("make the output more compact", False),
+        (  # Claude Code's restart after a compaction hands the summary over: no request
+            "This session is being continued from a previous conversation that ran out of context. The "
+            "summary below covers the earlier portion of the conversation.\n\nSummary: ...",
+            False,
+        ),
     ],
 )
 def test_compaction_heuristic(text: str, tagged: bool) -> None:

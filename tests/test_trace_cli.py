@@ -65,6 +65,9 @@ def test_render_text_exact() -> None:
         "  c1  #1  subagent  rendered  prompt 4 output 1  shared 2  -> node #5  dropped subagent",
         "  c2  #2  main  rendered  prompt 4 output 1  shared 4  -> node #3  kept",
         "  c3  #3  main  rendered  prompt 6 output 1  shared 5  -> node #4  kept",
+        "segments:",
+        "  S0 main  calls c0,c2,c3  nodes #2,#3,#4",
+        "  S1 subagent  calls c1  nodes #5  <- started by - tool call - (S0)  -> answer in c2 (NOT used)",
     ]
 
 

@@ -9,8 +9,10 @@ body bytes: an SDK retry re-sends the same bytes.
 relies on it: Claude Code's compaction prompt asks to "create a detailed summary of the conversation",
 Codex's asks for a "CONTEXT CHECKPOINT COMPACTION" / "handoff summary". A call is tagged when that
 message contains the word "compaction" or pairs summary/summarize/summarise with
-conversation/context/so far/handoff. A user who literally asks the agent to summarise the conversation
-gets the tag too; that is rare in agentic tasks and only excludes the call from the main trajectory.
+conversation/context/so far/handoff, unless it says the session "is being continued from a previous
+conversation" (Claude Code's restart, which hands a summary over). A user who literally asks the
+agent to summarise the conversation gets the tag too; that is rare in agentic tasks and only excludes
+the call from the main trajectory.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ HEADERS_OF_INTEREST = (
 _SUMMARY = re.compile(r"\bsummar(y|ies|i[sz]e|i[sz]ing)\b", re.IGNORECASE)
 _SCOPE = re.compile(r"\b(conversation|context|so far|handoff|hand-off)\b", re.IGNORECASE)
 _COMPACT = re.compile(r"\bcompaction\b", re.IGNORECASE)
+_RESUMED = re.compile(r"\bcontinued from a previous conversation\b", re.IGNORECASE)
+"""Claude Code's restart after a compaction hands the summary over ("This session is being continued
+from a previous conversation ... The summary below covers ..."): that asks for no summary."""
 
 
 def digest(data: bytes) -> str:
@@ -77,6 +82,8 @@ def is_compaction_request(messages: list[ChatMessage]) -> bool:
     if last is None:
         return False
     text = last.content
+    if _RESUMED.search(text):
+        return False
     return bool(_COMPACT.search(text)) or bool(_SUMMARY.search(text) and _SCOPE.search(text))
 
 

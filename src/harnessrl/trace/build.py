@@ -6,7 +6,8 @@
 Stages, in order: sort calls by arrival (`index`, then `started_at`); pick the main group; insert
 each call into the radix trie (replays insert their output as environment tokens: it was not sampled
 for that prompt) and classify main-group calls as main or compacted as they arrive; mark leaves
-alive or dead; choose the kept calls (by kind and `TraceConfig`); keep the nodes on their paths;
+alive or dead (after `segments.find_segments` attributed each call to the main trajectory, a
+compaction or a sub-agent); choose the kept calls (by kind and `TraceConfig`); keep the nodes on their paths;
 drop the whole rollout when its kept leaves exceed `max_live_leaves`; emit nodes parents-first.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 
 from harnessrl.trace.classify import ThreadTracker, choose_main_group, group_key, initial_kind, mark_leaves
 from harnessrl.trace.config import TraceConfig
+from harnessrl.trace.segments import find_segments
 from harnessrl.trace.stats import tree_stats
 from harnessrl.trace.tree import CallKind, DropReason, TraceCall, TraceNode, TraceTree
 from harnessrl.trace.trie import PrefixTrie, TrieNode
@@ -63,7 +65,8 @@ def _insert_all(records: list[ModelCall], trie: PrefixTrie, main_key: str) -> li
             if len(end.ends) > 1:
                 info.merged_with = calls[end.ends[0]].call_id
             if kind == "main":
-                info.kind, info.restart = threads.classify(trie, path, calls, i, rec.render)
+                thread = threads.classify(trie, path, calls, i, rec.render)
+                info.kind, info.restart, info.extends, info.forks = thread
             else:
                 threads.note(kind)
         calls.append(info)
@@ -104,6 +107,7 @@ def build_trace(
     trie = PrefixTrie()
     main_key = choose_main_group(ordered)
     calls = _insert_all(ordered, trie, main_key)
+    segments = find_segments(trie, ordered, calls)
     dead = {n.nid for n in mark_leaves(trie, ordered, calls)}
     kept = _keep(trie, calls, cfg)
     inner = {p.nid for k in kept if (p := trie.nodes[k].parent) is not None}
@@ -122,6 +126,7 @@ def build_trace(
     tree.reward = reward
     tree.filter_reason = filter_reason
     tree.main_group = main_key
+    tree.segments = segments
     tree.stats = tree_stats(tree)
     return tree
 

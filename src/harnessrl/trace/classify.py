@@ -13,8 +13,10 @@ thread's and the count decides), and for a rollout cut off inside a sub-agent.
 when it drops model tokens that the main-thread call it shares the longest prefix with had in its
 prompt: it no longer extends the conversation, it replaces it (a summary restart, or a harness that
 rewrote earlier history, e.g. cleared old tool results). Such a call, and every main-group call that
-extends it, is `compacted`. A call that shares nothing with earlier main-thread calls restarts too.
-Exception: a call the proxy marked `retokenized` (it could not splice the recorded ids) drops model
+extends it, is `compacted`. A call that shares nothing with earlier main-thread calls restarts too,
+and so does one that does not hold the whole sequence of that call when a summary request came just
+before it (Codex restarts from the first call's prompt plus the summary: it drops only that call's
+output). Exception: a call the proxy marked `retokenized` (it could not splice the recorded ids) drops model
 tokens too, but is an ordinary continuation, so it stays `main` unless a summary request came just
 before it. A harness that moves a trailing environment message (OpenClaw) drops no model token, so
 it stays `main` and shows as an ordinary branch.
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
+from typing import NamedTuple
 
 from harnessrl.trace.tree import CallKind, TraceCall
 from harnessrl.trace.trie import PrefixTrie, TrieNode
@@ -77,6 +80,18 @@ def initial_kind(call: ModelCall, main_key: str) -> CallKind:
     return "main"
 
 
+class Thread(NamedTuple):
+    """What `ThreadTracker.classify` finds for one main-group call."""
+
+    kind: CallKind
+    restart: bool
+    """It starts a new segment (see `classify`)."""
+    extends: int
+    """Index of the main-thread call it shares the longest prefix with (-1: none)."""
+    forks: bool
+    """It does not hold that call's whole sequence (prompt and output): a new branch."""
+
+
 class ThreadTracker:
     """Classifies main-group calls as `main` or `compacted` as they are inserted, in time order."""
 
@@ -93,8 +108,8 @@ class ThreadTracker:
 
     def classify(
         self, trie: PrefixTrie, path: list[TrieNode], calls: list[TraceCall], index: int, render: str
-    ) -> tuple[CallKind, bool]:
-        """(kind, starts a new segment?) for main-group call `index`, just inserted along `path`.
+    ) -> Thread:
+        """Kind, restart and thread links (`Thread`) of main-group call `index`, inserted along `path`.
 
         `calls` are the calls before it. A new segment starts when the call drops model tokens of the
         main-thread call it shares the longest prefix with, or shares nothing with any; a `retokenized`
@@ -123,13 +138,15 @@ class ThreadTracker:
                 new_segment = (
                     depth < prev.prompt_len and trie.model_count(trie.call_end[x], depth, prev.prompt_len) > 0
                 )
+        forks = x < 0 or depth < calls[x].prompt_len + calls[x].output_len
+        new_segment = new_segment or (forks and self.pending_compaction)
         if new_segment and (render != "retokenized" or self.pending_compaction):
             kind = "compacted"
         for node in path:
             node.thread_call = index
         self.seen_thread = True
         self.pending_compaction = False
-        return kind, new_segment
+        return Thread(kind, new_segment, x, forks)
 
 
 def final_calls(calls: list[TraceCall]) -> set[int]:

@@ -18,3 +18,9 @@ class TraceConfig(Section):
     """Keep summary requests and the main thread after a compaction restart as their own trajectories."""
     keep_subagents: bool = False
     """Keep sub-agent calls (other system prompt / tool set / model) as their own trajectories."""
+
+    def for_segments(self, segments: str) -> TraceConfig:
+        """The filters for `train.segments`: unchanged for `exclude`, every segment kept otherwise."""
+        if segments == "exclude":
+            return self
+        return self.model_copy(update={"keep_compaction": True, "keep_subagents": True})

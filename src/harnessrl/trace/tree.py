@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harnessrl.types import TreeNode, TreeSample
+from harnessrl.types import SegmentInfo, SegmentKind, TreeNode, TreeSample
 
 CallKind = Literal["main", "compacted", "compaction_request", "subagent", "replay", "empty"]
 """main = the main thread; compacted = a main-thread call after it restarted from a summary (and the
@@ -57,6 +57,38 @@ class TraceCall:
     """output_logprobs did not have one entry per output id (padded with 0.0 / truncated)."""
     delivered: bool = True
     """False when the harness never received the output (the client disconnected, or the call failed)."""
+    extends: int = -1
+    """Main-group calls: index of the main-thread call it shares the longest prefix with (-1: none)."""
+    forks: bool = False
+    """Main-group calls: it does not hold the whole sequence of that call (a new branch)."""
+    segment: int = -1
+    """Index into TraceTree.segments (-1: replays and empty calls belong to none)."""
+
+
+@dataclass
+class Segment:
+    """A run of calls with one role in the rollout, and its link to the main trajectory (`segments.py`)."""
+
+    segment_id: int
+    kind: SegmentKind
+    calls: list[str] = field(default_factory=list)
+    """call_ids, in time order."""
+    parent: int = -1
+    """See `types.SegmentInfo.parent`."""
+    origin_call: str | None = None
+    """See `types.SegmentInfo.origin_call`."""
+    tool_call: str | None = None
+    """subagent: the id of the tool call that started it (`name#k` when the harness gave none)."""
+    answer_call: str | None = None
+    """See `types.SegmentInfo.answer_call`."""
+    used: bool = False
+    """See `types.SegmentInfo.used` (found from token ids: `segments.carries`; True for main)."""
+
+    def info(self) -> SegmentInfo:
+        return SegmentInfo(
+            kind=self.kind, parent=self.parent, origin_call=self.origin_call,
+            answer_call=self.answer_call, used=self.used,
+        )  # fmt: skip
 
 
 @dataclass
@@ -98,6 +130,8 @@ class TraceTree:
     filter_reason: DropReason | None = None
     """Set when the whole rollout is dropped (over_branching, no_trainable_calls)."""
     stats: dict[str, Any] = field(default_factory=dict)
+    segments: list[Segment] = field(default_factory=list)
+    """Main trajectory, compactions and sub-agents, in order of their first call."""
 
     def path_to(self, node_id: int) -> list[int]:
         """Node ids from the root down to `node_id`."""
@@ -123,6 +157,7 @@ class TraceTree:
         """
         remap: dict[int, int] = {}
         nodes: list[TreeNode] = []
+        segment_of = {c.call_id: c.segment for c in self.calls}
         for node in self.nodes:
             if not node.kept:
                 continue
@@ -135,6 +170,7 @@ class TraceTree:
                     model_mask=node.model_mask,
                     logprobs=node.logprobs,
                     call_ids=node.call_ids,
+                    segment=max(segment_of.get(node.creator, 0), 0),
                 )
             )
         paths = [[remap[n] for n in path] for path in self.kept_paths()]
@@ -145,4 +181,5 @@ class TraceTree:
             nodes=nodes,
             paths=paths,
             stats=dict(self.stats),
+            segments=[seg.info() for seg in self.segments],
         )

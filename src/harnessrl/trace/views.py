@@ -3,9 +3,12 @@
 Both views indent only at branch points: a node with a single child is followed by that child at
 the same level, so a 100-call chain stays readable. Each node shows its kind (that of the call that
 created it), token counts (environment / model), kept or dropped with the reason, and the calls
-ending there. Text is decoded only when a `decode` function is given (`trace.decode`: the
-tokenizer the calls recorded); otherwise token ids are shown. The HTML page needs no script and no
-network: nodes and long segments are `<details>` elements, coloured by kind.
+ending there; then each call, and (when there is more than the main trajectory) each segment with
+the links between them: the call a summary replaced and the call that resumed on it, the tool call
+that started a sub-agent and the call its answer came back in. Text is decoded only when a `decode`
+function is given (`trace.decode`: the tokenizer the calls recorded); otherwise token ids are shown.
+The HTML page needs no script and no network: nodes and long segments are `<details>` elements,
+coloured by kind.
 """
 
 from __future__ import annotations
@@ -84,6 +87,30 @@ def summary_lines(tree: TraceTree) -> list[str]:
     ]
 
 
+def segment_lines(tree: TraceTree) -> list[str]:
+    """One line per segment with its calls, end nodes and links (none when all is main trajectory)."""
+    if len(tree.segments) < 2 and all(s.kind == "main" for s in tree.segments):
+        return []
+    node_of = {c.call_id: c.end_node for c in tree.calls}
+    out = []
+    for seg in tree.segments:
+        nodes = ",".join(f"#{node_of[c]}" for c in seg.calls if node_of.get(c, -1) >= 0)
+        line = f"  S{seg.segment_id} {seg.kind}  calls {','.join(seg.calls)}  nodes {nodes or '-'}"
+        used = "used" if seg.used else "NOT used"
+        answer = f"{seg.answer_call} ({used})" if seg.answer_call else "nothing (the rollout ended)"
+        if seg.kind == "compaction":
+            line += f"  <- summarises the context of {seg.origin_call or '-'} (S{seg.parent})"
+            line += f"  -> resumed by {answer}"
+        elif seg.kind == "subagent":
+            tool = f"{seg.origin_call or '-'} tool call {seg.tool_call or '-'}"
+            line += f"  <- started by {tool} (S{seg.parent})"
+            line += f"  -> answer in {answer}"
+        elif seg.parent >= 0:
+            line += f"  <- runs on S{seg.parent}"
+        out.append(line)
+    return ["segments:", *out]
+
+
 def render_text(
     tree: TraceTree, decode: Decode | None = None, width: int = 100, extra: Sequence[str] = ()
 ) -> str:
@@ -108,6 +135,7 @@ def render_text(
             f"  {c.call_id}  #{c.index}  {c.kind}  {c.render}  prompt {c.prompt_len} output {c.output_len}"
             f"  shared {c.matched}  -> node #{c.end_node}  {fate}{merged}"
         )
+    lines.extend(segment_lines(tree))
     return "\n".join(lines) + "\n"
 
 
@@ -186,7 +214,10 @@ def render_html(tree: TraceTree, decode: Decode | None = None, extra: Sequence[s
         ]
         cells.append(c.merged_with or "")
         out.append("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in cells) + "</tr>")
-    out.append("</table></body></html>")
+    out.append("</table>")
+    if links := segment_lines(tree):
+        out.append("<h3>segments</h3><pre>" + html.escape("\n".join(links[1:])) + "</pre>")
+    out.append("</body></html>")
     return "\n".join(out)
 
 
