@@ -6,6 +6,8 @@ pydantic, `Section` and other section modules, so `harnessrl.config` never impor
 
 from __future__ import annotations
 
+from typing import Literal
+
 from harnessrl.config_section import Section
 
 
@@ -29,6 +31,12 @@ class LossConfig(Section):
 class AdvantageConfig(Section):
     """Settings of the advantage estimators (`harnessrl.rl.algo`; which one runs is `train.algorithm`)."""
 
+    mode: Literal["rollout", "tree"] = "rollout"
+    """rollout: every trained token of a rollout gets the rollout's advantage (GRPO) or its own
+    path's reward as the return (PPO); tree: credit from the group's merged prefix tree, so a prefix
+    several rollouts share is not credited for one branch's failure (`harnessrl.rl.credit`: the
+    advantage after each branch point is its subtree's return against the branch point's; PPO's
+    value target is the subtree's return)."""
     normalize_std: bool = True
     """GRPO: divide by the group's std (population std) + eps."""
     eps: float = 1e-6

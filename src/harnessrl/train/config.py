@@ -112,7 +112,14 @@ class TrainConfig(Section):
     """Advantage estimator: a name in `harnessrl.rl.algo.ALGORITHMS` (ppo adds a value head unless
     `trainer.value` names one)."""
     advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
-    """Settings of the estimator (GRPO std normalisation and eps; PPO gamma and lambda)."""
+    """Settings of the estimator (GRPO std normalisation and eps; PPO gamma and lambda; `mode`:
+    rollout-level or tree-aware credit)."""
+    segments: Literal["exclude", "outcome", "credited"] = "exclude"
+    """Compaction and sub-agent calls (`harnessrl.trace.segments`): exclude = not trained (ClawGym
+    II's choice; `trace.keep_compaction` / `trace.keep_subagents` decide as before); outcome =
+    trained with their rollout's advantage; credited = trained with credit of their own (a summary
+    from the steps that ran on it, a sub-agent from its parent step weighted by whether its answer
+    was used: `harnessrl.rl.credit`). A rollout's tokens share its weight either way."""
     lr: float = 1e-6
     """AdamW learning rate."""
     steps: int = 10

@@ -204,7 +204,7 @@ def collect_trees(rollouts: Sequence[Rollout], cfg: TrainSections) -> TreeBatch:
             continue
         if failure:
             r = r.model_copy(update={"reward": 0.0})
-        tree = trace_rollout(r, cfg.trace)
+        tree = trace_rollout(r, cfg.trace.for_segments(cfg.train.segments))
         labelled = with_filter_status(r, tree)
         if labelled.status is not RolloutStatus.OK and not failure:
             batch.labels[labelled.status_label] += 1
@@ -427,7 +427,7 @@ class TrainLoop:
 
         if not batch.samples:
             return {}, "no_trainable_rollouts"
-        algo = build_algorithm(self.cfg.train.algorithm, self.cfg.train.advantage)
+        algo = build_algorithm(self.cfg.train.algorithm, self.cfg.train.advantage, self.cfg.train.segments)
         layouts = [layout_tree(s) for s in batch.samples]
         values = self.trainer.values(layouts) if algo.needs_values else None
         targets = algo.targets(batch.samples, layouts, values)

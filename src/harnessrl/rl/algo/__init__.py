@@ -5,7 +5,7 @@ Adding an estimator = one module with a `group` and/or `rollout` hook + one line
 
 from __future__ import annotations
 
-from harnessrl.rl.algo.base import Algorithm, Targets
+from harnessrl.rl.algo.base import Algorithm, SegmentMode, Targets
 from harnessrl.rl.algo.grpo import Grpo
 from harnessrl.rl.algo.ppo import Ppo
 from harnessrl.rl.config import AdvantageConfig
@@ -13,12 +13,14 @@ from harnessrl.rl.config import AdvantageConfig
 ALGORITHMS: dict[str, type[Algorithm]] = {"grpo": Grpo, "ppo": Ppo}
 
 
-def build_algorithm(name: str, cfg: AdvantageConfig | None = None) -> Algorithm:
+def build_algorithm(
+    name: str, cfg: AdvantageConfig | None = None, segments: SegmentMode = "exclude"
+) -> Algorithm:
     """The algorithm registered under `name`; ValueError listing the known names otherwise."""
     try:
-        return ALGORITHMS[name](cfg)
+        return ALGORITHMS[name](cfg, segments)
     except KeyError:
         raise ValueError(f"unknown algorithm {name!r}; known: {', '.join(sorted(ALGORITHMS))}") from None
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "Targets", "build_algorithm"]
+__all__ = ["ALGORITHMS", "Algorithm", "SegmentMode", "Targets", "build_algorithm"]

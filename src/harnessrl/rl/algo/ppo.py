@@ -2,6 +2,10 @@
 
 Every kept path gets its rollout's reward; `gamma` / `lam` from AdvantageConfig (formulas in
 `harnessrl.rl.advantages.ppo_advantages`). The loop gives the trainer a value head when none is set.
+Under `mode = "tree"` a token's value target is the return of its node's subtree in the group's
+merged tree (`harnessrl.rl.credit`) and its advantage that target minus its value (gamma = lam = 1
+only); with `segments = "credited"` a path (or token) of a segment whose output was not used
+returns 0 instead of the reward.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import torch
 
 from harnessrl.rl.advantages import ppo_advantages
 from harnessrl.rl.algo.base import Algorithm
+from harnessrl.rl.credit import TokenCredit, segment_of_tokens, segment_used
 from harnessrl.rl.packing import TreeLayout
 from harnessrl.types import TreeSample
 
@@ -19,8 +24,35 @@ class Ppo(Algorithm):
     needs_values = True
 
     def rollout(
-        self, sample: TreeSample, layout: TreeLayout, scalar: float, values_T: torch.Tensor | None
+        self,
+        sample: TreeSample,
+        layout: TreeLayout,
+        scalar: float,
+        values_T: torch.Tensor | None,
+        credit: TokenCredit | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         assert values_T is not None  # checked by Algorithm.targets
+        own = segment_used(sample) if self.segments == "credited" and sample.segments else None
+        if credit is not None:
+            return self._tree(sample, layout, values_T, credit, own)
         rewards = [scalar] * len(layout.path_tokens)
+        if own is not None:
+            rewards = [scalar if own[sample.nodes[p[-1]].segment] else 0.0 for p in sample.paths]
         return ppo_advantages(layout, values_T, rewards, gamma=self.cfg.gamma, lam=self.cfg.lam)
+
+    def _tree(
+        self,
+        sample: TreeSample,
+        layout: TreeLayout,
+        values_T: torch.Tensor,
+        credit: TokenCredit,
+        own: list[bool] | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.cfg.gamma != 1.0 or self.cfg.lam != 1.0:
+            raise ValueError("advantage.mode = 'tree' with PPO needs gamma = lam = 1")
+        ret = credit.value.clone()
+        if own is not None:
+            ret[~torch.tensor(own)[segment_of_tokens(sample, layout)]] = 0.0
+        mask = layout.loss_mask
+        adv = torch.where(mask, ret - values_T.detach().double().cpu(), torch.zeros_like(ret))
+        return adv.float(), torch.where(mask, ret, torch.zeros_like(ret)).float()

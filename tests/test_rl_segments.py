@@ -1,0 +1,286 @@
+"""Segments and tree-aware credit (`harnessrl.rl.credit`): exact numbers on hand-built trees.
+
+- `train.segments = "exclude"` (the default) gives today's training batches bit for bit: the golden
+  record was written by main's code before segments existed (`tests/batch_golden.py`).
+- `train.advantage.mode = "tree"`: exact advantages on a 3-level group tree; plain GRPO, bit for bit,
+  on groups whose rollouts share no sampled token; PPO's value target at a branch point.
+- `outcome` and `credited`: which tokens train and with what advantage; the rollout weight rule.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from batch_golden import CASES, batch_record, config, rollouts
+
+from harnessrl.config import AdvantageConfig
+from harnessrl.rl.advantages import grpo_advantages, ppo_advantages, rollout_token_weights
+from harnessrl.rl.algo import build_algorithm
+from harnessrl.rl.credit import tree_credit
+from harnessrl.rl.packing import layout_tree
+from harnessrl.types import SegmentInfo, TreeNode, TreeSample
+
+GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "exclude_batches.json"
+
+
+def test_exclude_reproduces_the_batches_of_main_bit_for_bit() -> None:
+    golden = json.loads(GOLDEN.read_text())
+    assert sorted(golden) == sorted(CASES)
+    for name, train in CASES.items():
+        got = json.loads(json.dumps(batch_record(rollouts(), config(**train)), sort_keys=True))
+        assert got == golden[name], name
+
+
+def chain(rid: str, group: str, reward: float, *runs: tuple[list[int], str]) -> TreeSample:
+    """One rollout as a single node: runs of (tokens, mask as e/m letters), concatenated."""
+    tokens = [t for toks, _ in runs for t in toks]
+    mask = [c == "m" for _, m in runs for c in m]
+    node = TreeNode(
+        node_id=0, parent=-1, tokens=tokens, model_mask=mask, logprobs=[-0.5 if m else 0.0 for m in mask]
+    )
+    return TreeSample(rollout_id=rid, group_id=group, reward=reward, nodes=[node], paths=[[0]])
+
+
+def three_level_group() -> list[TreeSample]:
+    """Prompt [1 2]; a, b, c sample 3 (d samples 9); a, b go on with [4 env, 5]; c with 6; then a: 7, b: 8.
+    Rollout a also branches on its own after 5: a second path [10 11]."""
+    a = chain("a", "g", 1.0, ([1, 2], "ee"), ([3], "m"), ([4, 5], "em"))
+    a.nodes += [
+        TreeNode(node_id=1, parent=0, tokens=[7], model_mask=[True], logprobs=[-0.5]),
+        TreeNode(node_id=2, parent=0, tokens=[10, 11], model_mask=[True, True], logprobs=[-0.5, -0.5]),
+    ]
+    a.paths = [[0, 1], [0, 2]]
+    return [
+        a,
+        chain("b", "g", 0.0, ([1, 2], "ee"), ([3], "m"), ([4, 5], "em"), ([8], "m")),
+        chain("c", "g", 1.0, ([1, 2], "ee"), ([3], "m"), ([6], "m")),
+        chain("d", "g", 0.0, ([1, 2], "ee"), ([9], "m")),
+    ]
+
+
+def trained(adv: torch.Tensor, layout_mask: torch.Tensor) -> list[float]:
+    return adv[layout_mask].tolist()
+
+
+def rows(expected: list[list[float]]) -> list[object]:
+    """Row-wise pytest.approx (it compares flat sequences only)."""
+    return [pytest.approx(r) for r in expected]
+
+
+def test_tree_advantages_on_a_three_level_tree() -> None:
+    """V(root) = 1/2; V(3) = 2/3 (a b c), V(9) = 0; V(5) = 1/2 (a b), V(6) = 1; V(7) = V(10) = 1, V(8) = 0.
+    A = V(node) - V(branch point), / std 0.5: 3 -> 1/3, 9 -> -1, 5 -> -1/3, 6 -> 2/3, 7 -> 1, 8 -> -1;
+    a's own branch (10 11) keeps a's credit below 5 (1), as 11 keeps 10's."""
+    group = three_level_group()
+    layouts = [layout_tree(s) for s in group]
+    t = build_algorithm("grpo", AdvantageConfig(mode="tree", eps=0.0)).targets(group, layouts)
+    got = [trained(a, L.loss_mask) for a, L in zip(t.advantages, layouts, strict=True)]
+    assert got == rows([[1 / 3, -1 / 3, 1.0, 1.0, 1.0], [1 / 3, -1 / 3, -1.0], [1 / 3, 2 / 3], [-1.0]])
+    # along every path the branch advantages add up to the rollout's GRPO advantage
+    plain = grpo_advantages([s.reward for s in group], ["g"] * 4, eps=0.0)
+    assert [sum(g[:3]) for g in got[:2]] == pytest.approx(plain[:2])
+    assert [sum(got[2]), sum(got[3])] == pytest.approx(plain[2:])
+    raw = build_algorithm("grpo", AdvantageConfig(mode="tree", normalize_std=False)).targets(group, layouts)
+    assert trained(raw.advantages[0], layouts[0].loss_mask) == pytest.approx([1 / 6, -1 / 6, 0.5, 0.5, 0.5])
+
+
+def test_ppo_value_target_at_branch_points() -> None:
+    group = three_level_group()
+    layouts = [layout_tree(s) for s in group]
+    values = [torch.full((L.num_tokens,), 0.25) for L in layouts]
+    t = build_algorithm("ppo", AdvantageConfig(mode="tree")).targets(group, layouts, values)
+    assert t.returns is not None
+    rets = [trained(r, L.loss_mask) for r, L in zip(t.returns, layouts, strict=True)]
+    assert rets == rows([[2 / 3, 0.5, 1.0, 1.0, 1.0], [2 / 3, 0.5, 0.0], [2 / 3, 1.0], [0.0]])
+    assert trained(t.advantages[0], layouts[0].loss_mask) == pytest.approx(
+        [2 / 3 - 0.25, 0.25, 0.75, 0.75, 0.75]
+    )
+    with pytest.raises(ValueError, match="gamma = lam = 1"):
+        build_algorithm("ppo", AdvantageConfig(mode="tree", gamma=0.9)).targets(group, layouts, values)
+
+
+def unbranched_group(rng: random.Random, group: str, size: int, own_branches: bool) -> list[TreeSample]:
+    """Rollouts sharing only the prompt: distinct first sampled token, then a chain of calls; with
+    `own_branches` each rollout's tree also branches on its own (a moving tail)."""
+    out = []
+    for i in range(size):
+        first = 1000 + 100 * i
+        s = chain(
+            f"{group}{i}", group, rng.choice([0.0, 0.25, 1.0]), ([1, 2, 3], "eee"), ([first, first + 1], "mm")
+        )
+        s.nodes.append(
+            TreeNode(
+                node_id=1, parent=0, tokens=[5, first + 2], model_mask=[False, True], logprobs=[0.0, -1.0]
+            )
+        )
+        s.paths = [[0, 1]]
+        if own_branches:
+            s.nodes.append(
+                TreeNode(
+                    node_id=2, parent=0, tokens=[6, first + 3], model_mask=[False, True], logprobs=[0.0, -1.0]
+                )
+            )
+            s.paths.append([0, 2])
+        out.append(s)
+    return out
+
+
+@pytest.mark.parametrize("own_branches", [False, True])
+@pytest.mark.parametrize("normalize_std", [True, False])
+def test_tree_equals_grpo_without_branching_between_rollouts(own_branches: bool, normalize_std: bool) -> None:
+    rng = random.Random(5)
+    samples = [s for g in "xyz" for s in unbranched_group(rng, g, 4, own_branches)]
+    layouts = [layout_tree(s) for s in samples]
+    cfg = dict(normalize_std=normalize_std)
+    plain = build_algorithm("grpo", AdvantageConfig(**cfg)).targets(samples, layouts)
+    tree = build_algorithm("grpo", AdvantageConfig(mode="tree", **cfg)).targets(samples, layouts)
+    assert not plain.all_zero
+    for a, b in zip(plain.advantages, tree.advantages, strict=True):
+        assert torch.equal(a, b)
+    values = [torch.linspace(-1, 1, L.num_tokens) for L in layouts]
+    ppo = build_algorithm("ppo").targets(samples, layouts, values)
+    ppo_tree = build_algorithm("ppo", AdvantageConfig(mode="tree")).targets(samples, layouts, values)
+    assert ppo.returns is not None and ppo_tree.returns is not None
+    for x, y in zip(ppo.advantages + ppo.returns, ppo_tree.advantages + ppo_tree.returns, strict=True):
+        assert torch.allclose(x, y, atol=1e-6)
+
+
+def test_tree_credit_counts_a_rollout_once_per_node() -> None:
+    a = three_level_group()[0]  # two paths through the shared nodes
+    (credit,) = tree_credit([1.0], [layout_tree(a)])
+    assert credit.value[layout_tree(a).loss_mask].tolist() == [1.0] * 5
+    assert credit.advantage.abs().sum() == 0.0  # one rollout: everything is its own baseline
+
+
+def segmented(
+    rid: str, reward: float, segments: list[SegmentInfo], extra: list[tuple[list[int], int]]
+) -> TreeSample:
+    """A main chain [prompt 1 2 | m 30+k | env 5 | m 40+k] (calls m-<rid> then n-<rid>) plus, per
+    (tokens, segment) in `extra`, a root holding its own segment's tokens (all model but the first)."""
+    k = {"r0": 0, "r1": 1, "r2": 2}[rid]
+    nodes = [
+        TreeNode(
+            node_id=0,
+            parent=-1,
+            tokens=[1, 2, 30 + k],
+            model_mask=[False, False, True],
+            logprobs=[0, 0, -1.0],
+            call_ids=[f"m-{rid}"],
+        ),
+        TreeNode(
+            node_id=1,
+            parent=0,
+            tokens=[5, 40 + k],
+            model_mask=[False, True],
+            logprobs=[0, -1.0],
+            call_ids=[f"n-{rid}"],
+        ),
+    ]
+    for toks, seg in extra:
+        mask = [False] + [True] * (len(toks) - 1)
+        nodes.append(
+            TreeNode(
+                node_id=len(nodes),
+                parent=-1,
+                tokens=toks,
+                model_mask=mask,
+                logprobs=[0.0] * len(toks),
+                segment=seg,
+            )
+        )
+    paths = [[0, 1]] + [[n] for n in range(2, len(nodes))]
+    return TreeSample(
+        rollout_id=rid, group_id="g", reward=reward, nodes=nodes, paths=paths, segments=segments
+    )
+
+
+def segment_group() -> list[TreeSample]:
+    """r0 (reward 1): a sub-agent whose answer was used and a summary; r1 (0): a summary; r2 (0): a
+    sub-agent whose answer was not used."""
+
+    def sub(rid: str, used: bool) -> SegmentInfo:
+        return SegmentInfo(
+            kind="subagent", parent=0, origin_call=f"m-{rid}", answer_call=f"n-{rid}", used=used
+        )
+
+    def summary(origin: str, answer: str | None) -> SegmentInfo:
+        return SegmentInfo(kind="compaction", parent=0, origin_call=origin, answer_call=answer, used=True)
+
+    main = SegmentInfo(kind="main")
+    return [
+        segmented(
+            "r0", 1.0, [main, sub("r0", True), summary("n-r0", None)], [([8, 81, 82], 1), ([9, 91], 2)]
+        ),
+        segmented("r1", 0.0, [main, summary("m-r1", "n-r1")], [([9, 92, 93], 1)]),
+        segmented("r2", 0.0, [main, sub("r2", False)], [([8, 83], 1)]),
+    ]
+
+
+def test_outcome_and_credited_advantages() -> None:
+    """GRPO over rewards 1 0 0 (eps 0): A = sqrt 2, -1/sqrt 2, -1/sqrt 2. outcome: every token gets
+    its rollout's A. credited: r0's sub-agent (answer used) gets its parent's A; r2's (answer not
+    used) 0; the two used compactions (r0: 1, r1: 0) are each other's baseline: +1 and -1."""
+    group = segment_group()
+    layouts = [layout_tree(s) for s in group]
+    hi, lo = 2**0.5, -(0.5**0.5)
+    outcome = build_algorithm("grpo", AdvantageConfig(eps=0.0), "outcome").targets(group, layouts)
+    assert [trained(a, L.loss_mask) for a, L in zip(outcome.advantages, layouts, strict=True)] == rows(
+        [[hi] * 5, [lo] * 4, [lo] * 3]
+    )
+    credited = build_algorithm("grpo", AdvantageConfig(eps=0.0), "credited").targets(group, layouts)
+    assert [trained(a, L.loss_mask) for a, L in zip(credited.advantages, layouts, strict=True)] == rows(
+        [[hi, hi, hi, hi, 1.0], [lo, lo, -1.0, -1.0], [lo, lo, 0.0]]
+    )
+
+
+def test_credited_compaction_without_a_peer_takes_the_step_that_resumed_on_it() -> None:
+    group = segment_group()
+    group[1].segments[1].used = False  # r1's summary was never read: 0, and no baseline for r0's
+    layouts = [layout_tree(s) for s in group]
+    tree = build_algorithm("grpo", AdvantageConfig(eps=0.0, mode="tree"), "credited").targets(group, layouts)
+    got = trained(tree.advantages[0], layouts[0].loss_mask)
+    # r0's compaction resumed nowhere (answer_call None): its rollout's advantage
+    assert got == pytest.approx([2**0.5] * 5)
+    assert trained(tree.advantages[1], layouts[1].loss_mask)[2:] == [0.0, 0.0]
+
+
+def test_ppo_credited_returns_zero_for_unused_segments() -> None:
+    group = segment_group()
+    layouts = [layout_tree(s) for s in group]
+    values = [torch.zeros(L.num_tokens) for L in layouts]
+    t = build_algorithm("ppo", None, "credited").targets(group, layouts, values)
+    assert t.returns is not None
+    assert trained(t.returns[2], layouts[2].loss_mask) == [0.0, 0.0, 0.0]  # r2: reward 0 anyway
+    group[0].segments[1].used = False
+    t = build_algorithm("ppo", None, "credited").targets(group, layouts, values)
+    assert trained(t.returns[0], layouts[0].loss_mask) == [1.0, 1.0, 0.0, 0.0, 1.0]
+    tree = build_algorithm("ppo", AdvantageConfig(mode="tree"), "credited").targets(group, layouts, values)
+    assert tree.returns is not None
+    assert trained(tree.returns[0], layouts[0].loss_mask) == [1.0, 1.0, 0.0, 0.0, 1.0]
+    assert ppo_advantages(layouts[0], values[0], [1.0, 1.0, 1.0])[1].max() == 1.0
+
+
+def test_a_rollouts_weight_does_not_grow_with_its_segments() -> None:
+    group = segment_group()  # 2, 1 and 1 segments besides the main trajectory
+    layouts = [layout_tree(s) for s in group]
+    for w in rollout_token_weights(layouts):
+        assert float(w.sum()) == pytest.approx(1 / 3, abs=1e-7)
+
+
+def test_outcome_and_credited_train_the_segments_of_traced_rollouts() -> None:
+    """Through the loop's own stages: `outcome` trains the compaction and sub-agent calls that
+    `exclude` drops; `credited` trains the same tokens with other advantages on them."""
+    base = batch_record(rollouts(), config())
+    outcome = batch_record(rollouts(), config(segments="outcome"))
+    credited = batch_record(rollouts(), config(segments="credited"))
+
+    def tokens(rec: dict[str, object]) -> int:
+        return sum(sum(m["loss_mask"]) for m in rec["micro"])  # type: ignore[attr-defined,index]
+
+    assert tokens(base) < tokens(outcome) == tokens(credited)
+    assert outcome["micro"] != credited["micro"]
+    assert [m["input_ids"] for m in outcome["micro"]] == [m["input_ids"] for m in credited["micro"]]
