@@ -22,10 +22,11 @@ node instead of its own rollout's reward (the advantage is then V(n) - V_model, 
 
 **Segments** (`train.segments = "credited"`; `rl/` sees them as `TreeSample.segments` and each
 node's `segment`). A compaction is credited with the outcome of the steps that ran on its summary:
-its rollout's reward R against the mean (and std) of R over the group's compactions whose summary
-was used, normalised like GRPO; with fewer than two such compactions in the group there is no
-baseline of its own kind and it takes the advantage of the step that resumed on it (the rollout's
-advantage; under the tree mode, that step's). A summary no step ran on gets 0. A sub-agent is
+under the rollout mode, its rollout's reward R against the mean (and std) of R over the group's
+compactions whose summary was used, normalised like GRPO (with fewer than two such compactions in
+the group there is no baseline of its own kind, and it takes its rollout's advantage); under the
+tree mode, the advantage of the step that resumed on it (already a comparison with the steps its
+siblings took from the same point). A summary no step ran on gets 0. A sub-agent is
 credited with its parent's advantage (that of the main-trajectory step whose tool call started it)
 times whether its answer reached the main trajectory (1 or 0). PPO instead trains each segment's
 tokens towards its own return: R, or 0 for a segment whose output was not used. Token weights stay
@@ -160,12 +161,13 @@ def credited_advantages(
     *,
     eps: float = 1e-6,
     normalize_std: bool = True,
+    tree: bool = False,
 ) -> list[torch.Tensor]:
     """GRPO's [T] advantages with each non-main segment's tokens set to its own credit (module doc).
 
     `advantages` are the per-tree arrays before crediting (rollout or tree mode), `scalars` each
     rollout's GRPO advantage (the fallback when a linked step was not kept)."""
-    baselines = _compaction_baselines(samples, eps, normalize_std)
+    baselines = {} if tree else _compaction_baselines(samples, eps, normalize_std)
     out = []
     for s, L, adv, scalar in zip(samples, layouts, advantages, scalars, strict=True):
         adv = adv.clone()

@@ -15,12 +15,15 @@ class TraceConfig(Section):
     max_live_leaves: int = 32
     """A rollout with more kept live leaves than this is dropped whole (filtered:over_branching)."""
     keep_compaction: bool = False
-    """Keep summary requests and the main thread after a compaction restart as their own trajectories."""
+    """Keep summary requests and the main thread after a compaction restart as their own trajectories
+    (SFT, `harnessrl tree`; RL follows `train.segments`)."""
     keep_subagents: bool = False
-    """Keep sub-agent calls (other system prompt / tool set / model) as their own trajectories."""
+    """Keep sub-agent calls (other system prompt / tool set / model) as their own trajectories (SFT,
+    `harnessrl tree`; RL follows `train.segments`)."""
 
     def for_segments(self, segments: str) -> TraceConfig:
-        """The filters for `train.segments`: unchanged for `exclude`, every segment kept otherwise."""
-        if segments == "exclude":
-            return self
-        return self.model_copy(update={"keep_compaction": True, "keep_subagents": True})
+        """The filters RL trains with under `train.segments`: no compaction or sub-agent call for
+        `exclude`, all of them otherwise (`keep_compaction` / `keep_subagents` are for SFT and
+        `harnessrl tree`)."""
+        keep = segments != "exclude"
+        return self.model_copy(update={"keep_compaction": keep, "keep_subagents": keep})

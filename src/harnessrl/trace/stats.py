@@ -63,6 +63,7 @@ def tree_stats(tree: TraceTree) -> dict[str, Any]:
     s: dict[str, Any] = {
         "calls": len(tree.calls),
         "calls_by_kind": dict(sorted(kinds.items())),
+        "segments_by_kind": dict(sorted(Counter(seg.kind for seg in tree.segments).items())),
         "retokenized": sum(1 for c in tree.calls if c.render == "retokenized"),
         "merged_duplicates": sum(1 for c in tree.calls if c.merged_with is not None),
         "logprob_mismatch": sum(1 for c in tree.calls if c.logprob_mismatch),
@@ -95,12 +96,15 @@ def aggregate_stats(per_rollout: list[dict[str, Any]]) -> dict[str, Any]:
     for key in ("depth_nodes", "depth_tokens", "max_children"):
         out[key] = max((int(s.get(key, 0)) for s in per_rollout), default=0)
     kinds: Counter[str] = Counter()
+    segments: Counter[str] = Counter()
     filtered: Counter[str] = Counter()
     for s in per_rollout:
         kinds.update(s.get("calls_by_kind", {}))
+        segments.update(s.get("segments_by_kind", {}))
         if s.get("filter_reason"):
             filtered[str(s["filter_reason"])] += 1
     out["calls_by_kind"] = dict(sorted(kinds.items()))
+    out["segments_by_kind"] = dict(sorted(segments.items()))
     out["filtered"] = dict(sorted(filtered.items()))
     _ratios(out)
     return out

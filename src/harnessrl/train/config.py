@@ -116,7 +116,7 @@ class TrainConfig(Section):
     rollout-level or tree-aware credit)."""
     segments: Literal["exclude", "outcome", "credited"] = "exclude"
     """Compaction and sub-agent calls (`harnessrl.trace.segments`): exclude = not trained (ClawGym
-    II's choice; `trace.keep_compaction` / `trace.keep_subagents` decide as before); outcome =
+    II's choice; RL no longer reads `trace.keep_compaction` / `trace.keep_subagents`); outcome =
     trained with their rollout's advantage; credited = trained with credit of their own (a summary
     from the steps that ran on it, a sub-agent from its parent step weighted by whether its answer
     was used: `harnessrl.rl.credit`). A rollout's tokens share its weight either way."""

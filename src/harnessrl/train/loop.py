@@ -97,6 +97,7 @@ TREE_KEYS = (
     "tokens_paths",
     "tokens_unique",
     "model_tokens_kept",
+    "segments_by_kind",
 )
 """Tree statistics (summed over the trained trees of a step) that go into each metrics line."""
 

@@ -61,6 +61,6 @@ class Grpo(Algorithm):
     ) -> Targets:
         targets.advantages = credited_advantages(
             samples, targets.layouts, targets.advantages, scalars,
-            eps=self.cfg.eps, normalize_std=self.cfg.normalize_std,
+            eps=self.cfg.eps, normalize_std=self.cfg.normalize_std, tree=self.cfg.mode == "tree",
         )  # fmt: skip
         return targets
