@@ -284,3 +284,30 @@ def test_outcome_and_credited_train_the_segments_of_traced_rollouts() -> None:
     assert tokens(base) < tokens(outcome) == tokens(credited)
     assert outcome["micro"] != credited["micro"]
     assert [m["input_ids"] for m in outcome["micro"]] == [m["input_ids"] for m in credited["micro"]]
+
+
+def test_the_experiment_config_differs_only_in_credit(tmp_path: Path) -> None:
+    """configs/credit.toml (`scripts/harness_transfer -c configs/credit.toml`): six arms through one
+    white-box configuration that delegates and compacts, the same budget, differing only in
+    `train.segments` and `train.advantage.mode`; 60 held-out instances, two seeds."""
+    from harnessrl.config import load_config
+    from harnessrl.experiments.transfer import arm_config, check
+
+    cfg = load_config(Path(__file__).parents[1] / "configs" / "credit.toml", [])
+    check(cfg)
+    w = "whitebox:00020"
+    assert all(hs == [w] for hs in cfg.transfer.arms.values())
+    trains = {a: arm_config(cfg, a, 0, "m", tmp_path / a).train for a in cfg.transfer.arms}
+    assert {a: (t.segments, t.advantage.mode) for a, t in trains.items()} == {
+        "exclude": ("exclude", "rollout"),
+        "outcome": ("outcome", "rollout"),
+        "credited": ("credited", "rollout"),
+        "exclude-tree": ("exclude", "tree"),
+        "outcome-tree": ("outcome", "tree"),
+        "credited-tree": ("credited", "tree"),
+    }
+    rest = {a: t.model_dump(exclude={"segments", "advantage", "out_dir"}) for a, t in trains.items()}
+    assert all(r == rest["exclude"] for r in rest.values())  # same budget, same everything else
+    opts = cfg.train.harness_options[w]
+    assert opts["subagents"] is True and opts["compact_tokens"] <= 500
+    assert cfg.transfer.heldout_per_family * 6 >= 60 and len(cfg.transfer.seeds) == 2
