@@ -11,12 +11,10 @@ call 2 `retokenized`, and both leaves stay alive (call 1's output was consumed, 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+from traffic_replay import replay
 
 from harnessrl.commands.trace import load_decoder
 from harnessrl.trace import build_trace
@@ -25,31 +23,12 @@ from harnessrl.types import ModelCall
 
 CHAINS = ["claude-code", "claude-code-bare", "codex-responses", "openclaw-responses"]
 MOVING_TAIL = ["openclaw-chat", "openclaw-anthropic"]
-_DROP_HEADERS = {"host", "content-length", "accept-encoding", "connection", "x-api-key", "authorization"}
 
 
 @pytest.fixture(scope="module")
-def captured_calls(shared_fixtures: Path) -> Iterator[dict[str, list[ModelCall]]]:
+def captured_calls(shared_fixtures: Path) -> dict[str, list[ModelCall]]:
     """folder -> the two ModelCalls the proxy recorded for that fixture's traffic."""
-    from harnessrl.proxy.testing import scripted_proxy, turn_from_decision
-
-    out: dict[str, list[ModelCall]] = {}
-    for name in CHAINS + MOVING_TAIL:
-        captured = [
-            json.loads(p.read_text())
-            for p in sorted((shared_fixtures / "harness-traffic" / name).glob("*.json"))
-        ]
-        server = scripted_proxy([turn_from_decision(c["reply"]["decision"]) for c in captured]).start()
-        try:
-            info = server.server.deps.sessions.open(f"trace-{name}")
-            for c in captured:
-                headers = {k: v for k, v in c["headers"].items() if k.lower() not in _DROP_HEADERS}
-                resp = httpx.post(info.base_url + c["path"], json=c["body"], headers=headers, timeout=60)
-                assert resp.status_code == 200, resp.text
-            out[name] = server.server.deps.sessions.calls(f"trace-{name}")
-        finally:
-            server.stop()
-    yield out
+    return {name: replay(shared_fixtures / "harness-traffic" / name) for name in CHAINS + MOVING_TAIL}
 
 
 def _shape(calls: list[ModelCall]) -> list[tuple[int, int, int, bool, list[str]]]:

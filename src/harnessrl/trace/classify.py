@@ -196,13 +196,19 @@ class _Consumption:
             lo = max(self._calls[j].matched - len(out) + 1, 0)
             if len(prompt) - lo < len(out):
                 continue
-            hay = array("q", prompt[lo:]).tobytes()
-            pos = hay.find(needle)
-            while pos >= 0:
-                if pos % 8 == 0:
-                    return True
-                pos = hay.find(needle, pos + 1)
+            if find_ids(array("q", prompt[lo:]).tobytes(), needle):
+                return True
         return False
+
+
+def find_ids(hay: bytes, needle: bytes) -> bool:
+    """Whether int64 ids `needle` (bytes) occur in `hay` (int64 bytes) at a token boundary."""
+    pos = hay.find(needle)
+    while pos >= 0:
+        if pos % 8 == 0:
+            return True
+        pos = hay.find(needle, pos + 1)
+    return False
 
 
 def superseded(trie: PrefixTrie, calls: list[TraceCall], j: int) -> bool:

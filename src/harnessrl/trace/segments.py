@@ -35,6 +35,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 
+from harnessrl.trace.classify import find_ids
 from harnessrl.trace.tree import Segment, TraceCall
 from harnessrl.trace.trie import PrefixTrie
 from harnessrl.types import ModelCall
@@ -46,14 +47,7 @@ WINDOW = 8
 
 
 def _find(hay: bytes, needle: Sequence[int]) -> bool:
-    """Whether int64 ids `needle` occur contiguously in `hay` (int64 bytes), at a token boundary."""
-    raw = array("q", needle).tobytes()
-    pos = hay.find(raw)
-    while pos >= 0:
-        if pos % 8 == 0:
-            return True
-        pos = hay.find(raw, pos + 1)
-    return False
+    return find_ids(hay, array("q", needle).tobytes())
 
 
 def carries(prompt: Sequence[int], answer: Sequence[int]) -> bool:
