@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The prefix-tree samples live in their own module too (trace/ makes them, rl/ trains them).
 from harnessrl.samples import SegmentInfo as SegmentInfo
 from harnessrl.samples import SegmentKind as SegmentKind
 from harnessrl.samples import TreeNode as TreeNode
