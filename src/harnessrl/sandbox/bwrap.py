@@ -54,9 +54,9 @@ ETC_FILES = (
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 
 
-def bwrap_path() -> str | None:
-    """The bwrap executable, or None when it is not installed."""
-    return shutil.which("bwrap")
+def bwrap_path(path: str | None = None) -> str | None:
+    """The bwrap executable on `path` (default: $PATH), or None when it is not installed."""
+    return shutil.which("bwrap", path=path)
 
 
 def agent_python() -> tuple[str, list[Path]]:

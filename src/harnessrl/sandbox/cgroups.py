@@ -25,11 +25,13 @@ from pathlib import Path
 from harnessrl.types import SandboxError
 
 ROOT = Path("/sys/fs/cgroup")
+OWN = Path("/proc/self/cgroup")
 
 
-def _own_path(controller: str) -> str:
-    """This process's cgroup path in `controller`'s v1 hierarchy ("" = the v2 unified one)."""
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
+def _own_path(controller: str, own: Path = OWN) -> str:
+    """This process's cgroup path in `controller`'s v1 hierarchy ("" = the v2 unified one), as the
+    file `own` (/proc/self/cgroup) lists it."""
+    for line in own.read_text().splitlines():
         _, names, path = line.split(":", 2)
         if (controller == "" and names == "") or controller in names.split(","):
             return path.lstrip("/")
@@ -40,22 +42,34 @@ def _writable(folder: Path) -> bool:
     return folder.is_dir() and os.access(folder, os.W_OK)
 
 
+def v2_group(root: Path = ROOT, own: Path = OWN) -> Path:
+    """This process's group in the v2 hierarchy mounted at `root` (`own`: its /proc/<pid>/cgroup)."""
+    return root / _own_path("", own)
+
+
+def probe(root: Path = ROOT, own: Path = OWN) -> tuple[str, tuple[Path, ...], str]:
+    """`layout()` read from the hierarchy mounted at `root` for the process whose `/proc/<pid>/cgroup`
+    is `own`, uncached, with why it is "none" ("" otherwise)."""
+    if (root / "cgroup.controllers").is_file():
+        parent = v2_group(root, own)
+        with contextlib.suppress(OSError):
+            enabled = (parent / "cgroup.subtree_control").read_text().split()
+            if {"pids", "memory"} <= set(enabled) and _writable(parent):
+                return "v2", (parent,), ""
+        return "none", (), f"cgroup v2 without pids and memory delegated to this process's group {parent}"
+    pids, memory = root / "pids", root / "memory"
+    if _writable(pids) and _writable(memory):
+        groups = (pids / _own_path("pids", own), memory / _own_path("memory", own))
+        return "v1", tuple(g / "harnessrl" for g in groups), ""
+    return "none", (), f"no cgroup v2, and no writable v1 pids and memory hierarchies under {root}"
+
+
 @cache
 def layout() -> tuple[str, tuple[Path, ...]]:
     """("v2", (parent,)) or ("v1", (pids parent, memory parent)) or ("none", ()): where sandbox groups
     go. Checked once per process."""
-    v2 = ROOT / "cgroup.controllers"
-    if v2.is_file():
-        parent = ROOT / _own_path("")
-        with contextlib.suppress(OSError):
-            enabled = (parent / "cgroup.subtree_control").read_text().split()
-            if {"pids", "memory"} <= set(enabled) and _writable(parent):
-                return "v2", (parent,)
-        return "none", ()
-    pids, memory = ROOT / "pids", ROOT / "memory"
-    if _writable(pids) and _writable(memory):
-        return "v1", (pids / _own_path("pids") / "harnessrl", memory / _own_path("memory") / "harnessrl")
-    return "none", ()
+    kind, parents, _ = probe()
+    return kind, parents
 
 
 def enforced() -> dict[str, str]:

@@ -176,6 +176,11 @@ def _ours(path: Path) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
+def c_compiler(path: str | None = None) -> str | None:
+    """The C compiler that builds the native agent: `cc`, `gcc` or `clang` on `path` (default: $PATH)."""
+    return next((p for p in (shutil.which(n, path=path) for n in ("cc", "gcc", "clang")) if p), None)
+
+
 def native_agent(base: Path | None = None) -> Path | None:
     """`agent.c` built by the system C compiler, cached in `base` (default: the default sandbox
     folder) as `agent-<digest>.bin`; None when it cannot be had (no compiler, the build fails, the
@@ -187,7 +192,7 @@ def native_agent(base: Path | None = None) -> Path | None:
     base = base or default_base_dir()
     if base in _native:
         return _native[base]
-    cc = next((p for p in map(shutil.which, ("cc", "gcc", "clang")) if p), None)
+    cc = c_compiler()
     target: Path | None = None
     why = "no C compiler (cc, gcc, clang) on PATH"
     if cc is not None:

@@ -23,6 +23,7 @@ import errno
 import os
 import platform
 import struct
+from pathlib import Path
 
 # x86-64 system call numbers (arch/x86/entry/syscalls/syscall_64.tbl).
 DENY_EPERM_X86_64 = {
@@ -145,11 +146,27 @@ def _x86_64_program() -> bytes:
     return b"".join(out)
 
 
-def filter_program() -> bytes | None:
-    """The raw BPF program for this machine's architecture, or None where none is built."""
-    if platform.machine() in ("x86_64", "AMD64"):
+def filter_program(machine: str | None = None) -> bytes | None:
+    """The raw BPF program for `machine` (default: this one's architecture), or None where none is built."""
+    if (machine or platform.machine()) in ("x86_64", "AMD64"):
         return _x86_64_program()
     return None
+
+
+ACTIONS = ("allow", "errno", "kill_process")
+"""The return actions the program uses; the kernel lists those it has in `KERNEL_ACTIONS`."""
+KERNEL_ACTIONS = "sys/kernel/seccomp/actions_avail"
+"""Under /proc: present when the kernel has seccomp filters (CONFIG_SECCOMP_FILTER)."""
+
+
+def kernel_lacks(proc: Path = Path("/proc")) -> list[str]:
+    """The `ACTIONS` the kernel whose /proc is `proc` cannot return (all of them without seccomp
+    filters): bwrap fails to load the program on such a kernel."""
+    try:
+        available = (proc / KERNEL_ACTIONS).read_text().split()
+    except OSError:
+        available = []
+    return [a for a in ACTIONS if a not in available]
 
 
 def program_fd() -> int | None:
