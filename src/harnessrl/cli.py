@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import typer
 
+from harnessrl.commands import doctor as doctor_cli
 from harnessrl.commands import evaluate as evaluate_cli
 from harnessrl.commands import harnesses as harnesses_cli
 from harnessrl.commands import images as images_cli
@@ -61,3 +62,4 @@ app.command(name="serve")(proxy_cli.serve)
 app.add_typer(proxy_cli.calls_app, name="calls")
 app.command(name="plot")(report_cli.plot)
 app.command(name="report")(report_cli.report)
+app.command(name="doctor")(doctor_cli.doctor)

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harnessrl.harnesses.install import MARKER, harness_dir, python_dir
+from harnessrl.harnesses.install import installed_folder
 from harnessrl.harnesses.registry import HARNESSES, get_harness
 from harnessrl.types import HarnessError
 
@@ -27,9 +27,7 @@ def list_harnesses() -> None:
     """Every registered harness, its pinned package, the API it speaks and whether it is installed."""
     table = Table("harness", "package", "from", "API", "installed at")
     for name, harness in HARNESSES.items():
-        root = python_dir() if harness.installer == "pypi" else harness_dir()
-        folder = root / f"{name}-{harness.version}"
-        where = str(folder) if (folder / MARKER).exists() else "-"
+        where = str(installed_folder(harness) or "-")
         where = "(system shell)" if harness.installer == "none" else where
         api = ", ".join(dict.fromkeys(m.dialect for m in harness.modes)) or "-"
         table.add_row(name, harness.package or "-", harness.installer, api, where)

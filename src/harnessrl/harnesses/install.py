@@ -22,9 +22,13 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harnessrl.cache import cache_root
 from harnessrl.types import HarnessError
+
+if TYPE_CHECKING:
+    from harnessrl.harnesses.base import Harness
 
 MARKER = ".installed"
 NPM_TIMEOUT_S = 900.0
@@ -37,11 +41,33 @@ HOST_PYTHON = "/usr/bin/python3"
 """The interpreter Python harnesses run on: under /usr, so it is visible inside every sandbox."""
 
 
-def harness_dir(cache: Path | None = None) -> Path:
-    """The folder holding every installed harness: bind this read-only into sandboxes."""
+def harness_dir(cache: Path | None = None, *, make: bool = True) -> Path:
+    """The folder holding every installed harness: bind this read-only into sandboxes. Made unless
+    `make` is False."""
     path = (cache or cache_root()) / "harnesses"
-    path.mkdir(parents=True, exist_ok=True)
+    if make:
+        path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def package_name(spec: str) -> str:
+    """The package a pinned spec names: `@openai/codex@0.171.0` -> `@openai/codex`,
+    `mini-swe-agent==2.4.6` -> `mini-swe-agent`."""
+    return spec.split("==")[0] if "==" in spec else spec.rsplit("@", 1)[0]
+
+
+def installed_folder(harness: Harness, cache: Path | None = None) -> Path | None:
+    """Where `harness.ensure_installed` puts it (npm: `<harnesses>/<name>-<version>`, PyPI:
+    `<harnesses>/py/<package>-<version>`), None while it is not installed there (no marker yet) or
+    comes from no registry. Looks only: makes nothing."""
+    root = harness_dir(cache, make=False)
+    if harness.installer == "npm":
+        folder = root / f"{harness.name}-{harness.version}"
+    elif harness.installer == "pypi":
+        folder = root / "py" / f"{package_name(harness.package)}-{harness.version}"
+    else:
+        return None
+    return folder if (folder / MARKER).exists() else None
 
 
 def npm_install(
