@@ -304,7 +304,7 @@ def test_harness_not_installed(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap not installed")
-def test_harness_that_prints_another_version(tmp_path: Path) -> None:
+def test_harness_that_prints_another_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An install whose CLI, run in a real sandbox, prints another version than the pinned one."""
     folder = tmp_path / "harnesses" / "codex-0.171.0"
     manifest = '{"name": "@openai/codex", "bin": {"codex": "bin/codex.js"}}'
@@ -316,3 +316,11 @@ def test_harness_that_prints_another_version(tmp_path: Path) -> None:
     programs(folder / "node_modules" / ".bin", {"codex": "echo codex-cli 0.171.0"})
     r = result("harness:codex", Machine(cache=tmp_path))
     assert (r.status, r.detail) == ("ok", f"says 'codex-cli 0.171.0' in a sandbox ({folder})")
+    monkeypatch.setenv("HARNESSRL_SANDBOX_DIR", str(folder / ".installed"))  # no sandbox starts
+    r = result("harness:codex", Machine(cache=tmp_path))
+    assert (r.status, r.fix) == ("warn", "")  # the `sandbox` check fails, with the fix
+    assert r.detail.startswith("not run: no sandbox starts here (sandbox folder under ")
+    (folder / "node_modules" / "@openai" / "codex" / "package.json").unlink()
+    r = result("harness:codex", Machine(cache=tmp_path))
+    assert (r.status, r.fix) == ("fail", f"rm -rf {folder} && scripts/install_harnesses codex")
+    assert r.detail.startswith(f"a broken install at {folder}: [Errno 2] No such file or directory")

@@ -17,6 +17,7 @@ from harnessrl.harnesses.registry import HARNESSES
 from harnessrl.sandbox.bwrap import bwrap_path
 from harnessrl.sandbox.sandbox import SYSTEM_PATH, Sandbox
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
+from harnessrl.types import SandboxError
 
 SANDBOX_FIX = IN_CONTAINER
 """When the sandbox fails with every prerequisite in place, a container's seccomp or AppArmor
@@ -68,17 +69,23 @@ def harness_version(m: Machine, harness: Harness) -> Outcome:
     folder = installed_folder(harness, m.cache)
     if folder is None:
         return warn(f"{harness.package} is not installed: it installs on first use (minutes, a registry)")
-    argv, path = version_command(harness, folder)
-    res = run_sandboxed(m, argv, binds=[folder], env={"PATH": path})
-    said = [line.strip() for line in (res.stdout + res.stderr).splitlines() if harness.version in line]
+    reinstall = f"rm -rf {folder} && scripts/install_harnesses {harness.name}"
+    try:
+        argv, path = version_command(harness, folder)
+    except (OSError, ValueError) as e:  # no manifest, or one that is not JSON
+        return fail(f"a broken install at {folder}: {e}", reinstall)
+    try:
+        res = run_sandboxed(m, argv, binds=[folder], env={"PATH": path})
+    except SandboxError as e:  # the `sandbox` check fails with the reason and its fix
+        return warn(f"not run: no sandbox starts here ({e})", "")
+    said = [line.strip()[:200] for line in (res.stdout + res.stderr).splitlines() if harness.version in line]
     if said and not res.timed_out:
         return ok(f"says {said[0]!r} in a sandbox ({folder})")
     tail = (res.stderr or res.stdout).strip()[-300:]
-    return fail(
-        f"`{Path(argv[0]).name} {' '.join(argv[1:])}` in a sandbox did not print {harness.version} "
-        f"(exit {res.returncode}{', timed out' if res.timed_out else ''}): {tail!r}",
-        f"rm -rf {folder} && scripts/install_harnesses {harness.name}",
-    )
+    command = f"{Path(argv[0]).name} {' '.join(argv[1:])}"
+    timed_out = ", timed out" if res.timed_out else ""
+    why = f"`{command}` in a sandbox did not print {harness.version} (exit {res.returncode}{timed_out})"
+    return fail(f"{why}: {tail!r}", reinstall)
 
 
 def harness_checks(m: Machine) -> list[Check]:
