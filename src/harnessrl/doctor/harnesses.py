@@ -11,7 +11,7 @@ from pathlib import Path
 from harnessrl.doctor.check import Check, Machine, Outcome, fail, ok, warn
 from harnessrl.doctor.system import IN_CONTAINER
 from harnessrl.formats import untrusted_json
-from harnessrl.harnesses.base import Harness
+from harnessrl.harnesses import Harness
 from harnessrl.harnesses.install import NODE_BIN, installed_folder, package_name
 from harnessrl.harnesses.registry import HARNESSES
 from harnessrl.sandbox.bwrap import bwrap_path
