@@ -41,6 +41,19 @@ def qwen3_tokenizer() -> Any:
     return AutoTokenizer.from_pretrained(str(qwen3_tokenizer_dir()))
 
 
+def tokenizer_from_spec(spec: str) -> Any:
+    """The transformers tokenizer a `tokenizer_spec` names: `qwen3` (packaged) or a folder holding a
+    tokenizer.json (a proxy process loads its engine's tokenizer this way). ValueError for an empty
+    spec: a tokenizer that does not say where it loads from cannot be loaded again elsewhere."""
+    if spec == "qwen3":
+        return qwen3_tokenizer()
+    if not spec:
+        raise ValueError("the engine's tokenizer does not say where it loads from (no tokenizer spec)")
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(spec)
+
+
 # -- identity: which tokenizer made a call's ids (recorded on every ModelCall) ---------------------
 
 DIGEST_SAMPLES = 512
