@@ -85,7 +85,7 @@ async def serve(n_sessions: int) -> None:
     from harnessrl.proxy.testing import scripted_deps
 
     deps = scripted_deps([ANSWER])
-    async with ProxyServer(deps, port=0) as server:
+    async with ProxyServer(deps, port=0, freeze_heap=True) as server:
         tokens = [deps.sessions.open(f"bench{i}").token for i in range(n_sessions)]
         print(json.dumps({"url": server.url, "tokens": tokens}), flush=True)
         await asyncio.get_running_loop().run_in_executor(

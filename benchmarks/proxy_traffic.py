@@ -235,7 +235,7 @@ async def serve(lists: bool = False) -> None:
             pauses[info["generation"]].append(time.perf_counter() - started[0])
 
     gc.callbacks.append(on_gc)
-    async with ProxyServer(deps, port=0) as server:
+    async with ProxyServer(deps, port=0, freeze_heap=True) as server:
         print(json.dumps({"url": server.url}), flush=True)
         while line := await loop.run_in_executor(None, sys.stdin.readline):
             cmd, _, arg = line.strip().partition(" ")

@@ -73,7 +73,7 @@ async def _serve(cfg: Any) -> None:
     deps = default_deps(
         engine, ChatFormat(engine.tokenizer), sessions, cfg.proxy, cfg.engine.sampling, cfg.engine.model
     )
-    server = ProxyServer(deps)
+    server = ProxyServer(deps, freeze_heap=True)  # this process is the proxy
     await server.start()
     typer.echo(
         f"harnessrl proxy on {server.url} (engine {cfg.engine.type}, model {cfg.engine.model})", err=True

@@ -15,9 +15,21 @@ from harnessrl.config_section import Section
 
 class ProxyConfig(Section):
     host: str = "127.0.0.1"
-    """Interface the proxy listens on."""
+    """Interface the proxy listens on. Proxy processes on Ray workers listen on 127.0.0.1 of their
+    machine (their sandboxes are there) unless this is `0.0.0.0`."""
     port: int = 0
-    """TCP port (0 = pick a free one)."""
+    """TCP port (0 = pick a free one); with `processes` > 1, process i takes `port + i`."""
+    processes: int = Field(default=0, ge=0)
+    """With `rollout.backend = "asyncio"`: proxy processes on this machine serving the rollouts'
+    sessions, each with its own core and heap, calling the engine through the engine server (0 = the
+    proxy runs in this process's event loop, beside the engine and the trainer). With Ray every
+    worker has a proxy process of its own whatever this says."""
+    engine_host: str | None = None
+    """Interface of the engine server, which proxy processes call the engine through (`processes` > 0,
+    or Ray): None = 127.0.0.1, or with Ray on an existing cluster this node's address on the cluster's
+    network (its private interface). Every request must carry the run's secret token."""
+    engine_port: int = 0
+    """Port of the engine server (0 = a free one)."""
     max_body_bytes: int = 16 * 1024 * 1024
     """Requests larger than this get 413 (after gzip/deflate decoding). Bodies over 256 KiB are
     parsed and rendered in a worker thread, so they do not stall other sessions."""

@@ -10,9 +10,11 @@ Port 0 binds a free port; `url` holds the real one. `deps.sessions.server_url` i
 sessions opened afterwards get full base URLs.
 
 Before it serves, `start` warms the chat format up (template compiled, shortcut checks settled: the
-first call would otherwise pay ~0.1-1 s) and, once per process, settles the heap (`settle_heap`): a
-process with transformers and torch loaded holds 200k+ objects, and every full collection of the cyclic
-garbage collector walks them all (~0.1 s on two cores: a pause that every call in flight waits out).
+first call would otherwise pay ~0.1-1 s) and, in a process that is the proxy (`freeze_heap`: a proxy
+process, `harnessrl serve`), settles the heap once (`settle_heap`): a process with transformers loaded
+holds 200k+ objects, and every full collection of the cyclic garbage collector walks them all (~0.1 s
+on two cores: a pause that every call in flight waits out). A proxy in the driver's event loop leaves
+the heap alone: it is the trainer's.
 """
 
 from __future__ import annotations
@@ -131,13 +133,13 @@ class ProxyServer:
     (keep-alive), `max_connections` (503 past it)."""
 
     def __init__(
-        self, deps: ProxyDeps, host: str | None = None, port: int | None = None, *, freeze_heap: bool = True
+        self, deps: ProxyDeps, host: str | None = None, port: int | None = None, *, freeze_heap: bool = False
     ) -> None:
         self.deps = deps
         self.host = host if host is not None else deps.config.host
         self.port = port if port is not None else deps.config.port
         self.freeze_heap = freeze_heap
-        """Settle the heap on start (`settle_heap`, once per process)."""
+        """Settle the heap on start (`settle_heap`, once per process): only in a process that is the proxy."""
         self.url = ""
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -178,6 +180,11 @@ class ProxyServer:
             self._server.should_exit = True
             await self._task
         self._server = self._task = None
+
+    @property
+    def requests(self) -> int:
+        """HTTP requests this server has taken in so far (uvicorn's count; 0 when not serving)."""
+        return self._server.server_state.total_requests if self._server is not None else 0
 
     async def __aenter__(self) -> ProxyServer:
         await self.start()

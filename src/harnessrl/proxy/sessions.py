@@ -8,7 +8,8 @@ to exactly one session, so one rollout's token can never write into another roll
 In "open" mode (`harnessrl serve`), requests on bare routes whose key is not a known token go to one
 default session; a `/r/<token>/` prefix with an unknown token is still a 401.
 
-With a capture directory, each call is appended to `<capture_dir>/<rollout_id>/calls.jsonl` as soon
+With a capture directory (or a `journal` path given to `open`: a proxy process journals into the
+rollout's own folder), each call is appended to `<capture_dir>/<rollout_id>/calls.jsonl` as soon
 as it is recorded (one JSON line, flushed: a killed process leaves every recorded call on disk; a call
 marked partial afterwards is appended again, and readers keep the last line per call_id).
 `close(rollout_id)` forgets the token (later requests get 401) and rewrites that file in order, one
@@ -149,25 +150,33 @@ class SessionStore:
         if open_mode:
             self.default = self._new("default")
 
-    def _new(self, rollout_id: str) -> Session:
+    def _new(self, rollout_id: str, journal: Path | None = None) -> Session:
         _check_rollout_id(rollout_id)
         if rollout_id in self._by_rollout:
             raise ValueError(f"rollout {rollout_id!r} already has an open session")
         session = Session(rollout_id=rollout_id, token=secrets.token_urlsafe(18))
-        if self.capture_dir is not None:
-            session.journal = self.capture_dir / rollout_id / "calls.jsonl"
-            session.journal.parent.mkdir(parents=True, exist_ok=True)
-            session.journal.write_bytes(b"")
+        if journal is None and self.capture_dir is not None:
+            journal = self.capture_dir / rollout_id / "calls.jsonl"
+        if journal is not None:
+            session.journal = journal
+            journal.parent.mkdir(parents=True, exist_ok=True)
+            journal.write_bytes(b"")
         self._by_token[session.token] = session
         self._by_rollout[rollout_id] = session
         return session
 
-    def open(self, rollout_id: str, seed: int | None = None) -> SessionInfo:
-        """Open a session for a rollout (`seed`: see `Session.seed`). Raises ValueError if it is already
-        open or the id is unsafe."""
-        session = self._new(rollout_id)
+    def open(self, rollout_id: str, seed: int | None = None, journal: Path | None = None) -> SessionInfo:
+        """Open a session for a rollout (`seed`: see `Session.seed`; `journal`: where its calls are
+        appended, default `<capture_dir>/<rollout_id>/calls.jsonl` with a capture dir, else none).
+        Raises ValueError if it is already open or the id is unsafe."""
+        session = self._new(rollout_id, journal)
         session.seed = seed
         return SessionInfo(rollout_id, session.token, f"{self.server_url}/r/{session.token}")
+
+    @property
+    def open_count(self) -> int:
+        """Sessions open now."""
+        return len(self._by_rollout)
 
     def by_path_token(self, token: str) -> Session | None:
         """The session of a `/r/<token>/` prefix; unknown tokens have none, in every mode."""
