@@ -141,7 +141,7 @@ async def test_an_engine_that_fails_or_is_gone_is_an_engine_error() -> None:
     with pytest.raises(EngineError, match="answered 500: EngineError: injected fault on call 0"):
         await remote.generate(prompt(engine), SamplingParams(max_tokens=2))
     await server.stop()
-    with pytest.raises(EngineError, match="unreachable|connection"):
+    with pytest.raises(EngineError, match=r"unreachable|connection"):
         await remote.generate(prompt(engine), SamplingParams(max_tokens=2))
     await remote.close()
 

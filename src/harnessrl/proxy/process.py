@@ -80,6 +80,10 @@ class ProxyProcess:
     def open_count(self) -> int:
         return len(self._sessions)
 
+    def __contains__(self, rollout_id: str) -> bool:
+        """Whether this process holds the open session of `rollout_id`."""
+        return rollout_id in self._sessions
+
     def alive(self) -> bool:
         return (
             self.proc is not None

@@ -35,9 +35,8 @@ class RayConfig(Section):
     max_restarts: int = Field(default=3, ge=-1)
     """Times Ray restarts a dead worker actor (-1 = without limit)."""
     advertise_host: str | None = None
-    """Address workers' sandboxes use to reach the proxy; None = the proxy's host, or this node's IP
-    when joining an existing cluster with `proxy.host = "0.0.0.0"` (needed for workers on other
-    machines)."""
+    """Address the workers' proxy processes reach the driver's engine server at; None = the address it
+    binds (`proxy.engine_host`), or this node's IP when that is `0.0.0.0`."""
 
 
 class RolloutConfig(Section):
@@ -52,8 +51,9 @@ class RolloutConfig(Section):
     out_dir: str = "runs/rollouts"
     """One sub-directory per rollout is written here (by the worker that ran it, for Ray)."""
     backend: Literal["asyncio", "ray"] = "asyncio"
-    """asyncio = every rollout in this process; ray = on Ray worker actors (`rollout.ray`), each with
-    its own sandboxes, against this process's proxy and engine."""
+    """asyncio = every rollout in this process (its sessions in this process's proxy, or in
+    `proxy.processes` proxy processes); ray = on Ray worker actors (`rollout.ray`), each with its own
+    sandboxes and proxy process, calling this process's engine."""
     ray: RayConfig = Field(default_factory=RayConfig)
     """Ray cluster and workers (only with `backend = "ray"`)."""
     harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)

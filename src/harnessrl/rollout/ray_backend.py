@@ -1,27 +1,30 @@
-"""Rollout workers as Ray actors (`rollout.backend = "ray"`), behind the proxy of the driver.
+"""Rollout workers as Ray actors (`rollout.backend = "ray"`), each with a proxy process of its own.
 
-    async with RayRolloutRunner(sessions, ("127.0.0.1", proxy_port), settings, cfg.rollout.ray) as runner:
-        rollouts = await runner.run_many(jobs)           # same interface as RolloutRunner
+    runner = RayRolloutRunner(settings, cfg.rollout.ray)
+    runner.join()                                        # ray.init (or join `rollout.ray.address`)
+    await runner.start(NodeSpec(engine_url=..., engine_token=...))   # the driver's engine server
+    rollouts = await runner.run_many(jobs)               # same interface as RolloutRunner
 
-One shared proxy, many workers. The engine lives in the driver (next to the trainer, so weights move
-in process or to one vLLM server), and so do the proxy and its session store: every captured call is
-recorded where it is trained, and sessions are opened and closed next to it. Each worker actor owns a
-`RolloutRunner` without sessions (its own sandbox pool, harness installs, checker sandboxes) and runs
-the phases of a rollout that need a machine: the driver opens the session, the worker runs
-`prepare` + `agent` (sandbox, harness, teardown) with the session's token, the driver closes the
-session and `settle`s the calls and status, and the worker runs `complete` (checker, artifacts).
-Sandboxes reach the proxy at `endpoint`: 127.0.0.1 on a local cluster; across machines the proxy
-listens on `0.0.0.0` and workers get `rollout.ray.advertise_host` (default: this node's IP).
+The engine lives in the driver (next to the trainer, so weights move in process or to one vLLM
+server) and is served to the workers over HTTP (`engines.serve.EngineServer`, private interface, the
+run's token). Each worker actor owns a `RolloutRunner` whose sessions live in a proxy process of its
+own on its machine (`proxy.process.ProxyProcess`, bound to 127.0.0.1 there): a rollout runs whole on
+its worker (sandbox, harness, session, checker, artifacts), its sandbox's model calls go to that
+node's proxy, and only the proxy's engine calls leave the machine. The finished rollout, its calls
+read once from the journal in its folder, comes back as the actor call's return value.
 
-A worker is a process of its own; its sandboxes are its children (bwrap `--die-with-parent`), so a
-worker that dies takes its rollouts' processes with it. Its in-flight rollouts then end as
-`sandbox_error` with the calls they made, or run again (`rollout.ray.retries`) on a restarted or
-other worker (Ray restarts a dead actor up to `rollout.ray.max_restarts` times), and the step
-completes. Jobs go to the worker with the fewest rollouts in flight (`rollout.concurrency` each).
+A worker is a process of its own; its sandboxes and its proxy process are its children (bwrap
+`--die-with-parent`; the proxy process exits when its stdin closes), so a worker that dies takes its
+rollouts' processes with it. Its in-flight rollouts then end as `sandbox_error` with the calls their
+journal holds, or run again (`rollout.ray.retries`) on a restarted or other worker (Ray restarts a
+dead actor up to `rollout.ray.max_restarts` times), and the step completes. A proxy process that dies
+under a live worker ends that worker's open rollouts as `engine_error` (infra) with their journaled
+calls; the next rollout starts a new one. Jobs go to the worker with the fewest rollouts in flight
+(`rollout.concurrency` each).
 
 Cluster. `rollout.ray.address = None` starts a local cluster for the command (and stops it at the
 end); `"auto"` or an address joins an existing one (the workers import harnessrl there, so every node
-needs it installed, and `rollout.out_dir` should be a shared folder: artifacts are written where the
+needs it installed, and `rollout.out_dir` must be a shared folder: artifacts are written where the
 worker runs). Ray is the optional extra `harnessrl[ray]`; nothing else imports it.
 """
 
@@ -34,18 +37,17 @@ import os
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from harnessrl.formats.calls import CALLS_FILE
 from harnessrl.formats.rollout_dir import write_rollout_head
-from harnessrl.proxy.sessions import SessionStore
+from harnessrl.proxy.node import NodeSpec
+from harnessrl.proxy.process import ProxyLost, ProxyProcess, read_journal
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.config import RayConfig
-from harnessrl.rollout.runner import AgentOutcome, RolloutJob, RolloutRunner, RunnerSettings, run_all
-from harnessrl.rollout.status import internal_error, settle, untrusted_failure
+from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings, run_all
 from harnessrl.sandbox.fscopy import remove_tree
-from harnessrl.sandbox.spec import ExecResult
-from harnessrl.types import WORKER_LOST, ModelCall, Rollout, RolloutStatus, group_id
+from harnessrl.types import WORKER_LOST, Rollout, RolloutStatus, group_id
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +67,11 @@ way. The workers run on the standard asyncio loop instead (RAY_USE_UVLOOP=0): 0 
 
 
 class RolloutWorker:
-    """The body of one Ray actor: a session-less RolloutRunner running a rollout's machine phases."""
+    """The body of one Ray actor: a RolloutRunner whose sessions live in this worker's proxy process."""
 
-    def __init__(self, settings: RunnerSettings, endpoint: tuple[str, int]) -> None:
-        self.runner = RolloutRunner(None, endpoint, settings)
+    def __init__(self, settings: RunnerSettings, spec: NodeSpec) -> None:
+        self.proxy = ProxyProcess(spec)
+        self.runner = RolloutRunner(self.proxy, self.proxy.endpoint, settings)
 
     def pid(self) -> int:
         return os.getpid()
@@ -79,50 +82,40 @@ class RolloutWorker:
 
         return str(ray.util.get_node_ip_address())
 
-    async def agent(
-        self, job: RolloutJob, token: str, server_url: str, folder: str
-    ) -> tuple[Rollout, AgentOutcome]:
-        """Steps 1-4 (`RolloutRunner.prepare` and `agent`) with the driver's session token, in the
-        attempt's own folder."""
-        rollout = await self.runner.prepare(job, Path(folder))
-        try:
-            outcome = await self.runner.agent(job, rollout, token, server_url)
-        except Exception as e:
-            internal_error(rollout, e)
-            outcome = AgentOutcome()
-        return rollout, outcome
+    async def proxy_pid(self) -> int | None:
+        """The process id of this worker's proxy process (started if it is not running)."""
+        with contextlib.suppress(ProxyLost):
+            await self.proxy.start()
+        return self.proxy.pid
 
-    async def complete(self, job: RolloutJob, rollout: Rollout, raw: ExecResult | None) -> Rollout:
-        return await self.runner.complete(job, rollout, raw)
+    async def proxy_stats(self, reset: bool = False) -> dict[str, Any]:
+        """`ProxyProcess.stats` of this worker's proxy process."""
+        return await self.proxy.stats(reset)
+
+    async def run(self, job: RolloutJob, folder: str) -> Rollout:
+        """One whole rollout (`RolloutRunner.run`) in the attempt's own folder."""
+        with contextlib.suppress(ProxyLost):  # then opening its session fails: an infra error of the rollout
+            await self.proxy.start()
+        self.runner.endpoint = self.proxy.endpoint  # the port is known once it runs
+        return await self.runner.run(job, Path(folder))
 
     async def close(self) -> None:
         await self.runner.close()
+        await self.proxy.stop()
 
 
 class RayRolloutRunner:
-    """Runs rollouts on Ray worker actors against this process's proxy (see the module docstring)."""
+    """Runs rollouts on Ray worker actors, each with its own proxy process (see the module docstring)."""
 
-    def __init__(
-        self,
-        sessions: SessionStore,
-        endpoint: tuple[str, int],
-        settings: RunnerSettings,
-        cfg: RayConfig,
-        *,
-        listens_everywhere: bool = False,
-    ) -> None:
-        self.sessions = sessions
-        self.endpoint = endpoint
+    def __init__(self, settings: RunnerSettings, cfg: RayConfig) -> None:
         self.settings = settings
         self.cfg = cfg
-        self.listens_everywhere = listens_everywhere
-        """The proxy listens on 0.0.0.0: workers of an existing cluster reach it at this node's IP."""
         self.workers: list[Any] = []
         self._load: list[int] = []
         self._where: dict[str, int] = {}
         """Rollout id -> index of the worker running it (while it runs)."""
-        self._calls: dict[str, list[ModelCall]] = {}
-        """Rollout id -> the calls its last attempt made (kept for a rollout whose worker died)."""
+        self._folders: dict[str, Path] = {}
+        """Rollout id -> the folder of its last attempt (whose journal a lost rollout's calls come from)."""
         self._down: set[int] = set()
         """Workers out of rotation (died; Ray is restarting them)."""
         self._dead: set[int] = set()
@@ -133,8 +126,8 @@ class RayRolloutRunner:
         self._owns_cluster = False
         self._slots = asyncio.Semaphore(max(1, settings.concurrency) * cfg.workers)
 
-    async def start(self) -> None:
-        """Join or start the cluster, then start the worker actors (each reserves `worker_cpus`)."""
+    def join(self) -> str:
+        """Join or start the cluster (`rollout.ray.address`); returns this node's address on it."""
         import ray
 
         if not ray.is_initialized():
@@ -143,17 +136,21 @@ class RayRolloutRunner:
                 kwargs["num_cpus"] = self.cfg.num_cpus
                 self._owns_cluster = True
             ray.init(address=self.cfg.address, **kwargs)
-        host = self.cfg.advertise_host or self.endpoint[0]
-        if self.cfg.advertise_host is None and self.cfg.address is not None and self.listens_everywhere:
-            host = ray.util.get_node_ip_address()  # other nodes cannot reach 127.0.0.1
+        return str(ray.util.get_node_ip_address())
+
+    async def start(self, spec: NodeSpec) -> None:
+        """Start the worker actors (each reserves `worker_cpus`; each starts its proxy process from
+        `spec`, which says where the engine server is). Joins the cluster first if not done."""
+        import ray
+
+        self.join()
         actor = ray.remote(RolloutWorker).options(
             num_cpus=self.cfg.worker_cpus,
             max_restarts=self.cfg.max_restarts,
             max_task_retries=0,
             runtime_env={"env_vars": {"RAY_USE_UVLOOP": "0"}},  # see WORKER_LOOP
         )
-        endpoint = (host, self.endpoint[1])
-        self.workers = [actor.remote(self.settings, endpoint) for _ in range(self.cfg.workers)]
+        self.workers = [actor.remote(self.settings, spec) for _ in range(self.cfg.workers)]
         self._load = [0] * len(self.workers)
         self._nodes = list(await asyncio.gather(*(w.node.remote() for w in self.workers)))  # all up
 
@@ -183,9 +180,7 @@ class RayRolloutRunner:
             self._load[index] += 1
             self._where[job.rollout_id] = index
             try:
-                done = await self._attempt(index, job, attempts)
-                self._calls.pop(job.rollout_id, None)
-                return done
+                return await self._attempt(index, job, attempts)
             except RayActorError as e:
                 log.warning("rollout %s: worker %d died (attempt %d): %s", job.rollout_id, index, attempt, e)
                 error = e
@@ -230,25 +225,12 @@ class RayRolloutRunner:
             return
 
     async def _attempt(self, index: int, job: RolloutJob, attempts: int) -> Rollout:
-        worker = self.workers[index]
         folder = self.settings.out_dir / ATTEMPTS / f"{job.rollout_id}.{attempts}"
-        info = self.sessions.open(job.rollout_id)
-        try:
-            where = (info.token, self.sessions.server_url, str(folder))
-            rollout, outcome = await worker.agent.remote(job, *where)
-        finally:
-            closed = self.sessions.close(job.rollout_id)
-            self._calls[job.rollout_id] = list(closed)
-        try:
-            settle(rollout, closed, closed.dropped, outcome.result)
-        except Exception as e:  # still data, as in RolloutRunner.run: the policy's once it was launched
-            if outcome.launched:
-                untrusted_failure(rollout, RolloutStatus.HARNESS_ERROR, "settling the rollout", e)
-            else:
-                internal_error(rollout, e)
-        rollout.node, rollout.attempts = self._nodes[index], attempts
-        done: Rollout = await worker.complete.remote(job, rollout, outcome.raw)
+        self._folders[job.rollout_id] = folder
+        done: Rollout = await self.workers[index].run.remote(job, str(folder))
+        done.node, done.attempts = self._nodes[index], attempts
         await asyncio.to_thread(self._publish, done, folder)
+        self._folders.pop(job.rollout_id, None)
         return done
 
     def _publish(self, rollout: Rollout, folder: Path) -> None:
@@ -275,14 +257,17 @@ class RayRolloutRunner:
         write_rollout_head(final, rollout)
 
     async def _lost(self, job: RolloutJob, error: BaseException | None, attempts: int) -> Rollout:
-        """A rollout whose last worker died: `sandbox_error`, its folder holding what is known."""
+        """A rollout whose last worker died: `sandbox_error`, its folder holding what is known, its calls
+        those its last attempt's journal holds."""
         rdir = self.settings.out_dir / job.rollout_id
+        folder = self._folders.pop(job.rollout_id, None)
+        calls = await asyncio.to_thread(read_journal, folder / CALLS_FILE) if folder is not None else []
         rollout = Rollout(
             rollout_id=job.rollout_id,
             task_id=job.task.id,
             harness=job.harness,
             group_id=job.group_id or group_id(job.task.id, job.harness),
-            calls=self._calls.pop(job.rollout_id, []),
+            calls=calls,
             status=RolloutStatus.SANDBOX_ERROR,
             status_reason=f"{WORKER_LOST} ({type(error).__name__}); the calls it made are kept"
             if error is not None
@@ -315,12 +300,3 @@ class RayRolloutRunner:
         if self._owns_cluster and ray.is_initialized():
             ray.shutdown()
             self._owns_cluster = False
-
-    async def __aenter__(self) -> RayRolloutRunner:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()

@@ -9,7 +9,10 @@ pool of prewarmed sandboxes.
 For each rollout, in this order (every step's failure becomes a status, never an exception):
 
     1. materialise the task workspace into <out_dir>/<rollout_id>/workspace    (task files only)
-    2. open a proxy session; the harness will get `<endpoint inside>/r/<token>` and the token as key
+    2. open a proxy session on the runner's session host (`proxy.host`: the proxy in this event loop,
+       or a proxy process of this worker, which journals the calls into the rollout's folder); the
+       harness will get `<endpoint inside>/r/<token>` and the token as key. A proxy process that
+       dies ends the rollout at once: engine_error (infra), its journaled calls kept
     3. create the sandbox (workspace bound rw at the task's mount dir, only the model endpoint
        reachable), or, by default, take a prewarmed one from the pool (`sandbox.pool_size`) and
        copy the workspace in                                         -> sandbox_error (infra)
@@ -55,16 +58,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from harnessrl.formats.calls import CALLS_FILE
 from harnessrl.formats.rollout_dir import write_rollout_head
 from harnessrl.harnesses.base import Endpoint, HarnessResult, McpServer
 from harnessrl.harnesses.launch import configure_harness, exec_harness, harness_binds
 from harnessrl.harnesses.registry import get_harness
+from harnessrl.proxy.host import LocalSessions, SessionHost
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.status import (
-    OVERFLOW_TAG,
     internal_error,
     policy_faults,
+    proxy_lost,
     set_status,
     settle,
     untrusted_failure,
@@ -176,14 +181,15 @@ class RolloutRunner:
 
     def __init__(
         self,
-        sessions: SessionStore | None,
+        sessions: SessionStore | SessionHost | None,
         endpoint: tuple[str, int],
         settings: RunnerSettings,
         *,
         judge: RubricJudge | None = None,
         checker_runner: Callable[[], CommandRunner | None] | None = None,
     ) -> None:
-        self.sessions = sessions
+        self.sessions = LocalSessions(sessions) if isinstance(sessions, SessionStore) else sessions
+        """Where sessions open: the proxy in this event loop, or a proxy process (`proxy.host`)."""
         self.endpoint = endpoint
         self.settings = settings
         self.judge = judge
@@ -210,27 +216,27 @@ class RolloutRunner:
 
         return await run_all(self.run, jobs, self._slots, on_done)
 
-    async def run(self, job: RolloutJob) -> Rollout:
-        """Run one rollout to exactly one status; never raises for the rollout's own failures.
+    async def run(self, job: RolloutJob, rdir: Path | None = None) -> Rollout:
+        """Run one rollout to exactly one status (in `rdir`, default `out_dir/<rollout id>`); never
+        raises for the rollout's own failures.
 
-        The phases (`prepare`, `agent`, `settle`, `complete`) are public so that a remote worker can
-        run all but the session: the Ray backend opens and closes sessions next to the proxy."""
+        The phases (`prepare`, `agent`, `complete`) are public so that a caller can run them apart."""
         if self.sessions is None:
-            raise RuntimeError("this runner has no session store: it only runs phases for a remote driver")
-        rollout = await self.prepare(job)
-        outcome: AgentOutcome | None = AgentOutcome()  # None: stopped at a context overflow
+            raise RuntimeError("this runner has no session host: it only runs phases for a remote driver")
+        rollout = await self.prepare(job, rdir)
+        outcome: AgentOutcome | None = AgentOutcome()  # None: stopped at a context overflow or a lost proxy
         try:
-            info = self.sessions.open(job.rollout_id, seed=job.seed)
-            overflow = asyncio.Event()
-            self.sessions.watch(job.rollout_id, lambda c: overflow.set() if OVERFLOW_TAG in c.tags else None)
+            opened = await self.sessions.open(job.rollout_id, job.seed, Path(rollout.workdir) / CALLS_FILE)
             t0 = time.perf_counter()
             try:
                 outcome = await _until_overflow(
-                    self.agent(job, rollout, info.token, self.sessions.server_url), overflow
+                    self.agent(job, rollout, opened.token, opened.server_url), opened.ended
                 )
             finally:
                 rollout.timings["agent"] = round(time.perf_counter() - t0, 3)
-                closed = self.sessions.close(job.rollout_id)
+                closed = await self.sessions.close(job.rollout_id)
+                if opened.lost is not None:  # before settle: the first failure wins
+                    proxy_lost(rollout, opened.lost)
                 timeout_s = job.task.timeout_s or self.settings.timeout_s
                 result = None if outcome is None else outcome.result
                 settle(rollout, closed, closed.dropped, result, stopped=outcome is None, timeout_s=timeout_s)
@@ -467,10 +473,11 @@ def _prepare_folder(task: Task, rdir: Path) -> None:
 
 
 async def _until_overflow(launched: Coroutine[Any, Any, T], overflow: asyncio.Event) -> T | None:
-    """Run the harness until it ends, or until a call of its session overflowed the context: then
-    the harness is cancelled (its sandbox is destroyed by the caller) and None comes back. A harness
-    would otherwise retry the 400 (or give up only after many calls): a prompt that does not fit will
-    not fit on the next try either."""
+    """Run the harness until it ends, or until its session ended (`OpenSession.ended`: a call
+    overflowed the context, or the proxy process serving it died): then the harness is cancelled (its
+    sandbox is destroyed by the caller) and None comes back. A harness would otherwise retry the 400
+    (or give up only after many calls): a prompt that does not fit will not fit on the next try
+    either; and a dead proxy answers nothing."""
     task = asyncio.ensure_future(launched)
     watcher = asyncio.ensure_future(overflow.wait())
     try:

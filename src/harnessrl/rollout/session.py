@@ -4,7 +4,9 @@
     async with RolloutStack.from_config(cfg, tasks) as stack:
         rollouts = await stack.runner.run_many(jobs)
 
-The stack owns the engine, the chat format, the proxy server (in this event loop) and the runner.
+The stack owns the engine, the chat format, the proxy server (in this event loop) and the runner; or,
+when the sessions live in proxy processes (`rollout.backend = "ray"`, or `proxy.processes` > 0), the
+engine server those processes call (`rollout.serving`) instead of the proxy in this loop.
 With `engine.type = "scripted"` and no `engine.script`, every task is answered by its reference
 solution as a single action through the chosen harness's own shell tool, then its way of finishing
 (the adapter's `reference_engine`: the known-good sequence used to check a harness end to end). The
@@ -19,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
+from harnessrl.engines.serve import EngineServer
 from harnessrl.harnesses.registry import get_harness
 from harnessrl.protocols import Engine
 from harnessrl.proxy.deps import default_deps
@@ -26,6 +29,7 @@ from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.config import RolloutSections
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings
+from harnessrl.rollout.serving import remote_sessions, start_remote
 from harnessrl.types import EngineError, HarnessError, Rollout, Task
 from harnessrl.verify.harbor import preflight
 
@@ -79,13 +83,16 @@ class Runner(Protocol):
 
 @dataclass
 class RolloutStack:
-    """Engine + proxy + runner, started and stopped together."""
+    """Engine + proxy (or engine server and proxy processes) + runner, started and stopped together."""
 
     cfg: RolloutSections
     engine: Engine
     server: ProxyServer
+    """The proxy in this event loop (not started when the sessions live in proxy processes)."""
     runner: Runner | None = None
     """The rollout backend (`rollout.backend`), set on entering."""
+    engine_server: EngineServer | None = None
+    """The engine served to proxy processes (`rollout.serving`), when they serve the sessions."""
 
     @classmethod
     def from_config(
@@ -102,7 +109,6 @@ class RolloutStack:
         return cls(cfg=cfg, engine=engine, server=ProxyServer(deps))
 
     async def __aenter__(self) -> RolloutStack:
-        await self.server.start()
         settings = RunnerSettings(
             out_dir=Path(self.cfg.rollout.out_dir),
             timeout_s=self.cfg.rollout.timeout_s,
@@ -110,24 +116,15 @@ class RolloutStack:
             sandbox=self.cfg.sandbox,
             verify=self.cfg.verify,
         )
-        host = "127.0.0.1" if self.server.host in ("0.0.0.0", "") else self.server.host
-        endpoint, sessions = (host, self.server.port), self.server.deps.sessions
-        if self.cfg.rollout.backend == "ray":
-            from harnessrl.rollout.ray_backend import RayRolloutRunner
-
-            everywhere = self.server.host in ("0.0.0.0", "")
-            ray_runner = RayRolloutRunner(
-                sessions, endpoint, settings, self.cfg.rollout.ray, listens_everywhere=everywhere
+        if remote_sessions(self.cfg.rollout, self.cfg.proxy):
+            sampling = self.cfg.engine.sampling
+            self.engine_server, self.runner = await start_remote(
+                self.engine, self.cfg.rollout, self.cfg.proxy, sampling, settings
             )
-            try:
-                await ray_runner.start()
-            except BaseException:
-                await ray_runner.close()
-                await self.server.stop()
-                raise
-            self.runner = ray_runner
-        else:
-            self.runner = RolloutRunner(sessions, endpoint, settings)
+            return self
+        await self.server.start()
+        host = "127.0.0.1" if self.server.host in ("0.0.0.0", "") else self.server.host
+        self.runner = RolloutRunner(self.server.deps.sessions, (host, self.server.port), settings)
         return self
 
     async def __aexit__(
@@ -136,6 +133,8 @@ class RolloutStack:
         if self.runner is not None:
             await self.runner.close()
         await self.server.stop()
+        if self.engine_server is not None:
+            await self.engine_server.stop()
         close: Any = getattr(self.engine, "close", None)
         if close is not None:
             await close()

@@ -49,6 +49,17 @@ def set_status(
     rollout.status_reason = f"{cause} | {tail}" if tail else cause
 
 
+PROXY_LOST = "proxy process died"
+"""Start of the `status_reason` of a rollout whose proxy process died under it (`proxy.process`)."""
+
+
+def proxy_lost(rollout: Rollout, why: str) -> None:
+    """The proxy process serving the rollout died: `engine_error` of the infrastructure (nothing the
+    policy sends can kill it; a request that crashed the proxy would be a bug of ours), never trained;
+    the calls it had journaled are kept."""
+    set_status(rollout, RolloutStatus.ENGINE_ERROR, f"{PROXY_LOST} ({why}); the calls it recorded are kept")
+
+
 TRACEBACK_CHARS = 20_000
 """Most characters of a traceback kept in `reward_detail` (a RecursionError's runs to a megabyte)."""
 
