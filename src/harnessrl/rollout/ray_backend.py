@@ -82,6 +82,12 @@ class RolloutWorker:
 
         return str(ray.util.get_node_ip_address())
 
+    async def ready(self) -> str:
+        """Start this worker's proxy process (ProxyLost when it cannot start); the node's address."""
+        await self.proxy.start()
+        self.runner.endpoint = self.proxy.endpoint
+        return self.node()
+
     async def proxy_pid(self) -> int | None:
         """The process id of this worker's proxy process (started if it is not running)."""
         with contextlib.suppress(ProxyLost):
@@ -152,7 +158,7 @@ class RayRolloutRunner:
         )
         self.workers = [actor.remote(self.settings, spec) for _ in range(self.cfg.workers)]
         self._load = [0] * len(self.workers)
-        self._nodes = list(await asyncio.gather(*(w.node.remote() for w in self.workers)))  # all up
+        self._nodes = list(await asyncio.gather(*(w.ready.remote() for w in self.workers)))  # all up
 
     async def worker_pid(self, rollout_id: str) -> int | None:
         """The process id of the worker running `rollout_id` (None when it is not running)."""
