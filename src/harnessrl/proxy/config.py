@@ -31,8 +31,8 @@ class ProxyConfig(Section):
     engine_port: int = 0
     """Port of the engine server (0 = a free one)."""
     max_body_bytes: int = 16 * 1024 * 1024
-    """Requests larger than this get 413 (after gzip/deflate decoding). Bodies over 256 KiB are
-    parsed and rendered in a worker thread, so they do not stall other sessions."""
+    """Requests larger than this get 413 (after gzip/deflate decoding). Bodies of 16 KiB and up are
+    parsed, rendered and tokenized in a worker thread, so they do not stall other sessions."""
     max_prompt_tokens: int | None = Field(default=262_144, ge=1)
     """Rendered prompts longer than this get the API's "prompt is too long" 400, whatever the engine's
     context (None = only the context); this also bounds what one request costs the tokenizer."""
