@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+import orjson
 from pydantic import ValidationError
 
 from harnessrl.formats import FormatError, decode, untrusted_json
@@ -25,8 +26,11 @@ CALLS_FILE = "calls.jsonl"
 
 
 def call_line(call: ModelCall) -> str:
-    """One call as its line of `calls.jsonl`."""
-    return call.model_dump_json() + "\n"
+    """One call as its line of `calls.jsonl`. The prompt ids (tens of thousands of ints; a list, or the
+    tuple an open proxy session holds) are written by orjson, the rest by pydantic, and come last:
+    0.1 ms for a 25k-token call where pydantic alone took 0.5 ms (a proxy journals every call)."""
+    head = call.model_dump_json(exclude={"prompt_ids"})
+    return f'{head[:-1]},"prompt_ids":{orjson.dumps(call.prompt_ids).decode()}}}\n'
 
 
 def write_calls(path: Path, calls: Iterable[ModelCall]) -> None:

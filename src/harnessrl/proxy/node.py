@@ -7,8 +7,9 @@ retry replay, capture, the journal and the failure policy are the ones the drive
 differs is around it: the engine is the driver's, reached over HTTP (`engines.remote.RemoteEngine`,
 with the run's token), the tokenizer is loaded here from the engine's spec (its vocabulary digest
 must match), each session journals its calls into its rollout's folder (the parent reads them from
-there at close, or after this process died), and the heap is this process's own: it is settled once
-after start-up (`gc.freeze`, no trainer's heap to worry about) and its collections are timed.
+there at close, or after this process died: the appended lines, a call's last line winning), and
+the heap is this process's own: it is settled once after start-up (`gc.freeze`, no trainer's heap
+to worry about) and its collections are timed.
 
 Control channel: the first line on stdin is the `NodeSpec` (JSON; the engine token travels here,
 never in argv). Then one JSON command per line on stdin, one answer per line on the original stdout
@@ -105,7 +106,7 @@ class Node:
             )
             return {"token": info.token}
         if op == "close":
-            calls = sessions.close(str(msg["rollout_id"]))
+            calls = sessions.close(str(msg["rollout_id"]), rewrite=False)  # the parent reads and sorts
             return {"calls": len(calls), "dropped": calls.dropped}
         if op == "stats":
             return {

@@ -9,8 +9,9 @@
 
 The child is `python -m harnessrl.proxy.node` (its docstring has the control channel). Calls reach
 this process through the rollout's folder: the child journals each call as it is recorded (one
-flushed line) and rewrites the journal in order at close; `close` reads it once
-(`formats.calls.read_calls`, in a thread). Nothing but the token and two counts crosses the pipe.
+flushed line; a call marked partial later gets a second); `close` reads it once
+(`formats.calls.read_calls`, in a thread: a call's last line wins), in call order. Nothing but the
+token and two counts crosses the pipe.
 
 When the child dies (killed, out of memory), every session open on it ends at once
 (`OpenSession.ended`, with `lost` saying how it died), and `close` returns what its journal holds:

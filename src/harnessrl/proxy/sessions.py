@@ -129,7 +129,7 @@ class Session:
 
     def _journal(self, call: ModelCall) -> None:
         if self.journal is not None and not self.closed:
-            append_call(self.journal, released(call))
+            append_call(self.journal, call)  # the line is the same for held (tuple) prompt ids
 
 
 def _check_rollout_id(rollout_id: str) -> None:
@@ -201,10 +201,11 @@ class SessionStore:
         `fn` sees the call as the session holds it: prompt ids as a tuple (module docstring)."""
         self._by_rollout[rollout_id].watchers.append(fn)
 
-    def close(self, rollout_id: str) -> RecordedCalls:
-        """Close the session, record its calls still in flight as partial, rewrite
-        `<capture_dir>/<rollout_id>/calls.jsonl` with its calls in order (one line per call,
-        atomically), return them, with `.dropped` = calls it failed to record."""
+    def close(self, rollout_id: str, *, rewrite: bool = True) -> RecordedCalls:
+        """Close the session, record its calls still in flight as partial, rewrite its journal with its
+        calls in order (one line per call, atomically; `rewrite=False`: leave the appended journal as
+        it is, for a reader that keeps the last line per call and sorts), return them, with
+        `.dropped` = calls it failed to record."""
         session = self._by_rollout.pop(rollout_id)
         self._by_token.pop(session.token, None)
         session.watchers.clear()
@@ -221,7 +222,7 @@ class SessionStore:
                 c.prompt_ids = list(c.prompt_ids)
         calls = RecordedCalls(sorted(session.calls, key=lambda c: c.index))
         calls.dropped = session.dropped
-        if session.journal is not None:
+        if session.journal is not None and rewrite:
             tmp = session.journal.with_name(".calls.jsonl.tmp")
             write_calls(tmp, calls)
             os.replace(tmp, session.journal)
