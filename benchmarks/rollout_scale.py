@@ -7,10 +7,11 @@ Needs the optional extra `harnessrl[ray]`. The same trivial workload for every b
 harness in a real bubblewrap sandbox makes one model call with curl through the sandbox's only way
 out (the scripted engine answers "hi there", no model), sleeps `--sleep` seconds (a tool running),
 then the task's checker scores the workspace in its own sandbox; artifacts are written as always. The
-proxy and engine run in this process for every backend; the Ray workers are actors of a local cluster
-started once (its start-up is printed, not counted). `--concurrency` rollouts run at once per worker
-(the asyncio backend is one worker), so Ray with 2 workers runs twice as many at once: the asyncio
-backend is also run at that total concurrency, the fair baseline for it.
+engine runs in this process for every backend, and so does the proxy of the asyncio backend; each Ray
+worker has a proxy process of its own calling the engine through the engine server. The Ray workers
+are actors of a local cluster started once (its start-up is printed, not counted). `--concurrency`
+rollouts run at once per worker (the asyncio backend is one worker), so Ray with 2 workers runs twice
+as many at once: the asyncio backend is also run at that total concurrency, the fair baseline for it.
 
 Prints, per backend: rollouts, workers x concurrency, wall seconds, rollouts/minute, and the rate as a
 ratio to the asyncio backend at the same total concurrency. On one machine Ray adds processes and
@@ -18,12 +19,12 @@ serialisation and buys no cores; its point is spreading sandboxes over machines.
 
 The last row, `ray 2 nodes` (root with iproute2 only; `--no-two-node` skips it), runs the same
 workload on a two-node cluster simulated in network namespaces (`harnessrl.rollout.netsim`): a head
-and a worker node, one worker actor on each, the driver (proxy, engine) in the head's namespace, so
-half the rollouts reach the proxy across a veth link. One machine, so no speed-up is expected: its
-ratio to `ray 2 x c` on a local cluster is the cost of the network hop and of Ray across nodes per
-rollout. That arm runs in a child process inside the head's namespace (a driver must live there);
-everything else in this one. Left out: real harnesses (seconds of start-up each), a second disk,
-network latency.
+and a worker node, one worker actor on each, the driver (engine, engine server) in the head's
+namespace, so half the rollouts' proxy calls the engine across a veth link. One machine, so no
+speed-up is expected: its ratio to `ray 2 x c` on a local cluster is the cost of the network hop and
+of Ray across nodes per rollout. That arm runs in a child process inside the head's namespace (a
+driver must live there); everything else in this one. Left out: real harnesses (seconds of start-up
+each), a second disk, network latency.
 """
 
 from __future__ import annotations
@@ -73,12 +74,8 @@ def make_jobs(n: int, sleep: float) -> list[RolloutJob]:
 
 def make_cfg(out: Path, backend: str, workers: int, concurrency: int, address: str | None = None) -> Config:
     ray = {"workers": workers, "worker_cpus": 0.0}
-    extra = {}
-    if address is not None:  # two nodes: one actor per node (1 CPU each), the proxy on the head's link
-        from harnessrl.rollout.netsim import HEAD_IP
-
+    if address is not None:  # two nodes: one actor per node (1 CPU each), the engine on the head's link
         ray = {"workers": workers, "worker_cpus": 1.0, "address": address}
-        extra = {"proxy": {"host": HEAD_IP}}
     return Config.model_validate(
         {
             "engine": {"type": "scripted", "model": "tiny-qwen3"},
@@ -89,7 +86,6 @@ def make_cfg(out: Path, backend: str, workers: int, concurrency: int, address: s
                 "backend": backend,
                 "ray": ray,
             },
-            **extra,
         }
     )
 

@@ -8,8 +8,7 @@ differs is around it: the engine is the driver's, reached over HTTP (`engines.re
 with the run's token), the tokenizer is loaded here from the engine's spec (its vocabulary digest
 must match), each session journals its calls into its rollout's folder (the parent reads them from
 there at close, or after this process died: the appended lines, a call's last line winning), and
-the heap is this process's own: it is settled once after start-up (`gc.freeze`, no trainer's heap
-to worry about) and its collections are timed.
+the heap is this process's own, so it can be managed for short pauses (`HeapKeeper`).
 
 Control channel: the first line on stdin is the `NodeSpec` (JSON; the engine token travels here,
 never in argv). Then one JSON command per line on stdin, one answer per line on the original stdout
@@ -65,13 +64,30 @@ class NodeSpec(BaseModel):
     """The chat format's thinking switch (`ChatFormat(enable_thinking=...)`)."""
 
 
-class GcClock:
-    """Times the collector's pauses (`gc.callbacks`): per generation, count, total and longest."""
+class HeapKeeper:
+    """The proxy process's garbage collector: short pauses, timed.
 
-    def __init__(self) -> None:
+    A full collection walks every tracked object not frozen, and 64 open 30-call Claude Code sessions
+    hold ~75k of them: 30-50 ms of CPU a pause on this machine (0.2-0.6 s of wall time under load),
+    which every call in flight waits out. So every `interval_s` what is alive is frozen (`gc.freeze`,
+    after a collection of what was not frozen yet: the objects of the last interval, a few ms), and
+    later collections walk only what came since. A frozen object is still freed by reference counting
+    when its session closes; only cyclic garbage among frozen objects would be kept, and a session
+    leaves none (`benchmarks/proxy_processes.py`; stats report the frozen count). The start-up heap
+    (modules, the tokenizer) is frozen first, as `settle_heap` does. `gc.callbacks` time every
+    collection: per generation, count, total and longest."""
+
+    def __init__(self, interval_s: float = 1.0) -> None:
+        self.interval_s = interval_s
         self.pauses: list[list[float]] = [[], [], []]
         self._t0 = 0.0
         gc.callbacks.append(self._on_gc)
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            gc.collect()  # walks only what is not frozen yet
+            gc.freeze()
 
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
@@ -93,7 +109,7 @@ class Node:
 
     def __init__(self, deps: Any, server: Any, write: Any) -> None:
         self.deps, self.server, self.write = deps, server, write
-        self.gc = GcClock()
+        self.heap = HeapKeeper()
 
     def command(self, msg: dict[str, Any]) -> dict[str, Any]:
         op, sessions = msg.get("op"), self.deps.sessions
@@ -114,7 +130,8 @@ class Node:
                 "cpu_s": time.process_time(),
                 "requests": self.server.requests,
                 "sessions": sessions.open_count,
-                "gc": self.gc.summary(bool(msg.get("reset"))),
+                "gc": self.heap.summary(bool(msg.get("reset"))),
+                "frozen": gc.get_freeze_count(),
             }
         raise ValueError(f"unknown command {op!r}")
 
@@ -140,6 +157,7 @@ async def serve(spec: NodeSpec, commands: asyncio.StreamReader, write: Any) -> N
         )
     async with ProxyServer(deps, spec.host, spec.port, freeze_heap=True) as server:
         node = Node(deps, server, write)
+        keeper = asyncio.ensure_future(node.heap.run())
         write({"ready": server.url, "pid": os.getpid()})
         while line := await commands.readline():
             msg: dict[str, Any] = {}
@@ -149,6 +167,7 @@ async def serve(spec: NodeSpec, commands: asyncio.StreamReader, write: Any) -> N
             except Exception as e:  # a bad command is answered, never the end of the proxy
                 answer = {"error": f"{type(e).__name__}: {e}"}
             write({"id": msg.get("id") if isinstance(msg, dict) else None, **answer})
+        keeper.cancel()
     await engine.close()
 
 
