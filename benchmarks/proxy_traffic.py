@@ -38,6 +38,7 @@ turn's own copies (the code before).
     .venv/bin/python benchmarks/proxy_traffic.py --stages               # ~2 minutes
     .venv/bin/python benchmarks/proxy_traffic.py --dialects anthropic --sessions 1 --calls 30
     .venv/bin/python benchmarks/proxy_traffic.py --sessions 1 --profile /tmp/proxy.prof   # cProfile the proxy
+    .venv/bin/python benchmarks/proxy_traffic.py --processes 1 2   # 1 vs 2 proxy processes, side by side
 
 Goal (issue 23): added p50 <= 1 ms, p99 <= 5 ms, CPU <= 1 ms per call at 64 sessions, and a per-call
 cost that does not grow with the conversation once the prefix is spliced.
@@ -743,11 +744,35 @@ def main() -> None:
         action="store_true",
         help="also run each multi-session level on a server holding prompt ids as lists (the code before)",
     )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        nargs="+",
+        help="instead: the same traffic through 1 vs N proxy processes at max(--sessions) sessions, side by"
+        " side (benchmarks/proxy_processes.py), e.g. --processes 1 2",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-lists", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         asyncio.run(serve(args.serve_lists))
+        return
+    if args.processes:
+        from proxy_processes import parser as processes_parser
+        from proxy_processes import run as run_processes
+
+        shared = [
+            "--sessions",
+            str(max(args.sessions)),
+            "--calls",
+            str(args.calls),
+            "--repeat",
+            str(args.repeat),
+        ]
+        shared += ["--pad-chars", str(args.pad_chars), "--think-ms", str(args.think_ms)]
+        asyncio.run(
+            run_processes(processes_parser().parse_args(["--processes", *map(str, args.processes), *shared]))
+        )
         return
     if args.stages:
         for dialect in args.dialects:
