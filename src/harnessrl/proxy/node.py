@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field
 
 from harnessrl.engines.config import SamplingConfig
 from harnessrl.proxy.config import ProxyConfig
-from harnessrl.proxy.host import OVERFLOW_TAG
+from harnessrl.proxy.session_host import OVERFLOW_TAG
 
 log = logging.getLogger(__name__)
 

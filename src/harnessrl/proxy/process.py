@@ -35,8 +35,8 @@ from typing import Any
 import harnessrl
 from harnessrl.formats import FormatError
 from harnessrl.formats.calls import read_calls
-from harnessrl.proxy.host import OpenSession
 from harnessrl.proxy.node import NodeSpec
+from harnessrl.proxy.session_host import OpenSession
 from harnessrl.proxy.sessions import RecordedCalls
 from harnessrl.types import ModelCall
 

@@ -9,7 +9,7 @@ pool of prewarmed sandboxes.
 For each rollout, in this order (every step's failure becomes a status, never an exception):
 
     1. materialise the task workspace into <out_dir>/<rollout_id>/workspace    (task files only)
-    2. open a proxy session on the runner's session host (`proxy.host`: the proxy in this event loop,
+    2. open a proxy session on the runner's session host (`proxy.session_host`: the proxy in this event loop,
        or a proxy process of this worker, which journals the calls into the rollout's folder); the
        harness will get `<endpoint inside>/r/<token>` and the token as key. A proxy process that
        dies ends the rollout at once: engine_error (infra), its journaled calls kept
@@ -63,7 +63,7 @@ from harnessrl.formats.rollout_dir import write_rollout_head
 from harnessrl.harnesses.base import Endpoint, HarnessResult, McpServer
 from harnessrl.harnesses.launch import configure_harness, exec_harness, harness_binds
 from harnessrl.harnesses.registry import get_harness
-from harnessrl.proxy.host import LocalSessions, SessionHost
+from harnessrl.proxy.session_host import LocalSessions, SessionHost
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.status import (
@@ -189,7 +189,7 @@ class RolloutRunner:
         checker_runner: Callable[[], CommandRunner | None] | None = None,
     ) -> None:
         self.sessions = LocalSessions(sessions) if isinstance(sessions, SessionStore) else sessions
-        """Where sessions open: the proxy in this event loop, or a proxy process (`proxy.host`)."""
+        """Where sessions open: the proxy in this event loop, or a proxy process (`proxy.session_host`)."""
         self.endpoint = endpoint
         self.settings = settings
         self.judge = judge
