@@ -197,8 +197,9 @@ class Level:
             "p50": percentile(latencies, 0.5) * 1000,
             "p99": percentile(latencies, 0.99) * 1000,
             "gc_max_ms": max(g[2] for a in after for g in a["gc"]) * 1000,
+            "gc_max_cpu_ms": max(g[4] for a in after for g in a["gc"]) * 1000,
             "gc_full": sum(a["gc"][2][0] for a in after),
-            "gc_ms_per_call": sum(g[1] for a in after for g in a["gc"]) * 1000 / calls,
+            "gc_cpu_ms_per_call": sum(g[3] for a in after for g in a["gc"]) * 1000 / calls,
         }
 
     async def one_session(self, repeat: int, base: int) -> dict[str, Any]:
@@ -281,7 +282,7 @@ def print_rows(args: argparse.Namespace, rows: list[tuple[int, dict[str, Any]]])
     )
     print(f"\nproxy processes, {what}:")
     head = f"{'procs':>5} | {'CPU/call 1 sess':>15} {'spliced':>7} | {'CPU/call':>8} {'calls/CPU-s':>11} |"
-    head += f" {'added p50':>9} {'p99':>7} | {'max GC':>6} {'full':>4} {'GC/call':>7} |"
+    head += f" {'added p50':>9} {'p99':>7} | {'max GC CPU':>10} {'wall':>7} {'full':>4} {'GC CPU/call':>11} |"
     head += f" {'calls/s sat.':>12} {'vs 1':>5}"
     print(head + "\n" + "-" * len(head))
     for n, r in rows:
@@ -289,8 +290,10 @@ def print_rows(args: argparse.Namespace, rows: list[tuple[int, dict[str, Any]]])
         a50, a99 = busy["p50"] - r["direct_p50"], busy["p99"] - r["direct_p99"]
         print(
             f"{n:>5} | {one['cpu_ms']:>13.2f}ms {one['spliced_ms']:>5.2f}ms | {busy['cpu_ms']:>6.2f}ms"
-            f" {busy['calls_per_cpu_s']:>11.0f} | {a50:>7.2f}ms {a99:>5.1f}ms | {busy['gc_max_ms']:>4.1f}ms"
-            f" {busy['gc_full']:>4} {busy['gc_ms_per_call']:>5.2f}ms | {sat['calls_per_s']:>12.1f}"
+            f" {busy['calls_per_cpu_s']:>11.0f} | {a50:>7.2f}ms {a99:>5.1f}ms |"
+            f" {busy['gc_max_cpu_ms']:>8.1f}ms"
+            f" {busy['gc_max_ms']:>5.1f}ms {busy['gc_full']:>4} {busy['gc_cpu_ms_per_call']:>9.2f}ms |"
+            f" {sat['calls_per_s']:>12.1f}"
             f" {sat['calls_per_s'] / first:>4.2f}x",
             flush=True,
         )

@@ -60,19 +60,24 @@ async def served() -> AsyncIterator[tuple[Recording, EngineServer]]:
         yield engine, server
 
 
+@pytest.fixture
+async def proxy(served: tuple[Recording, EngineServer]) -> AsyncIterator[ProxyProcess]:
+    """A proxy process calling the served engine (stopped at the end)."""
+    _, server = served
+    process = ProxyProcess(NodeSpec(engine_url=server.url, engine_token=server.token))
+    yield process
+    await process.stop()
+
+
 async def test_calls_through_a_proxy_process_are_the_in_process_ones(
-    served: tuple[Recording, EngineServer], tmp_path: Path
+    served: tuple[Recording, EngineServer], proxy: ProxyProcess, tmp_path: Path
 ) -> None:
-    engine, server = served
-    proxy = ProxyProcess(NodeSpec(engine_url=server.url, engine_token=server.token))
-    try:
-        opened = await proxy.open("r0", seed=5, journal=tmp_path / "r0" / "calls.jsonl")
-        codes = await conversation(f"{opened.server_url}/r/{opened.token}")
-        journaled = (tmp_path / "r0" / "calls.jsonl").read_text().splitlines()
-        stats = await proxy.stats()
-        remote = await proxy.close("r0")
-    finally:
-        await proxy.stop()
+    engine, _ = served
+    opened = await proxy.open("r0", seed=5, journal=tmp_path / "r0" / "calls.jsonl")
+    codes = await conversation(f"{opened.server_url}/r/{opened.token}")
+    journaled = (tmp_path / "r0" / "calls.jsonl").read_text().splitlines()
+    stats = await proxy.stats()
+    remote = await proxy.close("r0")
     deps = scripted_deps(["hello there", "and again"], scorer=scorer)
     async with ProxyServer(deps, port=0):
         info = deps.sessions.open("r0", seed=5)
@@ -88,43 +93,39 @@ async def test_calls_through_a_proxy_process_are_the_in_process_ones(
 
 
 async def test_a_killed_proxy_process_ends_its_sessions_with_their_journaled_calls(
-    served: tuple[Recording, EngineServer], tmp_path: Path
+    served: tuple[Recording, EngineServer], proxy: ProxyProcess, tmp_path: Path
 ) -> None:
     engine, server = served
-    proxy = ProxyProcess(NodeSpec(engine_url=server.url, engine_token=server.token))
-    try:
-        opened = await proxy.open("r0", journal=tmp_path / "r0" / "calls.jsonl")
-        other = await proxy.open("r1", journal=tmp_path / "r1" / "calls.jsonl")
-        base = f"{opened.server_url}/r/{opened.token}"
-        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
-            one = await client.post(CHAT, json=FIRST)
-            engine.gate = asyncio.Event()  # the next call waits in the engine
-            pending = asyncio.ensure_future(client.post(CHAT, json=second(one.json())))
-            while engine.calls < 1 or len(engine.seen) < 2:
-                await asyncio.sleep(0.01)
-            port, pid = proxy.endpoint[1], proxy.pid
-            assert pid is not None
-            os.kill(pid, signal.SIGKILL)
-            await asyncio.wait_for(opened.ended.wait(), 30)
-            with pytest.raises(httpx.HTTPError):
-                await pending
-        for _ in range(500):  # the dead process's engine call was cancelled
-            if server.cancelled:
-                break
+    opened = await proxy.open("r0", journal=tmp_path / "r0" / "calls.jsonl")
+    other = await proxy.open("r1", journal=tmp_path / "r1" / "calls.jsonl")
+    base = f"{opened.server_url}/r/{opened.token}"
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        one = await client.post(CHAT, json=FIRST)
+        engine.gate = asyncio.Event()  # the next call waits in the engine
+        pending = asyncio.ensure_future(client.post(CHAT, json=second(one.json())))
+        while engine.calls < 1 or len(engine.seen) < 2:
             await asyncio.sleep(0.01)
-        kept, nothing = await proxy.close("r0"), await proxy.close("r1")
-        assert opened.lost == other.lost == f"proxy process {pid} exited with code -9"
-        assert other.ended.is_set() and proxy.deaths == 1
-        assert [c.text for c in kept] == ["hello there"] and kept.dropped == 0 and list(nothing) == []
-        assert (server.cancelled, engine.cancelled) == (1, 1)
-        engine.gate.set()
-        again = await proxy.open("r2", journal=tmp_path / "r2" / "calls.jsonl")  # a new process, same port
-        assert proxy.pid not in (None, pid) and proxy.endpoint[1] == port
-        async with httpx.AsyncClient(base_url=f"{again.server_url}/r/{again.token}", timeout=60) as client:
-            assert (await client.post(CHAT, json=FIRST)).status_code == 200
-        assert len(await proxy.close("r2")) == 1
-    finally:
-        await proxy.stop()
+        port, pid = proxy.endpoint[1], proxy.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        await asyncio.wait_for(opened.ended.wait(), 30)
+        with pytest.raises(httpx.HTTPError):
+            await pending
+    for _ in range(500):  # the dead process's engine call was cancelled
+        if server.cancelled:
+            break
+        await asyncio.sleep(0.01)
+    kept, nothing = await proxy.close("r0"), await proxy.close("r1")
+    assert opened.lost == other.lost == f"proxy process {pid} exited with code -9"
+    assert other.ended.is_set() and proxy.deaths == 1
+    assert [c.text for c in kept] == ["hello there"] and kept.dropped == 0 and list(nothing) == []
+    assert (server.cancelled, engine.cancelled) == (1, 1)
+    engine.gate.set()
+    again = await proxy.open("r2", journal=tmp_path / "r2" / "calls.jsonl")  # a new process, same port
+    assert proxy.pid not in (None, pid) and proxy.endpoint[1] == port
+    async with httpx.AsyncClient(base_url=f"{again.server_url}/r/{again.token}", timeout=60) as client:
+        assert (await client.post(CHAT, json=FIRST)).status_code == 200
+    assert len(await proxy.close("r2")) == 1
 
 
 async def test_a_token_lives_only_in_its_own_process_and_session(

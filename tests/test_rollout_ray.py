@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_rollout_lanes import CHECK, CURL  # the same task and curl call as the asyncio lanes
 
 from harnessrl.chat.format import ChatFormat
 from harnessrl.config import Config
@@ -28,21 +29,6 @@ from harnessrl.types import Checker, Rollout, Task, TaskFile
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
-CHECK = """
-import json, sys
-from pathlib import Path
-def grade(transcript, workspace_path):
-    p = Path(workspace_path) / "reply.json"
-    return {"score": 1.0 if p.is_file() and "hi there" in p.read_text() else 0.25}
-if __name__ == "__main__":
-    print(json.dumps(grade([], sys.argv[1])))
-"""
-CURL = (
-    'curl -sf -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
-    '-H "authorization: Bearer $HARNESSRL_API_KEY" '
-    '-d "{\\"model\\":\\"m\\",\\"max_tokens\\":8,\\"messages\\":[{\\"role\\":\\"user\\",'
-    '\\"content\\":\\"$HARNESSRL_PROMPT\\"}]}" > reply.json'
-)
 COMMAND = (
     f"{CURL} && if grep -q WAIT reply.json; then sleep 600; fi; "
     'case "$HARNESSRL_PROMPT" in *crash*) exit 3;; esac'

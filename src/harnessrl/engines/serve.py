@@ -45,12 +45,45 @@ Send = Any
 Receive = Any
 
 
-class _Quiet(uvicorn.Server):
-    """uvicorn without its signal handlers: the driver's own handlers decide what a signal means."""
+class QuietServer(uvicorn.Server):
+    """uvicorn without its signal handlers: the proxy and the engine server run inside trainers and
+    `harnessrl serve`, whose own handlers decide what a signal means (uvicorn's would swallow
+    SIGINT/SIGTERM, then re-raise them once it has stopped, killing the process before it flushes)."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+
+def tcp_listener(host: str, port: int) -> socket.socket:
+    """A bound TCP socket for uvicorn. proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted
+    connections only when the listening socket says TCP; without it every response waits ~40 ms
+    (Nagle + delayed ACK)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    return sock
+
+
+async def start_uvicorn(
+    config: uvicorn.Config, sock: socket.socket
+) -> tuple[uvicorn.Server, asyncio.Task[None]]:
+    """uvicorn serving `sock` as a task of the running loop, once it has started (raises its start-up
+    error)."""
+    server = QuietServer(config)
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    return server, task
+
+
+async def stop_uvicorn(server: uvicorn.Server | None, task: asyncio.Task[None] | None) -> None:
+    """Ask it to stop and wait (in-flight requests get its graceful shutdown time)."""
+    if server is not None and task is not None:
+        server.should_exit = True
+        await task
 
 
 async def _reply(send: Send, status: int, body: Any) -> None:
@@ -90,28 +123,18 @@ class EngineServer:
             "tokenizer": tokenizer_spec(tok),
             "tokenizer_digest": hf_vocab_digest(tok),
         }
-        # IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted connections only then (`proxy.server`)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
+        sock = tcp_listener(self.host, self.port)
         self.port = sock.getsockname()[1]
         self.url = f"http://{self.host}:{self.port}"
         config = uvicorn.Config(
             self, http="httptools", log_level="warning", lifespan="off", access_log=False,
             timeout_keep_alive=600, timeout_graceful_shutdown=2,
         )  # fmt: skip
-        self._server = _Quiet(config)
-        self._task = asyncio.ensure_future(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()
-            await asyncio.sleep(0.01)
+        self._server, self._task = await start_uvicorn(config, sock)
         return self.url
 
     async def stop(self) -> None:
-        if self._server is not None and self._task is not None:
-            self._server.should_exit = True
-            await self._task
+        await stop_uvicorn(self._server, self._task)
         self._server = self._task = None
 
     async def __aenter__(self) -> EngineServer:

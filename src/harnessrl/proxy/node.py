@@ -79,8 +79,9 @@ class HeapKeeper:
 
     def __init__(self, interval_s: float = 1.0) -> None:
         self.interval_s = interval_s
-        self.pauses: list[list[float]] = [[], [], []]
-        self._t0 = 0.0
+        self.pauses: list[list[tuple[float, float]]] = [[], [], []]
+        """Per generation: (wall s, CPU s of the collecting thread) of each collection."""
+        self._t0 = (0.0, 0.0)
         gc.callbacks.append(self._on_gc)
 
     async def run(self) -> None:
@@ -91,13 +92,18 @@ class HeapKeeper:
 
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
-            self._t0 = time.perf_counter()
+            self._t0 = (time.perf_counter(), time.thread_time())
         else:
-            self.pauses[info["generation"]].append(time.perf_counter() - self._t0)
+            wall, cpu = time.perf_counter() - self._t0[0], time.thread_time() - self._t0[1]
+            self.pauses[info["generation"]].append((wall, cpu))
 
     def summary(self, reset: bool) -> list[list[float]]:
-        """[count, total s, longest s] per generation since the last reset."""
-        out = [[len(p), sum(p), max(p, default=0.0)] for p in self.pauses]
+        """Per generation since the last reset: [count, total wall s, longest wall s, total CPU s,
+        longest CPU s] (CPU: the collector's own time, which a loaded machine does not stretch)."""
+        out = []
+        for p in self.pauses:
+            walls, cpus = [w for w, _ in p], [c for _, c in p]
+            out.append([len(p), sum(walls), max(walls, default=0.0), sum(cpus), max(cpus, default=0.0)])
         if reset:
             for p in self.pauses:
                 p.clear()

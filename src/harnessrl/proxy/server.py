@@ -20,17 +20,16 @@ the heap alone: it is the trainer's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
-import socket
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any, TypeVar
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from harnessrl.engines.serve import start_uvicorn, stop_uvicorn, tcp_listener
 from harnessrl.proxy.app import make_app
 from harnessrl.proxy.deps import ProxyDeps
 
@@ -116,16 +115,6 @@ def header_deadline_protocol(timeout_s: float) -> type[HeaderDeadlineProtocol]:
     return type("HeaderDeadline", (HeaderDeadlineProtocol,), {"header_timeout_s": timeout_s})
 
 
-class _Server(uvicorn.Server):
-    """uvicorn without its signal handlers: the proxy runs inside trainers and `harnessrl serve`, whose
-    own handlers decide what a signal means (uvicorn's would swallow SIGINT/SIGTERM, then re-raise them
-    once it has stopped, killing the process before it flushes anything)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 class ProxyServer:
     """uvicorn serving `make_app(deps)` as a task of the running event loop.
 
@@ -148,11 +137,7 @@ class ProxyServer:
         warm_up(self.deps)
         if self.freeze_heap:
             settle_heap()
-        # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted connections only when the
-        # listening socket says TCP; without it every response waits ~40 ms (Nagle + delayed ACK).
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
+        sock = tcp_listener(self.host, self.port)  # TCP_NODELAY on accepted connections
         self.port = sock.getsockname()[1]
         self.url = f"http://{self.host}:{self.port}"
         self.deps.sessions.server_url = self.url
@@ -167,18 +152,11 @@ class ProxyServer:
             limit_concurrency=cfg.max_connections,
             timeout_graceful_shutdown=5,  # in-flight streams get 5 s, then stop() returns
         )
-        self._server = _Server(config)
-        self._task = asyncio.ensure_future(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()  # raises the startup error
-            await asyncio.sleep(0.01)
+        self._server, self._task = await start_uvicorn(config, sock)  # signal handlers left to the process
         return self.url
 
     async def stop(self) -> None:
-        if self._server is not None and self._task is not None:
-            self._server.should_exit = True
-            await self._task
+        await stop_uvicorn(self._server, self._task)
         self._server = self._task = None
 
     @property
