@@ -176,7 +176,10 @@ class ProxyProcess:
         except (ConnectionError, OSError) as e:
             self._pending.pop(n, None)
             raise ProxyLost(f"the proxy process's channel is closed: {e}") from None
-        reply = await asyncio.wait_for(future, ASK_TIMEOUT_S)
+        try:
+            reply = await asyncio.wait_for(future, ASK_TIMEOUT_S)
+        finally:
+            self._pending.pop(n, None)
         if "error" in reply:
             raise RuntimeError(f"proxy process refused {op}: {reply['error']}")
         return reply
