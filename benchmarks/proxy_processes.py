@@ -199,6 +199,10 @@ class Level:
             "gc_max_ms": max(g[2] for a in after for g in a["gc"]) * 1000,
             "gc_max_cpu_ms": max(g[4] for a in after for g in a["gc"]) * 1000,
             "gc_full": sum(a["gc"][2][0] for a in after),
+            "gc_by_generation": [
+                [sum(a["gc"][g][0] for a in after), round(max(a["gc"][g][4] for a in after) * 1000, 1)]
+                for g in range(3)
+            ],
             "gc_cpu_ms_per_call": sum(g[3] for a in after for g in a["gc"]) * 1000 / calls,
         }
 
@@ -298,6 +302,8 @@ def print_rows(args: argparse.Namespace, rows: list[tuple[int, dict[str, Any]]])
             flush=True,
         )
     for n, r in rows:
+        by_generation = r["busy"]["gc_by_generation"]
+        print(f"  {n} process(es), collections [count, longest CPU ms] by generation: {by_generation}")
         before, after = r["frozen"]
         print(f"  {n} process(es): frozen objects after warm-up {before}, after every session closed {after}")
     print(
