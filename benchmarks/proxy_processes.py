@@ -234,60 +234,79 @@ class Level:
 async def measure(
     args: argparse.Namespace, n: int, where: dict[str, str], traffic: Traffic, tmp: Path
 ) -> Any:
-    """The levels with n proxy processes (module docstring), fresh processes and fresh sessions."""
+    """The levels with n proxy processes (module docstring), fresh processes and fresh sessions, and the
+    direct baseline right before them (the machine's load moves: each row has its own)."""
     from harnessrl.proxy.node import NodeSpec
     from harnessrl.proxy.process import ProxyProcess
 
+    pause = args.think_ms / 1000
+    base = await direct(where["url"], where["token"], traffic.prompts(), args.sessions, pause)
     spec = NodeSpec(engine_url=where["url"], engine_token=where["token"])
     proxies = [ProxyProcess(spec) for _ in range(n)]
     await asyncio.gather(*(p.start() for p in proxies))
-    level, pause, base = Level(proxies, traffic, tmp), args.think_ms / 1000, n * 1000
+    level, first = Level(proxies, traffic, tmp), (n + 10 * len(list(tmp.iterdir()))) * 1000
     try:
-        await level.run([9000 + n * 100 + i for i in range(2)], pause)  # warm up
+        await level.run([900_000 + first + i for i in range(2)], pause)  # warm up
         frozen = [(await p.stats())["frozen"] for p in proxies]
-        row = {"one": await level.one_session(args.repeat, 1000 + n * 100)}
-        row["busy"] = await level.run([20000 + base + i for i in range(args.sessions)], pause)
-        row["saturated"] = await level.run([40000 + base + i for i in range(args.sessions)], 0.0)
+        row = {"one": await level.one_session(args.repeat, 800_000 + first)}
+        row["busy"] = await level.run([200_000 + first + i for i in range(args.sessions)], pause)
+        row["saturated"] = await level.run([400_000 + first + i for i in range(args.sessions)], 0.0)
         await asyncio.sleep(2)  # the last interval's survivors are frozen too
         row["frozen"] = (frozen, [(await p.stats())["frozen"] for p in proxies])
     finally:
         await asyncio.gather(*(p.stop() for p in proxies))
+    row["direct_p50"], row["direct_p99"] = percentile(base, 0.5) * 1000, percentile(base, 0.99) * 1000
+    row["load"] = os.getloadavg()[0]
     return row
 
 
 async def run(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
-    """Each process count's levels, one after another in this run, beside one direct baseline."""
+    """`--rounds` rounds, each measuring every process count (the order reversed every other round),
+    then the median of each figure per process count."""
     engine = subprocess.Popen(
         [sys.executable, __file__, "--serve-engine"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert engine.stdout is not None and engine.stdin is not None
     where = json.loads(engine.stdout.readline())
     traffic = Traffic(args)
-    base = await direct(where["url"], where["token"], traffic.prompts(), args.sessions, args.think_ms / 1000)
-    rows = []
+    rows: list[tuple[int, dict[str, Any]]] = []
     try:
         with tempfile.TemporaryDirectory(prefix="hrl-bench-") as tmp:
-            for n in args.processes:
-                row = await measure(args, n, where, traffic, Path(tmp))
-                row["direct_p50"] = percentile(base, 0.5) * 1000
-                row["direct_p99"] = percentile(base, 0.99) * 1000
-                rows.append((n, row))
-                print_rows(args, rows)
+            for r in range(args.rounds):
+                for n in args.processes if r % 2 == 0 else list(reversed(args.processes)):
+                    folder = Path(tmp) / f"round{r}-{n}"
+                    folder.mkdir()
+                    rows.append((n, await measure(args, n, where, traffic, folder)))
+                    print_rows(args, rows, f"round {r + 1} of {args.rounds}, as measured")
     finally:
         engine.stdin.close()
         engine.wait(timeout=60)
+    print_rows(args, [(n, median_row([r for m, r in rows if m == n])) for n in args.processes], "median")
     return rows
 
 
-def print_rows(args: argparse.Namespace, rows: list[tuple[int, dict[str, Any]]]) -> None:
-    first = rows[0][1]["saturated"]["calls_per_s"]
+def median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median of every number of `rows` (same keys), per key."""
+    out: dict[str, Any] = {}
+    for key, value in rows[0].items():
+        if isinstance(value, dict):
+            out[key] = median_row([r[key] for r in rows])
+        elif isinstance(value, int | float):
+            out[key] = statistics.median(r[key] for r in rows)
+        else:
+            out[key] = value
+    return out
+
+
+def print_rows(args: argparse.Namespace, rows: list[tuple[int, dict[str, Any]]], title: str) -> None:
+    first = next(r for n, r in rows if n == min(args.processes))["saturated"]["calls_per_s"]
     what = (
         f"{args.sessions} sessions of {args.calls} real-length calls (Anthropic), think {args.think_ms:g} ms"
     )
-    print(f"\nproxy processes, {what}:")
+    print(f"\nproxy processes, {what}; {title}:")
     head = f"{'procs':>5} | {'CPU/call 1 sess':>15} {'spliced':>7} | {'CPU/call':>8} {'calls/CPU-s':>11} |"
     head += f" {'added p50':>9} {'p99':>7} | {'max GC CPU':>10} {'wall':>7} {'full':>4} {'GC CPU/call':>11} |"
-    head += f" {'calls/s sat.':>12} {'vs 1':>5}"
+    head += f" {'calls/s sat.':>12} {'vs 1':>5} | {'load':>4}"
     print(head + "\n" + "-" * len(head))
     for n, r in rows:
         one, busy, sat = r["one"], r["busy"], r["saturated"]
@@ -297,20 +316,22 @@ def print_rows(args: argparse.Namespace, rows: list[tuple[int, dict[str, Any]]])
             f" {busy['calls_per_cpu_s']:>11.0f} | {a50:>7.2f}ms {a99:>5.1f}ms |"
             f" {busy['gc_max_cpu_ms']:>8.1f}ms"
             f" {busy['gc_max_ms']:>5.1f}ms {busy['gc_full']:>4} {busy['gc_cpu_ms_per_call']:>9.2f}ms |"
-            f" {sat['calls_per_s']:>12.1f}"
-            f" {sat['calls_per_s'] / first:>4.2f}x",
+            f" {sat['calls_per_s']:>12.1f} {sat['calls_per_s'] / first:>4.2f}x | {r['load']:>4.1f}",
             flush=True,
         )
-    for n, r in rows:
-        by_generation = r["busy"]["gc_by_generation"]
-        print(f"  {n} process(es), collections [count, longest CPU ms] by generation: {by_generation}")
-        before, after = r["frozen"]
-        print(f"  {n} process(es): frozen objects after warm-up {before}, after every session closed {after}")
-    print(
-        "CPU: the proxy processes' process time (user + system) per call; calls/s sat.: calls per wall second"
-        " with no think time (this client and the engine server share the cores);"
-        f" load average now: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores"
-    )
+    if title == "median":
+        print(
+            "CPU: the proxy processes' process time (user + system) per call; max GC CPU: the longest"
+            " collection in any proxy process, its own CPU time (wall: the longest in wall time);"
+            " calls/s sat.: calls per wall second with no think time (this client and the engine server"
+            " share the cores); load: the 1-minute load average after the row;"
+            f" now {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+            f" on {os.cpu_count()} cores"
+        )
+        return
+    n, r = rows[-1]
+    print(f"  collections [count, longest CPU ms] by generation: {r['busy']['gc_by_generation']}")
+    print(f"  frozen objects after warm-up {r['frozen'][0]}, after every session closed {r['frozen'][1]}")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -321,6 +342,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pad-chars", type=int, default=80_000, help="system prompt + tools, in characters")
     p.add_argument("--think-ms", type=float, default=500.0, help="mean pause between a session's calls")
     p.add_argument("--repeat", type=int, default=3, help="conversations in a row at 1 session")
+    p.add_argument("--rounds", type=int, default=2, help="rounds over the process counts (median reported)")
     p.add_argument("--serve-engine", action="store_true", help=argparse.SUPPRESS)
     return p
 

@@ -73,9 +73,9 @@ class HeapKeeper:
     O(1)): the automatic collections then walk only what the last interval allocated, and a full one
     is rare and short. A frozen object is still freed by reference counting when its session closes;
     only cyclic garbage among frozen objects would be kept, and a session over HTTP leaves none
-    (measured: 0 unreachable objects after whole sessions; stats report the frozen count, which
-    grows only by the tokenizer's piece cache, one list per new text piece, bounded at 8M
-    characters: ~1 object per call in `benchmarks/proxy_processes.py`). What is left are the young
+    (measured: 0 unreachable objects after whole sessions; stats report the frozen count, which after
+    the first calls' one-time objects grows only by the tokenizer's piece cache, one list per new
+    text piece, bounded at 8M characters). What is left are the young
     collections, which walk the containers of the calls in flight (prompt-id lists of ~30k ints
     among them). `gc.callbacks` time every collection, wall and CPU: per generation, count, total
     and longest."""
