@@ -188,8 +188,12 @@ class RolloutRunner:
         judge: RubricJudge | None = None,
         checker_runner: Callable[[], CommandRunner | None] | None = None,
     ) -> None:
-        self.sessions = LocalSessions(sessions) if isinstance(sessions, SessionStore) else sessions
-        """Where sessions open: the proxy in this event loop, or a proxy process (`proxy.session_host`)."""
+        self.sessions = sessions
+        """What sessions open on, as given: this event loop's `SessionStore`, or a proxy process."""
+        self.host: SessionHost | None = (
+            LocalSessions(sessions) if isinstance(sessions, SessionStore) else sessions
+        )
+        """The same as a `SessionHost` (`proxy.session_host`)."""
         self.endpoint = endpoint
         self.settings = settings
         self.judge = judge
@@ -221,12 +225,12 @@ class RolloutRunner:
         raises for the rollout's own failures.
 
         The phases (`prepare`, `agent`, `complete`) are public so that a caller can run them apart."""
-        if self.sessions is None:
+        if self.host is None:
             raise RuntimeError("this runner has no session host: it only runs phases for a remote driver")
         rollout = await self.prepare(job, rdir)
         outcome: AgentOutcome | None = AgentOutcome()  # None: stopped at a context overflow or a lost proxy
         try:
-            opened = await self.sessions.open(job.rollout_id, job.seed, Path(rollout.workdir) / CALLS_FILE)
+            opened = await self.host.open(job.rollout_id, job.seed, Path(rollout.workdir) / CALLS_FILE)
             t0 = time.perf_counter()
             try:
                 outcome = await _until_overflow(
@@ -234,7 +238,7 @@ class RolloutRunner:
                 )
             finally:
                 rollout.timings["agent"] = round(time.perf_counter() - t0, 3)
-                closed = await self.sessions.close(job.rollout_id)
+                closed = await self.host.close(job.rollout_id)
                 if opened.lost is not None:  # before settle: the first failure wins
                     proxy_lost(rollout, opened.lost)
                 timeout_s = job.task.timeout_s or self.settings.timeout_s
