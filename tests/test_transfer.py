@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from harnessrl.commands.transfer import TRANSFER_CONFIG
-from harnessrl.config import ConfigError, load_config
+from harnessrl.commands.transfer import TRANSFER_CONFIG as TRANSFER_NAME
+from harnessrl.config import ConfigError, load_config, shipped_config
 from harnessrl.evaluate.paired import pooled
 from harnessrl.evaluate.stats import Outcome
 from harnessrl.experiments.transfer import (
@@ -49,6 +49,7 @@ from harnessrl.experiments.transfer import (
 from harnessrl.tasks import load_tasks
 
 REPO = Path(__file__).resolve().parents[1]
+TRANSFER_CONFIG = shipped_config(TRANSFER_NAME)
 W, C = "whitebox:00000", "claude-code"
 PASSED = {
     "cold-start": {W: "010", C: "000"},
@@ -81,7 +82,7 @@ def tables() -> dict:
 
 
 def test_config_is_the_repository_one_and_evaluates_outside_the_arms() -> None:
-    assert TRANSFER_CONFIG == REPO / "configs" / "transfer.toml"
+    assert TRANSFER_CONFIG.resolve() == (REPO / "configs" / "transfer.toml").resolve()
     assert (REPO / "scripts" / "harness_transfer").stat().st_mode & 0o111
     cfg = load_config(TRANSFER_CONFIG, [])
     check(cfg)
