@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import tempfile
 import time
@@ -34,8 +33,10 @@ REPO = Path(__file__).resolve().parents[1]
 def verify_seconds(out_dir: Path, step: int) -> float:
     """Checker seconds summed over the rollouts of `step` (from each rollout's reward.json)."""
     total = 0.0
-    for path in out_dir.glob(f"rollouts/s{step:06d}-*/reward.json"):
-        detail = json.loads(path.read_text()).get("detail") or {}
+    from harnessrl.formats.rollout_dir import REWARD_FILE, read_reward
+
+    for path in out_dir.glob(f"rollouts/s{step:06d}-*/{REWARD_FILE}"):
+        detail = read_reward(path.parent).get("detail") or {}
         total += float((detail.get("code") or {}).get("duration_s") or 0.0)
     return total
 

@@ -14,7 +14,8 @@ from typing import Annotated
 import typer
 
 from harnessrl.config import ConfigError, load_config, shipped_config
-from harnessrl.experiments.transfer import TABLE_FILE, check, run_transfer, table_markdown
+from harnessrl.experiments.transfer import check, run_transfer
+from harnessrl.experiments.transfer_report import TABLE_FILE, table_markdown
 
 TRANSFER_CONFIG = "transfer.toml"
 """The shipped configuration (`shipped_config`) `scripts/harness_transfer` runs when no --config is given."""
