@@ -42,7 +42,8 @@ def verify_seconds(out_dir: Path, step: int) -> float:
 
 
 async def run(name: str, cfg: Any, tasks: list[Any], engine: Any, steps: int) -> list[dict[str, Any]]:
-    from harnessrl.train.loop import TrainLoop, build_trainer
+    from harnessrl.train.build import build_trainer
+    from harnessrl.train.loop import TrainLoop
 
     loop = TrainLoop(
         cfg, tasks, build_trainer(cfg), engine, echo=lambda s: print(f"  [{name}] {s}", flush=True)

@@ -139,7 +139,8 @@ def drive(out_dir: Path, worker_ns: str, address: str) -> dict[str, Any]:
     from harnessrl.protocols import GenerationResult, SamplingParams
     from harnessrl.rollout.ray_backend import RayRolloutRunner
     from harnessrl.rollout.session import RolloutStack
-    from harnessrl.train.loop import TrainLoop, build_trainer
+    from harnessrl.train.build import build_trainer
+    from harnessrl.train.loop import TrainLoop
     from harnessrl.types import Checker, Task, TaskFile
 
     class Gated(ScriptedEngine):
