@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import tempfile
 import time
@@ -34,14 +33,17 @@ REPO = Path(__file__).resolve().parents[1]
 def verify_seconds(out_dir: Path, step: int) -> float:
     """Checker seconds summed over the rollouts of `step` (from each rollout's reward.json)."""
     total = 0.0
-    for path in out_dir.glob(f"rollouts/s{step:06d}-*/reward.json"):
-        detail = json.loads(path.read_text()).get("detail") or {}
+    from harnessrl.formats.rollout_dir import REWARD_FILE, read_reward
+
+    for path in out_dir.glob(f"rollouts/s{step:06d}-*/{REWARD_FILE}"):
+        detail = read_reward(path.parent).get("detail") or {}
         total += float((detail.get("code") or {}).get("duration_s") or 0.0)
     return total
 
 
 async def run(name: str, cfg: Any, tasks: list[Any], engine: Any, steps: int) -> list[dict[str, Any]]:
-    from harnessrl.train.loop import TrainLoop, build_trainer
+    from harnessrl.train.build import build_trainer
+    from harnessrl.train.loop import TrainLoop
 
     loop = TrainLoop(
         cfg, tasks, build_trainer(cfg), engine, echo=lambda s: print(f"  [{name}] {s}", flush=True)

@@ -121,7 +121,10 @@ def _fixed_values(layouts: Any) -> list[torch.Tensor]:
 def batch_record(rollouts: list[Rollout], cfg: Config) -> dict[str, Any]:
     """The loop's batch for `rollouts` under `cfg` (module docstring)."""
     from harnessrl.engines.models import tiny_qwen3
-    from harnessrl.train.loop import TrainLoop, _Clock, collect_trees, drop_small_groups, trainer_config
+    from harnessrl.train.batch import collect_trees, drop_small_groups
+    from harnessrl.train.build import trainer_config
+    from harnessrl.train.loop import TrainLoop
+    from harnessrl.train.step_record import StepClock
     from harnessrl.train.trainer import Trainer
 
     batch = collect_trees(rollouts, cfg)
@@ -137,7 +140,7 @@ def batch_record(rollouts: list[Rollout], cfg: Config) -> dict[str, Any]:
     trainer.prepare = capture  # type: ignore[method-assign]
     trainer.update = lambda step: {}  # type: ignore[method-assign]
     trainer.values = _fixed_values  # type: ignore[method-assign]
-    TrainLoop.optimize(SimpleNamespace(cfg=cfg, trainer=trainer), batch, _Clock())  # type: ignore[arg-type]
+    TrainLoop.optimize(SimpleNamespace(cfg=cfg, trainer=trainer), batch, StepClock())  # type: ignore[arg-type]
     micro = []
     for b in prepared[0].micro if prepared else []:
         fields = ["input_ids", "position_ids", "pred_index", "subtree_end", "loss_mask", "rollout_logprobs"]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harnessrl.commands.ablation import ABLATION_CONFIG
-from harnessrl.config import ConfigError, load_config
+from harnessrl.commands.ablation import ABLATION_CONFIG as ABLATION_NAME
+from harnessrl.config import ConfigError, load_config, shipped_config
 from harnessrl.experiments.ablation import (
     arm_space,
     cell,
@@ -22,10 +22,11 @@ from harnessrl.experiments.ablation import (
 from harnessrl.scaling import design_codes, orthogonal_array
 
 REPO = Path(__file__).resolve().parents[1]
+ABLATION_CONFIG = shipped_config(ABLATION_NAME)
 
 
 def test_config_is_the_repository_one_and_loads() -> None:
-    assert ABLATION_CONFIG == REPO / "configs" / "scaling" / "ablation.toml"
+    assert ABLATION_CONFIG.resolve() == (REPO / "configs" / "scaling" / "ablation.toml").resolve()
     cfg = load_config(ABLATION_CONFIG, [])
     assert cfg.ablation.arms == ["single", "random-18", "oa-18"]
     assert (REPO / "scripts" / "scaling_ablation").stat().st_mode & 0o111

@@ -230,7 +230,8 @@ def gated_engine() -> Any:
 def train_loop(out_dir: Path, address: str, engine: Any) -> Any:
     """Three steps of 2 tasks x 2 rollouts through the `shell` harness, on the Ray cluster."""
     from harnessrl.config import Config
-    from harnessrl.train.loop import TrainLoop, build_trainer
+    from harnessrl.train.build import build_trainer
+    from harnessrl.train.loop import TrainLoop
     from harnessrl.types import Checker, Task, TaskFile
 
     reward = Checker(files=[TaskFile(path="reward/check.py", content=CHECK)])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harnessrl.commands.quickstart import QUICKSTART_CONFIG
-from harnessrl.config import load_config
+from harnessrl.config import load_config, shipped_config
 from harnessrl.experiments.quickstart import run_quickstart
 
 pytestmark = [
@@ -17,10 +17,11 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed"),
 ]
 REPO = Path(__file__).resolve().parents[1]
+QUICKSTART = shipped_config(QUICKSTART_CONFIG)
 
 
 def test_packaged_config_is_the_repository_one() -> None:
-    assert QUICKSTART_CONFIG.resolve() == (REPO / "configs" / "quickstart.toml").resolve()
+    assert QUICKSTART.resolve() == (REPO / "configs" / "quickstart.toml").resolve()
 
 
 async def test_quickstart_toy_scale_and_reuse(tmp_path: Path) -> None:
@@ -41,7 +42,7 @@ async def test_quickstart_toy_scale_and_reuse(tmp_path: Path) -> None:
         "eval.harness_options.whitebox.max_steps=1",
         'train.harness_options."whitebox:00000".max_steps=1',
     ]
-    cfg = load_config(QUICKSTART_CONFIG, overrides)
+    cfg = load_config(QUICKSTART, overrides)
     lines: list[str] = []
     first = await run_quickstart(cfg, echo=lines.append)
     assert list(first["policies"]) == ["base", "sft", "sft+rl"]

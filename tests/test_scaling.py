@@ -153,7 +153,7 @@ def test_schedule_k1_is_one_configuration_per_task() -> None:
 
 
 def test_harness_space_config(tmp_path) -> None:
-    from harnessrl.train.loop import schedule_spec
+    from harnessrl.train.build import schedule_spec
 
     path = tmp_path / "c.toml"
     path.write_text('[train.harness_space]\ndesign = "first-order"\nk = 2\npairing = "repeat"\n')
@@ -172,7 +172,7 @@ def test_harness_space_config(tmp_path) -> None:
 def test_scaling_configs_load() -> None:
     from pathlib import Path
 
-    from harnessrl.train.loop import schedule_spec
+    from harnessrl.train.build import schedule_spec
 
     folder = Path(__file__).parents[1] / "configs" / "scaling"
     files = sorted(folder.glob("*.toml")) + sorted(folder.glob("gpu/*.toml"))

@@ -675,7 +675,7 @@ async def test_a_sandbox_lost_under_a_command_is_trained_as_a_failure(runner) ->
     told apart from one the policy killed: it must never be a way out of a 0. The rollout is the
     policy's sandbox_error, and the failure policy trains it with reward 0 on the calls it made."""
     from harnessrl.config import Config
-    from harnessrl.train.loop import collect_trees
+    from harnessrl.train.batch import collect_trees
 
     run = runner(pool_size=0)
     task = asyncio.create_task(
@@ -705,7 +705,7 @@ async def test_a_workspace_that_makes_the_checker_raise_is_trained_as_a_failure(
     so it is the policy's verifier_error (trained with reward 0), not an infrastructure fault that
     training drops (an honest wrong answer scores 0 and is trained: the crash must not do better)."""
     from harnessrl.config import Config
-    from harnessrl.train.loop import collect_trees
+    from harnessrl.train.batch import collect_trees
 
     rollout = await runner(pool_size=0).run(
         RolloutJob(link_task(), "shell", "garbage", options={"command": GARBAGE_ANSWER})
@@ -1294,7 +1294,7 @@ async def test_a_command_that_corrupts_the_harness_output_is_the_policys_failure
     from harnessrl.engines.models import load_tokenizer
     from harnessrl.engines.scripted import Script, ScriptedEngine
     from harnessrl.rollout.session import RolloutStack, reference_command
-    from harnessrl.train.loop import collect_trees
+    from harnessrl.train.batch import collect_trees
     from harnessrl.types import ChatMessage, ToolCall
 
     warmup = next(t for t in load_tasks("bundled", split="train").tasks if t.id == "task_0000")

@@ -16,7 +16,8 @@ from harnessrl.report.tbevents import read_scalars, read_texts
 from harnessrl.rollout.artifacts import read_rollout
 from harnessrl.tasks import load_tasks
 from harnessrl.tasks.generate import generate
-from harnessrl.train.loop import TrainLoop, build_trainer
+from harnessrl.train.build import build_trainer
+from harnessrl.train.loop import TrainLoop
 from harnessrl.train.sft import demo_engine, rollout_dirs, select_trees, sft
 from harnessrl.types import Task
 

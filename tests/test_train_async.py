@@ -24,7 +24,8 @@ from harnessrl.engines.models import load_model, load_tokenizer
 from harnessrl.engines.scripted import ScriptedEngine
 from harnessrl.formats.calls import read_calls
 from harnessrl.rollout.producer import StepProducer
-from harnessrl.train.loop import TrainLoop, build_trainer, train
+from harnessrl.train.build import build_trainer
+from harnessrl.train.loop import TrainLoop, train
 from harnessrl.train.staleness import apply_bound, staleness
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import Checker, ModelCall, Rollout, RolloutStatus, Task, TaskFile

@@ -21,8 +21,9 @@ import torch
 
 from harnessrl.config import Config, ConfigError
 from harnessrl.rollout.runner import RolloutJob
+from harnessrl.train.build import build_trainer
 from harnessrl.train.dynamic import fill, informative_groups
-from harnessrl.train.loop import TrainLoop, build_trainer
+from harnessrl.train.loop import TrainLoop
 from harnessrl.train.schedule import ScheduleSpec, schedule_step
 from harnessrl.types import Checker, Rollout, RolloutStatus, Task, TaskFile
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harnessrl.config import Config, ConfigError, load_config
-from harnessrl.train.loop import collect_trees, drop_small_groups
+from harnessrl.train.batch import collect_trees, drop_small_groups
 from harnessrl.types import ModelCall, Rollout, RolloutStatus
 
 S = RolloutStatus

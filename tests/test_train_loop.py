@@ -26,7 +26,9 @@ from harnessrl.protocols import SamplingParams
 from harnessrl.report.tbevents import read_scalars
 from harnessrl.rl.packing import layout_tree
 from harnessrl.rollout.session import RolloutStack
-from harnessrl.train.loop import TrainLoop, build_trainer, collect_trees, trainer_config
+from harnessrl.train.batch import collect_trees
+from harnessrl.train.build import build_trainer, trainer_config
+from harnessrl.train.loop import TrainLoop
 from harnessrl.train.schedule import ScheduleSpec, schedule_step
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import Checker, ModelCall, Rollout, RolloutStatus, Task, TaskFile, TreeNode, TreeSample

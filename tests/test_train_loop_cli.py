@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from harnessrl.cli import app
 from harnessrl.commands.train import DEMO_CONFIG, select_tasks, train_config
-from harnessrl.config import load_config
+from harnessrl.config import load_config, shipped_config
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
@@ -28,7 +28,7 @@ CURL = (
 
 
 def test_no_config_means_the_demo_file() -> None:
-    assert DEMO_CONFIG.resolve() == (ROOT / "configs" / "demo.toml").resolve()
+    assert shipped_config(DEMO_CONFIG).resolve() == (ROOT / "configs" / "demo.toml").resolve()
     demo = train_config(None, [])
     assert demo == load_config(ROOT / "configs" / "demo.toml")
     assert (demo.engine.type, demo.engine.model, demo.rollout.harness) == ("hf", "default", "claude-code")

@@ -79,7 +79,7 @@ def test_tree_mode_gives_identical_trajectories_no_credit(rollouts: list[Rollout
     assert [c.output_ids for c in rollouts[0].calls] == [c.output_ids for c in rollouts[1].calls]
     from harnessrl.rl.algo import build_algorithm
     from harnessrl.rl.packing import layout_tree
-    from harnessrl.train.loop import collect_trees
+    from harnessrl.train.batch import collect_trees
 
     cfg = config(group_size=2, segments="credited", advantage={"mode": "tree"})
     batch = collect_trees(rollouts, cfg)
@@ -94,7 +94,10 @@ def test_a_real_ppo_step_trains_the_segments(rollouts: list[Rollout]) -> None:
     """PPO (GRPO's +1 / -1 on two identical trajectories cancel exactly), tree value targets (0.5 for
     every token both rollouts share), credited segments, on the tiny Qwen3 with a value head."""
     from harnessrl.engines.models import tiny_qwen3
-    from harnessrl.train.loop import TrainLoop, _Clock, collect_trees, trainer_config
+    from harnessrl.train.batch import collect_trees
+    from harnessrl.train.build import trainer_config
+    from harnessrl.train.loop import TrainLoop
+    from harnessrl.train.step_record import StepClock
     from harnessrl.train.trainer import Trainer
 
     # the reference engine records log-prob 0 for its tokens: no truncated IS weight against that
@@ -104,7 +107,7 @@ def test_a_real_ppo_step_trains_the_segments(rollouts: list[Rollout]) -> None:
     )
     batch = collect_trees(rollouts, cfg)
     model = Trainer(tiny_qwen3()[0], trainer_config(cfg))
-    metrics, skip = TrainLoop.optimize(SimpleNamespace(cfg=cfg, trainer=model), batch, _Clock())  # type: ignore[arg-type]
+    metrics, skip = TrainLoop.optimize(SimpleNamespace(cfg=cfg, trainer=model), batch, StepClock())  # type: ignore[arg-type]
     assert skip is None and metrics["grad_norm"] > 0
     assert metrics["trained_tokens"] == len(
         trained(batch_record(rollouts, config(group_size=2, segments="outcome")))

@@ -34,21 +34,16 @@ from pathlib import Path
 
 import pytest
 
-from harnessrl.commands.transfer import TRANSFER_CONFIG
-from harnessrl.config import ConfigError, load_config
+from harnessrl.commands.transfer import TRANSFER_CONFIG as TRANSFER_NAME
+from harnessrl.config import ConfigError, load_config, shipped_config
 from harnessrl.evaluate.paired import pooled
 from harnessrl.evaluate.stats import Outcome
-from harnessrl.experiments.transfer import (
-    check,
-    rl_tasks,
-    run_transfer,
-    sft_harnesses,
-    table_markdown,
-    transfer_tables,
-)
+from harnessrl.experiments.transfer import check, rl_tasks, run_transfer, sft_harnesses
+from harnessrl.experiments.transfer_report import table_markdown, transfer_tables
 from harnessrl.tasks import load_tasks
 
 REPO = Path(__file__).resolve().parents[1]
+TRANSFER_CONFIG = shipped_config(TRANSFER_NAME)
 W, C = "whitebox:00000", "claude-code"
 PASSED = {
     "cold-start": {W: "010", C: "000"},
@@ -81,7 +76,7 @@ def tables() -> dict:
 
 
 def test_config_is_the_repository_one_and_evaluates_outside_the_arms() -> None:
-    assert TRANSFER_CONFIG == REPO / "configs" / "transfer.toml"
+    assert TRANSFER_CONFIG.resolve() == (REPO / "configs" / "transfer.toml").resolve()
     assert (REPO / "scripts" / "harness_transfer").stat().st_mode & 0o111
     cfg = load_config(TRANSFER_CONFIG, [])
     check(cfg)
@@ -162,7 +157,7 @@ def test_an_arm_sets_its_own_train_fields(tmp_path: Path) -> None:
 
 
 def test_step_groups_and_the_markdown_of_an_arm_with_its_own_settings() -> None:
-    from harnessrl.experiments.transfer import step_groups
+    from harnessrl.experiments.transfer_report import step_groups
 
     records = [
         {"rollouts": 24, "groups": {"scheduled": 6, "informative": 2, "trained": 6, "zero_variance": 4}},

@@ -8,6 +8,7 @@ layer with the commands (`harnessrl.commands`): no library module imports it, an
 its bundle of sections, which `Config` is an instance of.
 
     cfg = load_config("run.toml", overrides=["train.lr=1e-6", "rollout.n=8"])
+    cfg = load_config(shipped_config("quickstart.toml"))   # a configuration shipped with the package
 
 Override values are parsed as TOML literals (`1e-6`, `true`, `"text"`, `[1, 2]`); anything that does
 not parse as a literal is taken as a bare string (`-o engine.model=/ckpt/step10`). Configs build
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -96,12 +98,28 @@ __all__ = [
     "load_config",
     "merge_overrides",
     "parse_override",
+    "shipped_config",
 ]
 
 
 class Config(QuickstartSections, AblationSections, TransferSections):
     """The whole run configuration: every section once, as the union of the libraries' bundles, so a
     `Config` can be given to any library entry point (which reads only its bundle's sections)."""
+
+
+SHIPPED = "configs"
+"""The package-data folder of the configurations shipped with harnessrl (`harnessrl/configs/`; a
+checkout's top-level `configs/` links to it): installed with the wheel, found by `shipped_config`."""
+
+
+def shipped_config(name: str) -> Path:
+    """The shipped configuration `name` (`quickstart.toml`, `scaling/ablation.toml`), found through
+    `importlib.resources`, so it resolves the same in a checkout and in an installed wheel. ConfigError
+    when there is no such file (or the package is not installed as files, e.g. from a zip)."""
+    resource = files("harnessrl").joinpath(SHIPPED, *name.split("/"))
+    if not isinstance(resource, Path) or not resource.is_file():
+        raise ConfigError(f"no configuration {name!r} shipped with harnessrl (looked in {resource})")
+    return resource
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

@@ -14,11 +14,11 @@ from typing import Annotated
 
 import typer
 
-from harnessrl.config import ConfigError, load_config
+from harnessrl.config import ConfigError, load_config, shipped_config
 from harnessrl.experiments.ablation import TABLE_HEADER, arm_space, run_ablation, table_rows
 
-ABLATION_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "scaling" / "ablation.toml"
-"""The checked-in configuration `scripts/scaling_ablation` runs when no --config is given."""
+ABLATION_CONFIG = "scaling/ablation.toml"
+"""The shipped configuration (`shipped_config`) `scripts/scaling_ablation` runs when no --config is given."""
 
 
 def main(
@@ -52,7 +52,7 @@ def main(
         return
 
     try:
-        cfg = load_config(config if config is not None else ABLATION_CONFIG, override or [])
+        cfg = load_config(config or shipped_config(ABLATION_CONFIG), override or [])
         for arm in cfg.ablation.arms:
             arm_space(cfg, arm)
     except ConfigError as e:

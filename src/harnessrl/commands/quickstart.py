@@ -11,11 +11,11 @@ from typing import Annotated
 
 import typer
 
-from harnessrl.config import ConfigError, load_config
+from harnessrl.config import ConfigError, load_config, shipped_config
 from harnessrl.experiments.quickstart import TABLE_HEADER, run_quickstart, table_rows
 
-QUICKSTART_CONFIG = Path(__file__).with_name("quickstart.toml")
-"""The configuration `harnessrl quickstart` runs when no --config is given."""
+QUICKSTART_CONFIG = "quickstart.toml"
+"""The shipped configuration (`shipped_config`) `harnessrl quickstart` runs when no --config is given."""
 
 
 def quickstart(
@@ -32,7 +32,7 @@ def quickstart(
     from harnessrl.progress import console, quiet_loading
 
     try:
-        cfg = load_config(config if config is not None else QUICKSTART_CONFIG, override or [])
+        cfg = load_config(config or shipped_config(QUICKSTART_CONFIG), override or [])
     except ConfigError as e:
         raise typer.BadParameter(str(e)) from None
     quiet_loading()

@@ -1,7 +1,7 @@
 """`harnessrl train`: the main job. Parse the config, load the tasks, run `train.loop.train`.
 
-With no `--config`, the demo configuration shipped with the package is used (`configs/demo.toml` in
-the repository; the package holds the same file as `harnessrl/commands/demo.toml`): SmolLM2-135M on the
+With no `--config`, the demo configuration shipped with the package is used (`harnessrl/configs/demo.toml`,
+`configs/demo.toml` in a checkout, found by `config.shipped_config`): SmolLM2-135M on the
 embedded engine, Claude Code `--bare`, the bundled warmup tasks, two short steps on CPU.
 """
 
@@ -14,19 +14,19 @@ from typing import Annotated
 
 import typer
 
-from harnessrl.config import Config, ConfigError, flag_overrides, load_config
+from harnessrl.config import Config, ConfigError, flag_overrides, load_config, shipped_config
 from harnessrl.tasks import load_configured
 from harnessrl.types import EngineError, Task, TaskError
 
-DEMO_CONFIG = Path(__file__).with_name("demo.toml")
-"""The configuration `harnessrl train` runs when no --config is given."""
+DEMO_CONFIG = "demo.toml"
+"""The shipped configuration (`shipped_config`) `harnessrl train` runs when no --config is given."""
 
 
 def train_config(config: Path | None, overrides: list[str], **flags: object) -> Config:
     """The run config: a file (default: the demo), the flags, then the -o overrides (last wins)."""
     extra = flag_overrides(flags)
     try:
-        return load_config(config if config is not None else DEMO_CONFIG, [*extra, *overrides])
+        return load_config(config or shipped_config(DEMO_CONFIG), [*extra, *overrides])
     except ConfigError as e:
         raise typer.BadParameter(str(e)) from None
 

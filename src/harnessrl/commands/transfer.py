@@ -13,11 +13,12 @@ from typing import Annotated
 
 import typer
 
-from harnessrl.config import ConfigError, load_config
-from harnessrl.experiments.transfer import TABLE_FILE, check, run_transfer, table_markdown
+from harnessrl.config import ConfigError, load_config, shipped_config
+from harnessrl.experiments.transfer import check, run_transfer
+from harnessrl.experiments.transfer_report import TABLE_FILE, table_markdown
 
-TRANSFER_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "transfer.toml"
-"""The checked-in configuration `scripts/harness_transfer` runs when no --config is given."""
+TRANSFER_CONFIG = "transfer.toml"
+"""The shipped configuration (`shipped_config`) `scripts/harness_transfer` runs when no --config is given."""
 
 
 def main(
@@ -29,7 +30,7 @@ def main(
 ) -> None:
     """From one cold start, GRPO through each arm's harnesses; every policy through every eval harness."""
     try:
-        cfg = load_config(config if config is not None else TRANSFER_CONFIG, override or [])
+        cfg = load_config(config or shipped_config(TRANSFER_CONFIG), override or [])
         check(cfg)
     except ConfigError as e:
         raise typer.BadParameter(str(e)) from None

@@ -5,8 +5,8 @@
                             policies=[parse_policy("sft=runs/sft/model")])
 
 Each policy (`eval.checkpoints`, default `engine.model`) gets its own engine; the rollouts go through
-the same sandbox, proxy and checker as training (`rollout.RolloutStack`). Run r of pair (task, harness)
-is a RolloutJob whose calls sample with the seed `eval_seed(eval.seed, task, harness, r)` (call i of
+the same sandbox, proxy and checker as training (`rollout.session.RolloutStack`). Run r of pair (task,
+harness) is a RolloutJob whose calls sample with the seed `eval_seed(eval.seed, task, harness, r)` (call i of
 the rollout with that seed + i): recorded in every outcome, and the same seed gives the same ids on
 the embedded engine wherever batching does not break a float tie. With the scripted engine and no
 script, each harness gets its own reference engine (its shell tool differs), so harnesses run one

@@ -24,7 +24,6 @@ seeds (`harnessrl.evaluate`: seed per (task, harness, run)).
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
 from functools import partial
@@ -33,24 +32,21 @@ from typing import Any
 
 from harnessrl.config_section import ConfigError
 from harnessrl.experiments.config import AblationSections
-from harnessrl.experiments.quickstart import (
+from harnessrl.experiments.stages import (
     Stages,
-    _inputs,
-    _load,
     cold_start,
     evaluate_policy,
     generate_splits,
+    load_split,
+    stage_inputs,
+    train_families,
+    train_policy,
 )
+from harnessrl.formats.summaries import write_ablation
 from harnessrl.scaling.config import HarnessSpaceConfig
 from harnessrl.types import Task
 
 GROUPS = ("in_space_heldout", "out_of_space")
-
-
-def families(cfg: AblationSections) -> list[str]:
-    from harnessrl.tasks.generate import TRAIN_FAMILIES
-
-    return list(cfg.ablation.families or TRAIN_FAMILIES)
 
 
 def arm_space(cfg: AblationSections, arm: str) -> HarnessSpaceConfig:
@@ -87,7 +83,8 @@ def eval_configs(cfg: AblationSections) -> list[str]:
 
 async def _tasks(cfg: AblationSections, folder: Path) -> dict[str, str]:
     a = cfg.ablation
-    return generate_splits(families(cfg), a.train_per_family, a.heldout_per_family, a.task_seed, folder)
+    families = train_families(a.families)
+    return generate_splits(families, a.train_per_family, a.heldout_per_family, a.task_seed, folder)
 
 
 async def _sft(
@@ -98,19 +95,12 @@ async def _sft(
 
 
 async def _arm(cfg: AblationSections, arm: str, tasks: list[Task], start: str, folder: Path) -> str:
-    from harnessrl.formats.checkpoints import latest_checkpoint
-    from harnessrl.train.loop import train
-
     engine = cfg.engine.model_copy(update={"model": start})
     t = cfg.train.model_copy(
         update={"out_dir": str(folder), "harnesses": [], "harness_space": arm_space(cfg, arm)}
     )
-    await train(
-        cfg.model_copy(update={"engine": engine, "train": t}), tasks, echo=lambda s: print(s, flush=True)
-    )
-    ckpt = latest_checkpoint(folder / "checkpoints")
-    assert ckpt is not None  # the loop always saves after its last step
-    return str(ckpt)
+    _, ckpt = await train_policy(cfg.model_copy(update={"engine": engine, "train": t}), tasks, folder)
+    return ckpt
 
 
 async def _eval(
@@ -140,12 +130,12 @@ async def run_ablation(
     task_inputs = {k: v for k, v in cfg.ablation.model_dump().items() if k in (
         "families", "train_per_family", "heldout_per_family", "task_seed")}  # fmt: skip
     paths = await st.run("tasks", task_inputs, lambda f: _tasks(cfg, f))
-    train_tasks, held = _load(paths["train"]), _load(paths["heldout"])
+    train_tasks, held = load_split(paths["train"]), load_split(paths["heldout"])
     echo(f"tasks: {len(train_tasks)} train, {len(held)} held-out; eval harnesses: {', '.join(harnesses)}")
-    sft_inputs = _inputs(cfg, *base, "sft") | task_inputs | {
+    sft_inputs = stage_inputs(cfg, *base, "sft") | task_inputs | {
         "codes": cfg.ablation.sft_codes, "trainer": cfg.train.trainer.model_dump()}  # fmt: skip
     sft = await st.run("sft", sft_inputs, lambda f: _sft(cfg, train_tasks, f, echo))
-    ev = _inputs(cfg, *base, "eval") | {"harnesses": harnesses, "tasks": task_inputs}
+    ev = stage_inputs(cfg, *base, "eval") | {"harnesses": harnesses, "tasks": task_inputs}
     results: dict[str, Any] = {}
     if cfg.ablation.base_model_row:
         results["base"] = await st.run(
@@ -156,7 +146,7 @@ async def run_ablation(
         lambda f: _eval(cfg, held, harnesses, "cold-start", sft["model"], None, None, f),
     )  # fmt: skip
     for arm in cfg.ablation.arms:
-        arm_inputs = sft_inputs | _inputs(cfg, "train") | {"arm": arm_space(cfg, arm).model_dump()}
+        arm_inputs = sft_inputs | stage_inputs(cfg, "train") | {"arm": arm_space(cfg, arm).model_dump()}
         ckpt = await st.run(f"arm-{arm}", arm_inputs, partial(_arm, cfg, arm, train_tasks, sft["model"]))
         results[arm] = await st.run(
             f"eval/{arm}", ev | arm_inputs, partial(_eval, cfg, held, harnesses, arm, sft["model"], ckpt, arm)
@@ -170,7 +160,7 @@ async def run_ablation(
         "arms": {arm: arm_codes(cfg, arm) for arm in cfg.ablation.arms},
         "sft": sft,
     }
-    (out / "ablation.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_ablation(out, summary)
     (out / "ablation.md").write_text(table_markdown(summary, cfg), encoding="utf-8")
     return summary
 

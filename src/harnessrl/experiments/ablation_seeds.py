@@ -19,13 +19,14 @@ Reads only the runs' `ablation.json` and `eval/<policy>/eval.json`; runs nothing
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from pathlib import Path
 from typing import Any
 
+from harnessrl.formats import FormatError
 from harnessrl.formats.eval_report import EVAL_FILE, read_eval
+from harnessrl.formats.summaries import ABLATION_FILE, read_ablation
 
 GROUP_NAMES = {"in_space_heldout": "in-space held-out", "out_of_space": "out of the space"}
 
@@ -42,8 +43,8 @@ def load_run(out: Path) -> dict[str, dict[str, dict[tuple[str, str, int], float]
     """{group: {policy: {(task, harness, eval run): passed (0/1)}}} of one ablation run. A rollout
     that did not end `ok` is in its report as failed, so it is here too."""
     try:
-        summary = json.loads((out / "ablation.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        summary = read_ablation(out / ABLATION_FILE)
+    except FormatError as e:
         raise ValueError(f"{out}: no readable ablation.json (run scripts/scaling_ablation first): {e}") from e
     groups: dict[str, set[str]] = {
         "in_space_heldout": {f"whitebox:{c}" for c in summary["eval_configs"]},

@@ -22,76 +22,29 @@ interval over tasks (`evaluate.paired`), computed from the stages' `eval.json` o
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
-import shutil
-import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harnessrl.experiments.config import QuickstartSections, RunSections
+from harnessrl.experiments.config import QuickstartSections
+from harnessrl.experiments.stages import (
+    Stages,
+    evaluate_policy,
+    generate_splits,
+    load_split,
+    stage_inputs,
+    train_families,
+    train_policy,
+)
+from harnessrl.formats.summaries import write_quickstart
 from harnessrl.types import Task
-
-
-class Stages:
-    """Run-or-reuse: a stage's result is kept in `<out>/<name>/stage.json` with a digest of its inputs."""
-
-    def __init__(self, out: Path, fresh: bool, echo: Callable[[str], None]) -> None:
-        self.out, self.fresh, self.echo = out, fresh, echo
-        self.seconds: dict[str, float] = {}
-        """Seconds each stage took in this run (0 when reused)."""
-        self.ran: dict[str, float] = {}
-        """Seconds each stage took when it ran, in this run or the earlier one it was reused from."""
-
-    async def run(self, name: str, inputs: Any, fn: Callable[[Path], Awaitable[Any]]) -> Any:
-        folder = self.out / name
-        stamp = folder / "stage.json"
-        digest = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
-        if not self.fresh and stamp.is_file():
-            saved = json.loads(stamp.read_text(encoding="utf-8"))
-            if saved.get("inputs") == digest:
-                self.echo(f"[{name}] reused from {folder} (ran {saved['seconds']:.0f} s)")
-                self.seconds[name] = 0.0
-                self.ran[name] = float(saved["seconds"])
-                return saved["result"]
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
-        self.echo(f"[{name}] running -> {folder}")
-        t0 = time.perf_counter()
-        result = await fn(folder)
-        self.seconds[name] = self.ran[name] = time.perf_counter() - t0
-        stamp.write_text(json.dumps({"inputs": digest, "seconds": self.seconds[name], "result": result}))
-        self.echo(f"[{name}] done in {self.seconds[name]:.0f} s")
-        return result
-
-
-def _families(cfg: QuickstartSections) -> list[str]:
-    from harnessrl.tasks.generate import TRAIN_FAMILIES
-
-    return list(cfg.quickstart.families or TRAIN_FAMILIES)
 
 
 async def _tasks(cfg: QuickstartSections, folder: Path) -> dict[str, str]:
     q = cfg.quickstart
-    return generate_splits(_families(cfg), q.train_per_family, q.heldout_per_family, q.task_seed, folder)
-
-
-def generate_splits(families: list[str], train: int, heldout: int, seed: int, folder: Path) -> dict[str, str]:
-    """`train` train and `heldout` held-out instances of each family under `folder`; their paths."""
-    from harnessrl.tasks.generate import generate
-
-    generate(families, train, seed, folder, split="train")
-    generate(families, heldout, seed, folder, split="heldout")
-    return {"train": str(folder / "train"), "heldout": str(folder / "heldout_instances")}
-
-
-def _load(path: str) -> list[Task]:
-    from harnessrl.tasks import load_tasks
-
-    return load_tasks(path).tasks
+    families = train_families(q.families)
+    return generate_splits(families, q.train_per_family, q.heldout_per_family, q.task_seed, folder)
 
 
 async def _eval(
@@ -101,66 +54,11 @@ async def _eval(
     return entry["summary"]
 
 
-async def evaluate_policy(
-    cfg: RunSections, tasks: list[Task], harnesses: list[str], label: str, model: str, weights: str | None,
-    folder: Path,
-) -> dict[str, Any]:  # fmt: skip
-    """One policy (a model folder, plus trainer weights) on every (task, harness), report into `folder`;
-    returns its report entry."""
-    from harnessrl.evaluate import Policy, evaluate, write_report
-
-    run_cfg = cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"out_dir": str(folder)})})
-    policy = Policy(label, model, Path(weights) if weights else None)
-    report = await evaluate(run_cfg, tasks, harnesses=harnesses, policies=[policy])
-    write_report(report, folder, cfg.tracking, run_cfg.model_dump(mode="json"))
-    entry: dict[str, Any] = report["policies"][label]
-    return entry
-
-
 async def _rl(cfg: QuickstartSections, tasks: list[Task], sft_model: str, folder: Path) -> str:
-    from harnessrl.formats.checkpoints import latest_checkpoint
-    from harnessrl.train.loop import train
-
     engine = cfg.engine.model_copy(update={"model": sft_model})
     t = cfg.train.model_copy(update={"out_dir": str(folder), "harnesses": [cfg.quickstart.harness]})
-    await train(
-        cfg.model_copy(update={"engine": engine, "train": t}), tasks, echo=lambda s: print(s, flush=True)
-    )
-    ckpt = latest_checkpoint(folder / "checkpoints")
-    assert ckpt is not None  # the loop always saves after its last step
-    return str(ckpt)
-
-
-async def cold_start(
-    cfg: RunSections, tasks: list[Task], demos: Mapping[str, str], folder: Path, echo: Callable[[str], None]
-) -> dict[str, Any]:
-    """The experiments' shared cold start: scripted demonstrations of `tasks` through each harness of
-    `demos` ({folder name under `<folder>/demos/`: harness}), then one SFT over all of them. Returns
-    the SFT model, its log, the dropped counts and, per harness, [demonstrations solved, run]."""
-    from harnessrl.train.sft import make_demonstrations, sft
-
-    demo_dirs, solved = [], {}
-    for name, harness in demos.items():
-        demo_cfg = cfg.model_copy(update={"sft": cfg.sft.model_copy(update={"harness": harness})})
-        dest = folder / "demos" / name
-        rollouts = await make_demonstrations(demo_cfg, tasks, dest)
-        ok = sum(r.status.value == "ok" and (r.reward or 0.0) >= cfg.sft.min_score for r in rollouts)
-        echo(f"sft: {harness}: {ok}/{len(rollouts)} demonstrations solved their task")
-        solved[harness] = [ok, len(rollouts)]
-        demo_dirs.append(str(dest))
-    sft_cfg = cfg.model_copy(
-        update={
-            "sft": cfg.sft.model_copy(
-                update={"demonstrations": False, "rollouts": demo_dirs, "out_dir": str(folder)}
-            )
-        }
-    )
-    result = await sft(sft_cfg, tasks, echo=echo)
-    return {"model": result["model"], "log": result["log"], "dropped": result["dropped"], "solved": solved}
-
-
-def _inputs(cfg: RunSections, *sections: str) -> dict[str, Any]:
-    return {s: getattr(cfg, s).model_dump() for s in sections}
+    _, ckpt = await train_policy(cfg.model_copy(update={"engine": engine, "train": t}), tasks, folder)
+    return ckpt
 
 
 async def run_quickstart(
@@ -170,24 +68,25 @@ async def run_quickstart(
     out = Path(cfg.quickstart.out_dir)
     st = Stages(out, fresh, echo)
     base = ("quickstart", "engine", "proxy", "sandbox", "rollout", "trace")
-    paths = await st.run("tasks", _inputs(cfg, "quickstart"), lambda f: _tasks(cfg, f))
-    train_tasks, held = _load(paths["train"]), _load(paths["heldout"])
-    echo(f"tasks: {len(train_tasks)} train, {len(held)} held-out ({', '.join(_families(cfg))})")
+    paths = await st.run("tasks", stage_inputs(cfg, "quickstart"), lambda f: _tasks(cfg, f))
+    train_tasks, held = load_split(paths["train"]), load_split(paths["heldout"])
+    families = ", ".join(train_families(cfg.quickstart.families))
+    echo(f"tasks: {len(train_tasks)} train, {len(held)} held-out ({families})")
     sft_cfg = cfg.model_copy(
         update={
             "sft": cfg.sft.model_copy(update={"harness": cfg.quickstart.harness, "out_dir": str(out / "sft")})
         }
     )
-    sft_inputs = _inputs(sft_cfg, *base, "sft") | {"trainer": cfg.train.trainer.model_dump()}
+    sft_inputs = stage_inputs(sft_cfg, *base, "sft") | {"trainer": cfg.train.trainer.model_dump()}
     sft = await st.run("sft", sft_inputs, lambda f: _sft(sft_cfg, train_tasks))
-    ev = _inputs(cfg, *base, "eval")
+    ev = stage_inputs(cfg, *base, "eval")
     results = {
         "base": await st.run("eval/base", ev, lambda f: _eval(cfg, held, "base", cfg.engine.model, None, f)),
         "sft": await st.run(
             "eval/sft", ev | sft_inputs, lambda f: _eval(cfg, held, "sft", sft["model"], None, f)
         ),
     }
-    rl_inputs = sft_inputs | _inputs(cfg, "train")
+    rl_inputs = sft_inputs | stage_inputs(cfg, "train")
     ckpt = await st.run("rl", rl_inputs, lambda f: _rl(cfg, train_tasks, sft["model"], f))
     results["sft+rl"] = await st.run(
         "eval/sft+rl", ev | rl_inputs, lambda f: _eval(cfg, held, "sft+rl", sft["model"], ckpt, f)
@@ -195,7 +94,7 @@ async def run_quickstart(
     paired = paired_over_previous(out / "eval", list(results), cfg)
     summary = {"policies": results, "seconds": st.seconds, "heldout_tasks": len(held), "sft": sft}
     summary["paired"] = paired
-    (out / "quickstart.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_quickstart(out, summary)
     (out / "quickstart.md").write_text(table_markdown(results, cfg, paired), encoding="utf-8")
     track_table(out, cfg, results, paired)
     return summary
@@ -225,9 +124,10 @@ def paired_over_previous(
     sft+rl over sft), from the outcomes in their `eval/<policy>/eval.json` (same tasks, same seeds),
     with `evaluate.paired`'s bootstrap interval over tasks (`eval.bootstrap_resamples`, `eval.seed`)."""
     from harnessrl.evaluate.paired import outcomes_of, paired
+    from harnessrl.formats.eval_report import EVAL_FILE, read_eval
 
     e = cfg.eval
-    reports = {n: json.loads((eval_dir / n / "eval.json").read_text(encoding="utf-8")) for n in names}
+    reports = {n: read_eval(eval_dir / n / EVAL_FILE) for n in names}
     return {
         name: {"baseline": prev}
         | paired(

@@ -21,37 +21,51 @@ Every policy is evaluated through every `transfer.eval_harnesses` on the same he
 same seeds per (task, harness, run) (`harnessrl.evaluate`), so all comparisons are paired. Nothing is
 tuned on the held-out tasks or on the evaluation harnesses.
 
-Output (`transfer.json`, `transfer.md`; `harnessrl report <out_dir>` draws the heat map): per task
-group (`heldout`: held-out instances of the train families; `heldout_family`: the family never trained
-on), a policy x evaluation-harness matrix of Pass@1 (an arm's: the mean over its seeds) with the
-paired difference against the cold start and its 95% bootstrap interval over tasks (`evaluate.paired`;
-an arm's d_t pooled over its seeds), the diagonal comparisons (on each training harness, the arm that
-trained only there against each other arm, paired seed by seed), and each stage's wall time.
+Output (`transfer.json`, `transfer.md`, from `experiments.transfer_report`; `harnessrl report <out_dir>`
+draws the heat map): per task group (`heldout`: held-out instances of the train families;
+`heldout_family`: the family never trained on), a policy x evaluation-harness matrix of Pass@1 (an
+arm's: the mean over its seeds) with the paired difference against the cold start and its 95%
+bootstrap interval over tasks (`evaluate.paired`; an arm's d_t pooled over its seeds), the diagonal
+comparisons (on each training harness, the arm that trained only there against each other arm, paired
+seed by seed), and each stage's wall time.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from harnessrl.config_section import ConfigError
-from harnessrl.evaluate.stats import Outcome
 from harnessrl.experiments.config import TransferSections
-from harnessrl.experiments.quickstart import Stages, _inputs, _load, cold_start, evaluate_policy
+from harnessrl.experiments.stages import (
+    Stages,
+    cold_start,
+    evaluate_policy,
+    load_split,
+    stage_inputs,
+    train_families,
+    train_policy,
+)
+from harnessrl.experiments.transfer_report import (
+    COLD,
+    GROUPS,
+    matrices,
+    policy_name,
+    time_split,
+    write_tables,
+)
 from harnessrl.types import Task
 
-TABLE_FILE = "transfer.md"
-GROUPS = {"heldout": "held-out instances of the train families", "heldout_family": "held-out family"}
-COLD = "cold-start"
+BASE = ("engine", "proxy", "sandbox", "rollout", "trace")
+"""Sections every stage's inputs hold."""
 
 
 def families(cfg: TransferSections) -> list[str]:
-    from harnessrl.tasks.generate import TRAIN_FAMILIES
-
-    return list(cfg.transfer.families or TRAIN_FAMILIES)
+    return train_families(cfg.transfer.families)
 
 
 def sft_harnesses(cfg: TransferSections) -> list[str]:
@@ -112,10 +126,6 @@ def trainer_inputs(cfg: TransferSections) -> dict[str, Any]:
 def train_inputs_of(cfg: TransferSections) -> dict[str, Any]:
     """The `train` section as a stage input, without the `HOW` settings."""
     return {"train": cfg.train.model_dump() | {"trainer": trainer_inputs(cfg)}}
-
-
-def policy_name(arm: str, seed: int) -> str:
-    return f"{arm}-s{seed}"
 
 
 async def _tasks(cfg: TransferSections, folder: Path) -> dict[str, str]:
@@ -216,17 +226,10 @@ def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 async def _arm(
     cfg: TransferSections, arm: str, seed: int, tasks: list[Task], start: str, folder: Path
 ) -> dict[str, Any]:
-    from harnessrl.formats.checkpoints import latest_checkpoint
-    from harnessrl.train.loop import train
-
     t0 = time.perf_counter()
-    records = await train(
-        arm_config(cfg, arm, seed, start, folder), tasks, echo=lambda s: print(s, flush=True)
-    )
-    ckpt = latest_checkpoint(folder / "checkpoints")
-    assert ckpt is not None  # the loop always saves after its last step
+    records, ckpt = await train_policy(arm_config(cfg, arm, seed, start, folder), tasks, folder)
     return {
-        "checkpoint": str(ckpt),
+        "checkpoint": ckpt,
         "seconds": time.perf_counter() - t0,
         "steps": len(records),
         "skipped_steps": [r["step"] for r in records if r.get("skip_reason")],
@@ -242,6 +245,108 @@ async def _eval(
     return {"summary": entry["summary"], "by_harness": entry["by_harness"]}
 
 
+@dataclass(frozen=True)
+class TaskSets:
+    """What the `tasks` stage generated, loaded."""
+
+    train: list[Task]
+    """Demonstrated train tasks."""
+    rl: list[Task]
+    """RL tasks (`train` itself unless `transfer.rl_per_family`)."""
+    groups: dict[str, list[Task]]
+    """Held-out tasks per group (`GROUPS`)."""
+
+    @property
+    def held(self) -> list[Task]:
+        return [t for ts in self.groups.values() for t in ts]
+
+
+def task_inputs(cfg: TransferSections) -> dict[str, dict[str, Any]]:
+    """The `transfer` fields each kind of stage depends on: `train` (the demonstrated tasks), `eval`
+    (the held-out sets too) and `tasks` (every generated set)."""
+    dump = cfg.transfer.model_dump()
+    train = {k: dump[k] for k in ("families", "train_per_family", "task_seed")}
+    evals = train | {k: dump[k] for k in ("heldout_per_family", "heldout_family", "heldout_seed")}
+    return {"train": train, "eval": evals, "tasks": evals | {"rl_per_family": dump["rl_per_family"]}}
+
+
+async def _task_sets(cfg: TransferSections, st: Stages, echo: Callable[[str], None]) -> TaskSets:
+    """Stage `tasks`, loaded, with one line saying what it holds."""
+    paths = await st.run("tasks", task_inputs(cfg)["tasks"], lambda f: _tasks(cfg, f))
+    train = load_split(paths["train"])
+    sets = TaskSets(
+        train=train,
+        rl=load_split(paths["rl"]) if "rl" in paths else train,
+        groups={g: load_split(paths[g]) for g in GROUPS if g in paths},
+    )
+    echo(
+        f"tasks: {len(sets.train)} train (demonstrated), {len(sets.rl)} for RL"
+        + (" (the same)" if sets.rl is sets.train else "")
+        + ", "
+        + ", ".join(f"{len(ts)} {g}" for g, ts in sets.groups.items())
+        + f"; eval harnesses: {', '.join(cfg.transfer.eval_harnesses)}"
+    )
+    return sets
+
+
+def sft_inputs(cfg: TransferSections) -> dict[str, Any]:
+    """The cold start's stage inputs."""
+    harnesses = sft_harnesses(cfg)
+    return stage_inputs(cfg, *BASE, "sft") | task_inputs(cfg)["train"] | {
+        "harnesses": harnesses, "trainer": trainer_inputs(cfg),
+        "options": {h: cfg.train.harness_options.get(h, {}) for h in harnesses}}  # fmt: skip
+
+
+def arm_inputs(cfg: TransferSections, arm: str, seed: int) -> dict[str, Any]:
+    """One arm and seed's stage inputs (beyond the cold start's)."""
+    own = cfg.transfer.arm_train.get(arm)
+    return (
+        train_inputs_of(cfg)
+        | {"arm": cfg.transfer.arms[arm], "seed": seed, "rl_per_family": cfg.transfer.rl_per_family}
+        | ({"arm_train": own} if own else {})
+    )
+
+
+async def _policies(cfg: TransferSections, st: Stages, sets: TaskSets, sft: dict[str, Any]) -> dict[str, Any]:
+    """Stages `eval/base`, `eval/cold-start` and, per seed and arm, `arm-<arm>-s<seed>` and its eval;
+    returns the arms' training results."""
+    held, cold = sets.held, sft_inputs(cfg)
+    ev = stage_inputs(cfg, *BASE, "eval") | {
+        "harnesses": cfg.transfer.eval_harnesses, "tasks": task_inputs(cfg)["eval"]}  # fmt: skip
+    if cfg.transfer.base_model_row:
+        await st.run("eval/base", ev, partial(_eval, cfg, held, "base", cfg.engine.model, None))
+    await st.run("eval/" + COLD, ev | cold, partial(_eval, cfg, held, COLD, sft["model"], None))
+    arms: dict[str, Any] = {}
+    for seed in cfg.transfer.seeds:
+        for arm in cfg.transfer.arms:
+            name, inputs = policy_name(arm, seed), cold | arm_inputs(cfg, arm, seed)
+            arms[name] = await st.run(
+                f"arm-{name}", inputs, partial(_arm, cfg, arm, seed, sets.rl, sft["model"])
+            )
+            ckpt = arms[name]["checkpoint"]
+            await st.run(f"eval/{name}", ev | inputs, partial(_eval, cfg, held, name, sft["model"], ckpt))
+    return arms
+
+
+def _summary(
+    cfg: TransferSections, sets: TaskSets, sft: dict[str, Any], arms: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "arms": cfg.transfer.arms,
+        "arm_train": {a: fields for a, fields in cfg.transfer.arm_train.items() if fields},
+        "seeds": cfg.transfer.seeds,
+        "eval_harnesses": cfg.transfer.eval_harnesses,
+        "groups": {g: [t.id for t in ts] for g, ts in sets.groups.items()},
+        "train_tasks": len(sets.train),
+        "rl_tasks": len(sets.rl) if sets.rl is not sets.train else 0,
+        "budget": {k: getattr(cfg.train, k) for k in ("steps", "tasks_per_step", "group_size")},
+        "eval_runs": cfg.eval.runs,
+        "sft": sft,
+        "training": arms,
+    }
+
+
 async def run_transfer(
     cfg: TransferSections, *, fresh: bool = False, echo: Callable[[str], None] = print
 ) -> dict[str, Any]:
@@ -249,290 +354,11 @@ async def run_transfer(
     check(cfg)
     out = Path(cfg.transfer.out_dir)
     st = Stages(out, fresh, echo)
-    base = ("engine", "proxy", "sandbox", "rollout", "trace")
-    dump = cfg.transfer.model_dump()
-    train_inputs = {k: dump[k] for k in ("families", "train_per_family", "task_seed")}
-    eval_tasks = train_inputs | {k: dump[k] for k in ("heldout_per_family", "heldout_family", "heldout_seed")}
-    task_inputs = eval_tasks | {"rl_per_family": dump["rl_per_family"]}
-    paths = await st.run("tasks", task_inputs, lambda f: _tasks(cfg, f))
-    train_tasks = _load(paths["train"])
-    rl = _load(paths["rl"]) if "rl" in paths else train_tasks
-    groups = {g: _load(paths[g]) for g in GROUPS if g in paths}
-    held = [t for ts in groups.values() for t in ts]
-    echo(
-        f"tasks: {len(train_tasks)} train (demonstrated), {len(rl)} for RL"
-        + (" (the same)" if rl is train_tasks else "")
-        + ", "
-        + ", ".join(f"{len(ts)} {g}" for g, ts in groups.items())
-        + f"; eval harnesses: {', '.join(cfg.transfer.eval_harnesses)}"
-    )
-    sft_inputs = _inputs(cfg, *base, "sft") | train_inputs | {
-        "harnesses": sft_harnesses(cfg), "trainer": trainer_inputs(cfg),
-        "options": {h: cfg.train.harness_options.get(h, {}) for h in sft_harnesses(cfg)}}  # fmt: skip
-    sft = await st.run("sft", sft_inputs, lambda f: _sft(cfg, train_tasks, f, echo))
-    ev = _inputs(cfg, *base, "eval") | {"harnesses": cfg.transfer.eval_harnesses, "tasks": eval_tasks}
-    evals: dict[str, Any] = {}
-    if cfg.transfer.base_model_row:
-        evals["base"] = await st.run(
-            "eval/base", ev, partial(_eval, cfg, held, "base", cfg.engine.model, None)
-        )
-    evals[COLD] = await st.run(
-        "eval/" + COLD, ev | sft_inputs, partial(_eval, cfg, held, COLD, sft["model"], None)
-    )
-    arms: dict[str, Any] = {}
-    for seed in cfg.transfer.seeds:
-        for arm in cfg.transfer.arms:
-            name = policy_name(arm, seed)
-            arm_inputs = (
-                sft_inputs
-                | train_inputs_of(cfg)
-                | {"arm": cfg.transfer.arms[arm], "seed": seed, "rl_per_family": dump["rl_per_family"]}
-                | ({"arm_train": cfg.transfer.arm_train[arm]} if cfg.transfer.arm_train.get(arm) else {})
-            )
-            arms[name] = await st.run(
-                f"arm-{name}", arm_inputs, partial(_arm, cfg, arm, seed, rl, sft["model"])
-            )
-            evals[name] = await st.run(
-                f"eval/{name}", ev | arm_inputs,
-                partial(_eval, cfg, held, name, sft["model"], arms[name]["checkpoint"]),
-            )  # fmt: skip
-    summary = {
-        "date": time.strftime("%Y-%m-%d"),
-        "arms": cfg.transfer.arms,
-        "arm_train": {a: fields for a, fields in cfg.transfer.arm_train.items() if fields},
-        "seeds": cfg.transfer.seeds,
-        "eval_harnesses": cfg.transfer.eval_harnesses,
-        "groups": {g: [t.id for t in ts] for g, ts in groups.items()},
-        "train_tasks": len(train_tasks),
-        "rl_tasks": len(rl) if rl is not train_tasks else 0,
-        "budget": {k: getattr(cfg.train, k) for k in ("steps", "tasks_per_step", "group_size")},
-        "eval_runs": cfg.eval.runs,
-        "sft": sft,
-        "training": arms,
-        "seconds": st.ran,
-    }
+    sets = await _task_sets(cfg, st, echo)
+    sft = await st.run("sft", sft_inputs(cfg), lambda f: _sft(cfg, sets.train, f, echo))
+    arms = await _policies(cfg, st, sets, sft)
+    summary = _summary(cfg, sets, sft, arms) | {"seconds": st.ran}
     summary |= matrices(out, summary, cfg)
     summary["time_split"] = time_split(out, summary, cfg.transfer.base_model_row)
     write_tables(out, summary)
     return summary
-
-
-def time_split(out: Path, summary: Mapping[str, Any], base_row: bool = False) -> dict[str, Any]:
-    """Where the time went, read back from the stage folders (so a rerun that reuses every stage
-    still reports it): per arm and seed the mean seconds of each training-step phase
-    (`metrics.jsonl` `time`), and per stage the rollout split per harness (`evaluate.timing`)."""
-    from harnessrl.evaluate.timing import folder_times
-    from harnessrl.formats.metrics import METRICS_FILE, read_metrics
-
-    steps: dict[str, dict[str, float]] = {}
-    groups: dict[str, dict[str, float]] = {}
-    rollouts: dict[str, Any] = {"sft demonstrations": folder_times(out / "sft" / "demos")}
-    for name in summary["training"]:
-        records, _ = read_metrics(out / f"arm-{name}" / METRICS_FILE)
-        laps = [r["time"] for r in records if isinstance(r.get("time"), dict)]
-        keys = sorted({k for lap in laps for k, v in lap.items() if isinstance(v, int | float)})
-        steps[name] = {k: round(sum(float(lap.get(k, 0.0)) for lap in laps) / len(laps), 1) for k in keys}
-        groups[name] = step_groups(records)
-        rollouts[f"train {name}"] = folder_times(out / f"arm-{name}" / "rollouts")
-    for policy in [*(["base"] if base_row else []), COLD, *summary["training"]]:
-        rollouts[f"eval {policy}"] = folder_times(out / "eval" / policy)
-    return {"train_steps": steps, "train_groups": groups, "rollouts": rollouts}
-
-
-GROUP_KEYS = ("scheduled", "informative", "resampled", "trained", "zero_variance")
-"""`metrics.jsonl` `groups` counts averaged per step by `step_groups` (`scheduled`: every group run,
-the resampled ones included)."""
-
-
-def step_groups(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Mean per step of a training run's rollouts and GRPO group counts (`GROUP_KEYS`), so runs with
-    and without dynamic sampling compare what a step cost and what it trained."""
-    if not records:
-        return {}
-
-    def mean(values: Sequence[float]) -> float:
-        return round(sum(values) / len(records), 2)
-
-    counts = {"rollouts": mean([float(r.get("rollouts", 0)) for r in records])}
-    for k in GROUP_KEYS:
-        counts[k] = mean([float((r.get("groups") or {}).get(k, 0)) for r in records])
-    return counts
-
-
-def read_outcomes(out: Path, policy: str) -> list[Outcome]:
-    from harnessrl.evaluate.paired import outcomes_of
-    from harnessrl.formats.eval_report import EVAL_FILE, read_eval
-
-    return outcomes_of(read_eval(out / "eval" / policy / EVAL_FILE), policy)
-
-
-def matrices(out: Path, summary: Mapping[str, Any], cfg: TransferSections) -> dict[str, Any]:
-    """The matrices and diagonal comparisons of a finished run, from its `eval/<policy>/eval.json`."""
-    policies = (["base"] if cfg.transfer.base_model_row else []) + [COLD]
-    outcomes = {p: read_outcomes(out, p) for p in policies}
-    for arm in summary["arms"]:
-        for seed in summary["seeds"]:
-            outcomes[policy_name(arm, seed)] = read_outcomes(out, policy_name(arm, seed))
-    e = cfg.eval
-    kw = {"resamples": e.bootstrap_resamples, "seed": e.seed, "confidence": e.confidence}
-    return transfer_tables(outcomes, summary["arms"], summary["seeds"], summary["eval_harnesses"],
-                           summary["groups"], **kw)  # fmt: skip
-
-
-def _pass1(outs: Sequence[Outcome]) -> float | None:
-    return sum(o.passed for o in outs) / len(outs) if outs else None
-
-
-def transfer_tables(
-    outcomes: Mapping[str, Sequence[Outcome]],
-    arms: Mapping[str, Sequence[str]],
-    seeds: Sequence[int],
-    harnesses: Sequence[str],
-    groups: Mapping[str, Sequence[str]],
-    **kw: Any,
-) -> dict[str, Any]:
-    """Pure: {policy: outcomes} (policies `base`?, `cold-start`, `<arm>-s<seed>`) -> per group the
-    matrix {row: {harness: cell}} and the diagonal comparisons (module docstring).
-
-    A cell: `pass1` (an arm's: the mean over seeds of its per-seed Pass@1), `per_seed`, `n` (outcomes
-    per seed), and for every row but the cold start `vs_cold` = `evaluate.paired.pooled` over the seeds
-    (d_t averaged over seeds, bootstrap over tasks)."""
-    from harnessrl.evaluate.paired import pooled
-
-    def select(policy: str, group: Sequence[str], harness: str) -> list[Outcome]:
-        ids = set(group)
-        return [o for o in outcomes[policy] if o.harness == harness and o.task_id in ids]
-
-    rows: dict[str, list[str]] = {p: [p] for p in ("base", COLD) if p in outcomes}
-    rows |= {arm: [policy_name(arm, s) for s in seeds] for arm in arms}
-    result: dict[str, Any] = {"matrix": {}, "diagonal": {}}
-    for group, ids in groups.items():
-        matrix: dict[str, dict[str, Any]] = {}
-        for row, policies in rows.items():
-            matrix[row] = {}
-            for h in harnesses:
-                per = [_pass1(select(p, ids, h)) for p in policies]
-                vals = [x for x in per if x is not None]
-                cell: dict[str, Any] = {
-                    "pass1": sum(vals) / len(vals) if vals else None,
-                    "per_seed": per,
-                    "n": len(select(policies[0], ids, h)),
-                }
-                if row != COLD and vals:
-                    cold = select(COLD, ids, h)
-                    cell["vs_cold"] = pooled([(cold, select(p, ids, h)) for p in policies], **kw)
-                matrix[row][h] = cell
-        result["matrix"][group] = matrix
-        diagonal = []
-        for h in harnesses:
-            home = [a for a, hs in arms.items() if list(hs) == [h]]
-            for a in home:
-                for other in arms:
-                    if other == a:
-                        continue
-                    pairs = [(select(policy_name(other, s), ids, h), select(policy_name(a, s), ids, h))
-                             for s in seeds]  # fmt: skip
-                    if not pairs[0][0]:
-                        continue
-                    diagonal.append({"harness": h, "arm": a, "other": other} | pooled(pairs, **kw))
-        result["diagonal"][group] = diagonal
-    return result
-
-
-def _cell_text(cell: Mapping[str, Any]) -> str:
-    from harnessrl.evaluate.paired import signed
-
-    if cell.get("pass1") is None:
-        return "-"
-    text = f"{cell['pass1']:.3f}"
-    c = cell.get("vs_cold")
-    if c is not None:
-        text += f" ({signed(c['difference'])} [{signed(c['lo'])}, {signed(c['hi'])}])"
-    return text
-
-
-def _arm_train_text(summary: Mapping[str, Any], arm: str) -> str:
-    fields = (summary.get("arm_train") or {}).get(arm)
-    return " (" + ", ".join(f"train.{k} = {v}" for k, v in fields.items()) + ")" if fields else ""
-
-
-def table_markdown(summary: Mapping[str, Any]) -> str:
-    """The matrices, the diagonal comparisons and the stage times as markdown."""
-    from harnessrl.evaluate.paired import signed
-
-    hs = summary["eval_harnesses"]
-    trained = {h for arm in summary["arms"].values() for h in arm}
-    lines = [
-        f"Harness transfer, {summary['date']}: arms "
-        + "; ".join(
-            f"`{a}` = {', '.join(h)}" + _arm_train_text(summary, a) for a, h in summary["arms"].items()
-        )
-        + f"; seeds {summary['seeds']}; budget per arm {summary['budget']['steps']} steps x "
-        f"{summary['budget']['tasks_per_step']} tasks x {summary['budget']['group_size']} rollouts; "
-        f"{summary['eval_runs']} eval run(s) per (task, harness). Cells: Pass@1 (arms: mean over seeds) "
-        "and, in brackets, the paired difference against the cold start with its 95% bootstrap "
-        "interval over tasks. Harnesses no arm trained in are marked *.",
-    ]
-    for group, matrix in summary["matrix"].items():
-        n = len(summary["groups"][group])
-        lines += ["", f"### {GROUPS.get(group, group)} ({n} tasks)", ""]
-        lines += ["| policy | " + " | ".join(h + ("" if h in trained else " *") for h in hs) + " |"]
-        lines += ["|---|" + "---|" * len(hs)]
-        lines += [
-            f"| {row} | " + " | ".join(_cell_text(cells[h]) for h in hs) + " |"
-            for row, cells in matrix.items()
-        ]
-        diag = summary["diagonal"].get(group, [])
-        if diag:
-            head = "Diagonal: on each training harness, the arm that trained only there against each other"
-            lines += ["", head + " arm (paired seed by seed):", ""]
-            lines += [
-                "| evaluated in | arm | over | difference [95% interval] | tasks up / down |",
-                "|---|---|---|---|---|",
-            ]
-            for d in diag:
-                verdict = "excludes 0" if d["excludes_zero"] else "includes 0"
-                lines.append(
-                    f"| {d['harness']} | {d['arm']} | {d['other']} | {signed(d['difference'])} "
-                    f"[{signed(d['lo'])}, {signed(d['hi'])}] ({verdict}) | {d['up']} / {d['down']} |"
-                )
-    split = summary.get("time_split")
-    if split:
-        from harnessrl.evaluate.timing import times_markdown
-
-        lines += [
-            "",
-            "### Where the time went",
-            "",
-            "Mean seconds per training step (`metrics.jsonl` `time`):",
-            "",
-        ]
-        keys = sorted({k for t in split["train_steps"].values() for k in t})
-        lines += ["| run | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
-        lines += [f"| {n} | " + " | ".join(f"{t.get(k, 0.0):.1f}" for k in keys) + " |"
-                  for n, t in split["train_steps"].items()]  # fmt: skip
-        per = split.get("train_groups") or {}
-        if per:
-            cols = ["rollouts", *GROUP_KEYS]
-            lines += ["", "Mean rollouts and GRPO groups per training step (`metrics.jsonl` `groups`):", ""]
-            lines += ["| run | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
-            lines += [f"| {n} | " + " | ".join(f"{g.get(k, 0.0):g}" for k in cols) + " |"
-                      for n, g in per.items()]  # fmt: skip
-        lines += ["", "Mean seconds per rollout (`evaluate.timing`):"]
-        for stage, times in split["rollouts"].items():
-            if times:
-                lines += ["", f"{stage}:", "", times_markdown(times).rstrip("\n")]
-    secs = summary.get("seconds", {})
-    if secs:
-        total = (
-            f"Wall time: {sum(secs.values()) / 60:.1f} min (each stage when it ran, reused ones included): "
-        )
-        lines += ["", total + ", ".join(f"{k} {v:.0f} s" for k, v in secs.items())]
-    return "\n".join(lines) + "\n"
-
-
-def write_tables(out: Path, summary: dict[str, Any]) -> None:
-    from harnessrl.formats.transfer import write_transfer
-
-    write_transfer(out, summary)
-    (out / TABLE_FILE).write_text(table_markdown(summary), encoding="utf-8")

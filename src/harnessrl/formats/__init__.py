@@ -2,9 +2,13 @@
 
     calls.py         <rollout>/calls.jsonl       one ModelCall per line (also the proxy's capture journal)
     rollout_dir.py   <rollout>/rollout.json      the Rollout without its calls; the rollout folder
+                     <rollout>/reward.json       its reward, status and the checker's detail
     metrics.py       <run>/metrics.jsonl         one record per training step; its flat scalars
     eval_report.py   <eval out_dir>/eval.json    one evaluation report
-    checkpoints.py   <run>/checkpoints/step-<n>/ which checkpoint folders are complete
+    stage.py         <experiment>/<stage>/stage.json  an experiment stage's inputs digest, time, result
+    summaries.py     <run>/quickstart.json, ablation.json  the quickstart's and the ablation's summaries
+    sft.py           <sft out_dir>/sft.json      an SFT run's log and model folder
+    checkpoints.py   <run>/checkpoints/step-<n>/ which checkpoint folders are complete; their meta.json
     transfer.py      <run>/transfer.json         a harness-transfer experiment's matrices
     atif.py          <rollout>/trajectory.json   a rollout as Harbor's ATIF v1.8 trajectory (an export)
     untrusted_json.py                            the one decoder for JSON from untrusted bytes (limits)
@@ -14,6 +18,8 @@ report and the command lines read the same bytes the same way. Readers of files 
 may have touched raise `FormatError` (naming file and line) whatever the bytes.
 """
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,4 +56,28 @@ def read_json_object(path: Path) -> dict[str, Any]:
     return obj
 
 
-__all__ = ["FormatError", "decode", "read_json_object"]
+def write_json_object(path: Path, obj: Mapping[str, Any], *, sort_keys: bool = False) -> Path:
+    """Write `obj` to `path` as indented UTF-8 JSON with a final newline; returns `path`."""
+    path.write_text(json.dumps(obj, indent=2, sort_keys=sort_keys) + "\n", encoding="utf-8")
+    return path
+
+
+def require(path: Path, obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], what: str) -> Any:
+    """`obj[key]` when it is a `kind` (a bool is never a number here), else FormatError naming the
+    file, the field and `what` it should be."""
+    value = obj.get(key)
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise FormatError(f"{path}: {key} is not {what}")
+    return value
+
+
+def require_names(path: Path, obj: Mapping[str, Any], key: str) -> list[str]:
+    """`obj[key]` when it is a list of strings, else FormatError naming the file and the field."""
+    value = require(path, obj, key, list, "a list of names")
+    if not all(isinstance(v, str) for v in value):
+        raise FormatError(f"{path}: {key} is not a list of names")
+    return value
+
+
+__all__ = ["FormatError", "decode", "read_json_object", "require", "require_names", "write_json_object"]

@@ -3,12 +3,17 @@
     <rollout_dir>/rollout.json   the Rollout without its calls, plus `n_calls` (status, reward, timings)
     <rollout_dir>/calls.jsonl    its calls (`formats.calls`)
 
-The runner writes the rest of the folder (harness output, workspace, diff, reward: `rollout/artifacts.py`).
+The runner writes the rest of the folder (harness output, workspace, diff: `rollout/artifacts.py`) and,
+through `write_reward`, its `reward.json`:
+
+    <rollout_dir>/reward.json    {reward, status, detail}: the score, the status label, the checker's detail
 
     write_rollout(rdir, rollout)       head + calls (the runner; SFT and eval keep what it wrote)
     write_rollout_head(rdir, rollout)  the head alone (the runner, when writing the rest failed)
     read_rollout(rdir)                 the Rollout, calls included (training, SFT, eval, `tree`)
     read_rollout_head(path)            the Rollout without calls, from a folder or its rollout.json
+    write_reward(rdir, rollout)        reward.json (the runner's artifacts)
+    read_reward(rdir)                  its object: `reward` a number or null, `status` a label
 
 A folder without `calls.jsonl` has the calls its `rollout.json` holds (none, as written here). Every
 failure to read raises `FormatError` naming the file.
@@ -22,12 +27,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harnessrl.formats import FormatError, decode, untrusted_json
+from harnessrl.formats import FormatError, decode, read_json_object, require, untrusted_json
 from harnessrl.formats.calls import CALLS_FILE, read_calls, write_calls
 from harnessrl.formats.untrusted_json import not_json
 from harnessrl.types import Rollout
 
 ROLLOUT_FILE = "rollout.json"
+REWARD_FILE = "reward.json"
 
 
 def rollout_head(rollout: Rollout) -> dict[str, Any]:
@@ -82,3 +88,23 @@ def read_rollout(rdir: str | Path) -> Rollout:
     if calls_file.exists():
         return rollout.model_copy(update={"calls": read_calls(calls_file)})
     return rollout
+
+
+def write_reward(rdir: Path, rollout: Rollout) -> None:
+    """`reward.json` of one rollout: its reward, status label and the checker's detail (values JSON
+    cannot hold are written as text)."""
+    reward = {"reward": rollout.reward, "status": rollout.status_label, "detail": rollout.reward_detail}
+    (rdir / REWARD_FILE).write_text(json.dumps(reward, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def read_reward(rdir: str | Path) -> dict[str, Any]:
+    """The object of `<rdir>/reward.json`: `reward` a number or null, `status` a label, `detail` an
+    object or null; FormatError naming the file and the field otherwise."""
+    path = Path(rdir) / REWARD_FILE
+    obj = read_json_object(path)
+    if obj.get("reward") is not None:
+        require(path, obj, "reward", (int, float), "a number or null")
+    require(path, obj, "status", str, "a status label")
+    if obj.get("detail") is not None:
+        require(path, obj, "detail", dict, "an object or null")
+    return obj

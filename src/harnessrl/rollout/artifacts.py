@@ -6,7 +6,7 @@
 <rollout_dir>/harness.stderr
 <rollout_dir>/workspace/        the final workspace
 <rollout_dir>/workspace.diff    unified diff initial -> final (text files; binary files named only)
-<rollout_dir>/reward.json       reward and the checker's per-metric detail
+<rollout_dir>/reward.json       reward and the checker's per-metric detail (`formats/rollout_dir.py`)
 
 The final workspace is the agent's: the diff walks it without following links (`os.walk` plus
 `lstat`), reads only regular files through `fscopy.read_bounded` (no FIFO blocks it, no link to
@@ -17,11 +17,10 @@ of output.
 from __future__ import annotations
 
 import difflib
-import json
 from pathlib import Path
 
 from harnessrl.formats.rollout_dir import read_rollout as read_rollout  # the reader lives beside the writer
-from harnessrl.formats.rollout_dir import write_rollout
+from harnessrl.formats.rollout_dir import write_reward, write_rollout
 from harnessrl.sandbox.fscopy import MAX_DEPTH, read_bounded, walk
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import Rollout
@@ -102,5 +101,4 @@ def write_artifacts(
     (rdir / "harness.stdout").write_text(raw.stdout if raw else "", encoding="utf-8")
     (rdir / "harness.stderr").write_text((raw.stderr or raw.error) if raw else "", encoding="utf-8")
     (rdir / "workspace.diff").write_text(workspace_diff(initial, workspace), encoding="utf-8")
-    reward = {"reward": rollout.reward, "status": rollout.status_label, "detail": rollout.reward_detail}
-    (rdir / "reward.json").write_text(json.dumps(reward, indent=2, default=str) + "\n", encoding="utf-8")
+    write_reward(rdir, rollout)

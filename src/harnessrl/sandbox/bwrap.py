@@ -95,6 +95,33 @@ def system_args() -> list[str]:
     return args
 
 
+def spec_mounts(
+    spec: SandboxSpec,
+    base: Path,
+    workspace: Path | None,
+    py_binds: list[Path],
+    rw_sources: dict[Path, Path] | None,
+) -> list[str]:
+    """What `spec` binds into the sandbox, in order: read-only binds (the agent's python, `ro_binds`,
+    the host python with `bind_python`), `rw_binds`, `ro_mounts`, the workspace, `tmpfs_dirs`, and the
+    host's network with `spec.network`."""
+    argv: list[str] = []
+    binds = [*py_binds, *spec.ro_binds, *(python_prefixes() if spec.bind_python else [])]
+    for path in dict.fromkeys(binds):
+        argv += ["--ro-bind", str(staged(path, base)), str(path)]
+    for path in spec.rw_binds:
+        argv += ["--bind", str((rw_sources or {}).get(path, path)), str(path)]
+    for source, inside in spec.ro_mounts:
+        argv += ["--ro-bind", str(staged(source, base)), inside]
+    if workspace is not None:
+        argv += ["--bind", str(workspace), spec.mount_dir]
+    for inside, size_mb in spec.tmpfs_dirs:
+        argv += ["--perms", "0777", "--size", str(size_mb << 20), "--tmpfs", inside]
+    if spec.network:  # after --unshare-all: the host's network namespace, names resolved as on the host
+        argv += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
+    return argv
+
+
 def build_argv(
     spec: SandboxSpec,
     root: Path,
@@ -136,19 +163,7 @@ def build_argv(
     # ns_last_pid) would stay writable: bind it read-only over the new /proc.
     argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
     argv += ["--bind", str(root / "tmp"), "/tmp", "--bind", str(root / "home"), spec.home_dir]
-    binds = [*py_binds, *spec.ro_binds, *(python_prefixes() if spec.bind_python else [])]
-    for path in dict.fromkeys(binds):
-        argv += ["--ro-bind", str(staged(path, base)), str(path)]
-    for path in spec.rw_binds:
-        argv += ["--bind", str((rw_sources or {}).get(path, path)), str(path)]
-    for source, inside in spec.ro_mounts:
-        argv += ["--ro-bind", str(staged(source, base)), inside]
-    if workspace is not None:
-        argv += ["--bind", str(workspace), spec.mount_dir]
-    for inside, size_mb in spec.tmpfs_dirs:
-        argv += ["--perms", "0777", "--size", str(size_mb << 20), "--tmpfs", inside]
-    if spec.network:  # after --unshare-all: the host's network namespace, names resolved as on the host
-        argv += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
+    argv += spec_mounts(spec, base, workspace, py_binds, rw_sources)
     agent = f"{AGENT_DIR}/agent" + ("" if agent_file.suffix == ".bin" else agent_file.suffix)
     argv += ["--ro-bind", str(agent_file), agent]
     argv += ["--ro-bind", str(root / "sock"), f"{AGENT_DIR}/sock"]

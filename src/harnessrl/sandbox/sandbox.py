@@ -193,14 +193,38 @@ class Sandbox:
         identity.bind_mount(path, stage)
         return stage
 
-    async def _start(self) -> None:
-        workspace = await asyncio.to_thread(self._prepare_folders)
+    async def _start_forwarder(self) -> None:
+        """The model endpoint as a unix socket in the sandbox's private `sock/` folder (isolated only)."""
         if self.spec.endpoint is not None and self.isolated:
             host, port = self.spec.endpoint
             sock_path = self.root / "sock" / "model.sock"
             self.forwarder = UnixToTcpForwarder(sock_path, host, port, self.spec.max_connections)
             await self.forwarder.start()
             sock_path.chmod(0o666)  # the folder is private to this sandbox; its uid must connect
+
+    def _agent_argv(
+        self, workspace: Path | None, agent: Path, fd_socket: int, seccomp_fd: int | None
+    ) -> list[str]:
+        """The command that starts the agent: bubblewrap (as the leased uid, in its cgroup when the spec
+        limits processes or memory), or the agent itself on the LOCAL backend."""
+        if not self.isolated:
+            why = "LOCAL backend, NO ISOLATION: the agent can read and write the host"
+            log.warning("sandbox %s: %s", self.id, why)
+            return bwrap.agent_command(agent, str(agent), ["0", "", "0", str(fd_socket)])
+        rw = self.rw_sources
+        argv = bwrap.build_argv(
+            self.spec, self.root, workspace, agent, fd_socket=fd_socket, seccomp_fd=seccomp_fd, rw_sources=rw
+        )
+        if identity.drops_privileges():
+            uid = str(self.lease.uid)
+            argv = [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv]
+        if self.spec.max_processes is not None or self.spec.memory_mb is not None:
+            self.cgroup = SandboxCgroup.create(self.id, self.spec.max_processes, self.spec.memory_mb)
+        return argv
+
+    async def _start(self) -> None:
+        workspace = await asyncio.to_thread(self._prepare_folders)
+        await self._start_forwarder()
         agent = self.agent_file
         host_end, agent_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._fd_sock = host_end
@@ -209,27 +233,7 @@ class Sandbox:
         if seccomp_fd is not None:
             pass_fds.append(seccomp_fd)
         try:
-            if not self.isolated:
-                log.warning(
-                    "sandbox %s: LOCAL backend, NO ISOLATION: the agent can read and write the host", self.id
-                )
-                argv = bwrap.agent_command(agent, str(agent), ["0", "", "0", str(agent_end.fileno())])
-            else:
-                fd_socket, rw = agent_end.fileno(), self.rw_sources
-                argv = bwrap.build_argv(
-                    self.spec,
-                    self.root,
-                    workspace,
-                    agent,
-                    fd_socket=fd_socket,
-                    seccomp_fd=seccomp_fd,
-                    rw_sources=rw,
-                )
-                if identity.drops_privileges():
-                    uid = str(self.lease.uid)
-                    argv = [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv]
-                if self.spec.max_processes is not None or self.spec.memory_mb is not None:
-                    self.cgroup = SandboxCgroup.create(self.id, self.spec.max_processes, self.spec.memory_mb)
+            argv = self._agent_argv(workspace, agent, agent_end.fileno(), seccomp_fd)
             self._proc = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
@@ -281,6 +285,13 @@ class Sandbox:
         path = os.environ.get("PATH", SYSTEM_PATH) if self.spec.backend == "local" else SYSTEM_PATH
         return {"PATH": path, "HOME": self.home, "TMPDIR": self.tmp, "LANG": "C.UTF-8", "TERM": "dumb"}
 
+    def command_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """`base_env`, then `spec.extra_env`, then the command's own; `spec.path_prefix` before PATH."""
+        full_env = {**self.base_env(), **self.spec.extra_env, **(env or {})}
+        if self.spec.path_prefix:
+            full_env["PATH"] = os.pathsep.join([*self.spec.path_prefix, full_env.get("PATH", "")])
+        return full_env
+
     def rlimits(self, overrides: Mapping[str, int | None] | None = None) -> dict[str, int]:
         """setrlimit values for a command: the spec's, then `overrides` (None = no limit)."""
         limits = {"RLIMIT_CORE": 0}
@@ -323,14 +334,11 @@ class Sandbox:
                 raise SandboxError(f"sandbox {self.id} is not running")
             assert self._fd_sock is not None
             req_id = next(_ids)
-            full_env = {**self.base_env(), **self.spec.extra_env, **(env or {})}
-            if self.spec.path_prefix:
-                full_env["PATH"] = os.pathsep.join([*self.spec.path_prefix, full_env.get("PATH", "")])
             try:
                 frame = encode_request(
                     req_id,
                     argv,
-                    full_env,
+                    self.command_env(env),
                     cwd or self.workspace,
                     timeout_s,
                     grace_s,

@@ -18,7 +18,6 @@ Left out: safetensors export; `Trainer.weights()` is the hand-off for engines.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harnessrl.formats.checkpoints import complete_checkpoints
+from harnessrl.formats.checkpoints import complete_checkpoints, read_checkpoint_meta, write_checkpoint_meta
 from harnessrl.formats.checkpoints import latest_checkpoint as latest_checkpoint  # its home before
 
 
@@ -72,7 +71,7 @@ def save_checkpoint(root: str | Path, state: TrainState, payload: dict[str, Any]
         payload, train_state={"step": state.step, "data_position": state.data_position}, rng=rng_state()
     )
     torch.save(blob, tmp / "state.pt")
-    (tmp / "meta.json").write_text(json.dumps({"step": state.step, "data_position": state.data_position}))
+    write_checkpoint_meta(tmp, state.step, state.data_position)
     if final.exists():
         shutil.rmtree(final)
     tmp.rename(final)
@@ -122,8 +121,7 @@ def save_sharded(
     if rank == 0:
         ts = {"step": state.step, "data_position": state.data_position}
         torch.save(dict(payload, train_state=ts, rng=rng_state()), tmp / "state.pt")
-        meta = dict(ts, sharded_ranks=dist.get_world_size())
-        (tmp / "meta.json").write_text(json.dumps(meta))
+        write_checkpoint_meta(tmp, state.step, state.data_position, dist.get_world_size())
         if final.exists():
             shutil.rmtree(final)
         tmp.rename(final)
@@ -139,8 +137,7 @@ def load_sharded(path: str | Path, model: Any, optimizer: Any) -> tuple[TrainSta
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
     path = Path(path)
-    meta = json.loads((path / "meta.json").read_text())
-    ranks = meta.get("sharded_ranks")
+    ranks = read_checkpoint_meta(path).get("sharded_ranks")
     if ranks != dist.get_world_size():
         raise ValueError(f"{path} was written by {ranks} sharded ranks; this run has {dist.get_world_size()}")
     model_sd, optim_sd = get_state_dict(model, optimizer)  # allocates the optimizer state to load into

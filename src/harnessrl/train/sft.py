@@ -24,7 +24,6 @@ tokens (never trained).
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -37,6 +36,7 @@ from typing import Any
 import torch
 
 from harnessrl.formats.rollout_dir import ROLLOUT_FILE
+from harnessrl.formats.sft import write_sft
 from harnessrl.protocols import Engine
 from harnessrl.rl.forward import packed_forward
 from harnessrl.rl.packing import TreeLayout, layout_tree, pack_by_budget
@@ -296,7 +296,7 @@ def train_sft(
         "checkpoint": str(ckpt),
         "model": str(model_dir),
     }
-    (out / "sft.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_sft(out, result)
     return result
 
 

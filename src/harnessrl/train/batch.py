@@ -1,0 +1,114 @@
+"""Stage `trees` of a training step: its finished rollouts -> the trainable TreeSamples, every rollout
+counted by its label (`train.loop`'s module docstring says which are trained).
+
+    batch = collect_trees(rollouts, cfg)       # ok rollouts and trainable failures -> trees
+    drop_small_groups(batch, min_size)         # GRPO groups under `train.failures.min_group_size`
+    drop_groups(batch, uninformative, label)   # what dynamic sampling left untrained
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from harnessrl.trace import trace_rollout, with_filter_status
+from harnessrl.train.config import TrainSections
+from harnessrl.types import Rollout, RolloutStatus, TreeSample
+
+
+class TreeBatch:
+    """The trainable part of one step's rollouts, with the label of every rollout."""
+
+    def __init__(self) -> None:
+        self.samples: list[TreeSample] = []
+        self.harness: list[str] = []
+        """Harness of each kept sample."""
+        self.sample_labels: list[str] = []
+        """Status label of each kept sample's rollout (`ok`, or a failure trained with reward 0)."""
+        self.labels: Counter[str] = Counter()
+        """Status label of every rollout: ok (trained) or why not; a failure trained with reward 0
+        keeps its own label and is also counted in `failures_trained`."""
+        self.failures_trained: Counter[str] = Counter()
+        self.small_groups = 0
+        """Groups dropped whole for being under `train.failures.min_group_size`."""
+        self.zero_variance_dropped = 0
+        """Samples of groups without reward variance that dynamic sampling left untrained."""
+        self.tree_stats: list[dict[str, Any]] = []
+
+
+def trainable_as_failure(r: Rollout, cfg: TrainSections) -> bool:
+    """A failure the policy caused, of a status `train.failures.train_statuses` trains (reward 0)."""
+    return r.fault == "policy" and r.status.value in cfg.train.failures.train_statuses
+
+
+def collect_trees(rollouts: Sequence[Rollout], cfg: TrainSections) -> TreeBatch:
+    """Stage `trees`: ok rollouts, and failures the policy caused that the failure policy trains
+    (with reward 0, on the calls they made) -> TreeSamples; everything else counted by its label,
+    not trained."""
+    batch = TreeBatch()
+    for r in rollouts:
+        failure = r.status is not RolloutStatus.OK
+        if failure and not trainable_as_failure(r, cfg):
+            batch.labels[r.status_label] += 1
+            continue
+        if failure:
+            r = r.model_copy(update={"reward": 0.0})
+        tree = trace_rollout(r, cfg.trace.for_segments(cfg.train.segments))
+        labelled = with_filter_status(r, tree)
+        if labelled.status is not RolloutStatus.OK and not failure:
+            batch.labels[labelled.status_label] += 1
+            continue
+        nothing = tree.filter_reason is not None or int(tree.stats.get("model_tokens_kept", 0)) == 0
+        if nothing and failure:  # a failure keeps the status that explains it
+            batch.labels[r.status_label] += 1
+            continue
+        if nothing:
+            batch.labels["filtered:no_model_tokens"] += 1
+            continue
+        batch.labels[r.status_label] += 1
+        if failure:
+            batch.failures_trained[r.status_label] += 1
+        batch.samples.append(tree.to_sample())
+        batch.harness.append(r.harness)
+        batch.sample_labels.append(r.status_label)
+        batch.tree_stats.append(tree.stats)
+    return batch
+
+
+def drop_small_groups(batch: TreeBatch, min_size: int) -> None:
+    """GRPO: drop every group with fewer than `min_size` samples, relabelled `filtered:small_group`."""
+    sizes = Counter(s.group_id for s in batch.samples)
+    small = {g for g, n in sizes.items() if n < min_size}
+    if small:
+        drop_groups(batch, small, "filtered:small_group")
+        batch.small_groups = len(small)
+
+
+def drop_groups(batch: TreeBatch, groups: set[str], label: str) -> int:
+    """Take every sample of `groups` out of the batch, relabelled `label`; returns how many."""
+    keep = [i for i, s in enumerate(batch.samples) if s.group_id not in groups]
+    for i, s in enumerate(batch.samples):
+        if s.group_id in groups:
+            old = batch.sample_labels[i]
+            batch.labels[old] -= 1
+            batch.labels[label] += 1
+            if old != "ok":
+                batch.failures_trained[old] -= 1
+    batch.labels = +batch.labels
+    batch.failures_trained = +batch.failures_trained
+    dropped = len(batch.samples) - len(keep)
+    batch.samples = [batch.samples[i] for i in keep]
+    batch.harness = [batch.harness[i] for i in keep]
+    batch.sample_labels = [batch.sample_labels[i] for i in keep]
+    batch.tree_stats = [batch.tree_stats[i] for i in keep]
+    return dropped
+
+
+def group_summary(samples: Sequence[TreeSample]) -> dict[str, int]:
+    """Trained groups and how many of them have zero reward variance (no GRPO signal)."""
+    rewards: dict[str, list[float]] = defaultdict(list)
+    for s in samples:
+        rewards[s.group_id].append(s.reward)
+    zero = sum(1 for rs in rewards.values() if max(rs) == min(rs))
+    return {"trained": len(rewards), "zero_variance": zero}
