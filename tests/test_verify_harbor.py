@@ -161,7 +161,7 @@ def test_a_verifier_that_hangs_is_the_policys_failure_and_one_that_cannot_start_
     with pytest.raises(VerifierError, match="only in the verifier's own sandbox"):
         run_checker(task, workspace(tmp_path))  # LocalRunner
     monkeypatch.setenv("HARNESSRL_SANDBOX_AGENT", "none")  # no sandbox can be made
-    with pytest.raises(VerifierError, match="the checker's sandbox could not be created"):
+    with pytest.raises(VerifierError, match="the verifier's sandbox could not be created"):
         run_checker(task, workspace(tmp_path), runner=RUNNER)
 
 
@@ -184,12 +184,7 @@ def test_preflight_names_what_cannot_be_verified(tmp_path: Path) -> None:
         "(never the agent) the host's network"
     )
     preflight([online, inherited, offline], allow_network=True)
-    with pytest.raises(TaskError) as imaged:
-        preflight(load_tasks(HARBOR).tasks, allow_network=False)
-    assert str(imaged.value) == (
-        "1 task(s) run on an image (docker_image or environment/Dockerfile), which this build cannot run "
-        "yet: dockerfile-data"
-    )
+    preflight(load_tasks(HARBOR).tasks, allow_network=False)  # tasks on images are verified on them
     cfg = Config()
     with pytest.raises(TaskError, match="their verifier needs the network"):
         RolloutStack.from_config(cfg, [online])  # before any rollout, before the engine is built
@@ -212,9 +207,8 @@ def test_tasks_check_proves_the_oracle_and_the_untouched_environment() -> None:
     assert result.exit_code == 0, result.output
     assert "1 ok, 0 failed (sandboxed)" in result.output
     result = CliRunner().invoke(app, ["tasks", "check", str(HARBOR), "--format", "harbor"])
-    assert result.exit_code == 1, result.output
-    assert "2 ok, 1 failed (sandboxed)" in result.output
-    assert "runs on an image: its verifier needs that image's root" in result.output
+    assert result.exit_code == 0, result.output
+    assert "3 ok, 0 failed (sandboxed)" in result.output  # dockerfile-data on its image
 
 
 @pytest.mark.parametrize(
@@ -320,10 +314,11 @@ __attribute__((constructor)) static void forge(void) {
 
 @pytest.mark.security
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
-def test_the_tasks_verifier_env_never_reaches_the_driver(tmp_path: Path) -> None:
+def test_a_library_preloaded_into_the_tests_cannot_forge_a_report(tmp_path: Path) -> None:
     """A task whose [verifier] env preloads a library from the workdir: the agent leaves one there
-    whose constructor, in a python process, writes and seals a report of reward 1 on fd 3. The env
-    is the tests' only; the driver never loads it (before: reward 1 from a test.sh that wrote 0)."""
+    whose constructor, in any python process, writes and seals a report of reward 1 on fd 3 (what
+    forged the in-sandbox driver's report before the env was kept from it). There is no report to
+    forge now: the host reads the reward files itself once every process is gone."""
     import subprocess
 
     ws = workspace(tmp_path)

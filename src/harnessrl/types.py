@@ -71,9 +71,10 @@ class SandboxLost(SandboxError):
     running, and a command can end its own sandbox, so this is never taken as the host's fault."""
 
 
-class ImageError(HarnessRLError):
+class ImageError(TaskError):
     """A task's image could not be had: not in a local store and not pullable, or its Dockerfile
-    failed to build. One line that names the image (and the failing step) and how to provide it."""
+    failed to build. One line that names the image (and the failing step) and how to provide it.
+    A TaskError: every command that refuses a task set before any rollout prints it."""
 
 
 class HarnessError(HarnessRLError):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from harnessrl.types import ImageError
+from harnessrl.types import ImageError, Task, TaskEnvironment
 
 MAX_CONTEXT_FILES = 10_000
 MAX_CONTEXT_BYTES = 1 << 30
@@ -103,6 +103,31 @@ def build_tag(spec: ImageSpec) -> str:
     digest = context_digest(spec.context)
     name = _slug(spec.context.resolve().parent.name)
     return f"localhost/harnessrl-env/{name}:{digest[:20]}"
+
+
+def environment_spec(env: TaskEnvironment, task: str = "") -> ImageSpec:
+    """The image of a task's environment (`Task.environment`, not `host_root`): its `image` by name,
+    else its Dockerfile's build context; `task` (its folder) is named in messages."""
+    if env.image is not None:
+        return ImageSpec(name=env.image, task=task)
+    if env.build_context is None:
+        raise ImageError(f"task {task}: its environment names no image and no build context")
+    return ImageSpec(context=env.build_context, task=task)
+
+
+def image_of(task: Task) -> ImageSpec | None:
+    """The image `task` runs on, or None for the host's root."""
+    env = task.environment
+    if env is None or env.host_root:
+        return None
+    return environment_spec(env, task.source or task.id)
+
+
+def task_workdir(task: Task, root: ImageRoot) -> str:
+    """Where the agent and the verifier of `task` start on its image `root`: the task's `workdir`,
+    else the image's WORKDIR, else `Task.input_mount_dir` (Harbor's usual /app)."""
+    explicit = task.environment.workdir if task.environment is not None else None
+    return explicit or root.workdir or task.input_mount_dir
 
 
 def task_image_spec(task_dir: Path) -> ImageSpec:

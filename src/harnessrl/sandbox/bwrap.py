@@ -97,15 +97,16 @@ def system_args() -> list[str]:
 
 def spec_mounts(
     spec: SandboxSpec,
-    base: Path,
+    root: Path,
     workspace: Path | None,
     py_binds: list[Path],
     rw_sources: dict[Path, Path] | None,
 ) -> list[str]:
     """What `spec` binds into the sandbox, in order: read-only binds (the agent's python, `ro_binds`,
-    the host python with `bind_python`), `rw_binds`, `ro_mounts`, the workspace, `tmpfs_dirs`, and the
-    host's network with `spec.network`."""
+    the host python with `bind_python`), `rw_binds`, `ro_mounts`, the workspace, `out_dirs` (folders
+    of the sandbox folder `root`), and the host's network with `spec.network`."""
     argv: list[str] = []
+    base = root.parent
     binds = [*py_binds, *spec.ro_binds, *(python_prefixes() if spec.bind_python else [])]
     for path in dict.fromkeys(binds):
         argv += ["--ro-bind", str(staged(path, base)), str(path)]
@@ -115,8 +116,8 @@ def spec_mounts(
         argv += ["--ro-bind", str(staged(source, base)), inside]
     if workspace is not None:
         argv += ["--bind", str(workspace), spec.mount_dir]
-    for inside, size_mb in spec.tmpfs_dirs:
-        argv += ["--perms", "0777", "--size", str(size_mb << 20), "--tmpfs", inside]
+    for i, inside in enumerate(spec.out_dirs):  # made by the host (`Sandbox._prepare_folders`)
+        argv += ["--bind", str(root / f"out-{i}"), inside]
     if spec.network:  # after --unshare-all: the host's network namespace, names resolved as on the host
         argv += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
     return argv
@@ -145,7 +146,6 @@ def build_argv(
         raise FileNotFoundError("bwrap is not installed")
     image = spec.image_root is not None
     py_binds = [] if image else agent_python()[1]
-    base = root.parent
     argv = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent"]
     argv += ["--new-session", "--as-pid-1", "--cap-drop", "ALL"]
     argv += ["--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID)]
@@ -163,7 +163,7 @@ def build_argv(
     # ns_last_pid) would stay writable: bind it read-only over the new /proc.
     argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
     argv += ["--bind", str(root / "tmp"), "/tmp", "--bind", str(root / "home"), spec.home_dir]
-    argv += spec_mounts(spec, base, workspace, py_binds, rw_sources)
+    argv += spec_mounts(spec, root, workspace, py_binds, rw_sources)
     agent = f"{AGENT_DIR}/agent" + ("" if agent_file.suffix == ".bin" else agent_file.suffix)
     argv += ["--ro-bind", str(agent_file), agent]
     argv += ["--ro-bind", str(root / "sock"), f"{AGENT_DIR}/sock"]

@@ -1,11 +1,12 @@
-"""Per-sandbox control groups: a process cap and a memory cap for the sandbox as a whole.
+"""Per-sandbox control groups: a process cap, a memory cap and a CPU quota for the sandbox as a whole.
 
 cgroup v2 is used where this process may create child groups with the `pids` and `memory`
 controllers enabled (a delegated subtree: systemd `Delegate=yes`, or a container that gives us one);
 cgroup v1 where the `pids` and `memory` hierarchies are mounted and writable (root on most v1
 hosts). Where neither is possible nothing is created and `enforced()` says so: the sandbox then
 relies on RLIMIT_NPROC (per sandbox, since every sandbox has its own uid when harnessrl runs as
-root) and RLIMIT_DATA (per process) alone.
+root) and RLIMIT_DATA (per process) alone. The CPU quota (`SandboxSpec.cpus`, a task's `cpus`) needs the `cpu`
+controller as well (delegated on v2, a writable hierarchy on v1); without it there is none.
 
 The sandbox's agent process is moved in right after it starts, before it forks anything, so every
 command and its children are counted.
@@ -72,6 +73,21 @@ def layout() -> tuple[str, tuple[Path, ...]]:
     return kind, parents
 
 
+@cache
+def cpu_parent() -> Path | None:
+    """Where sandbox groups get a CPU quota: the v2 parent when it delegates `cpu`, this process's
+    group of the v1 `cpu` hierarchy when it is writable; None elsewhere. Checked once per process."""
+    kind, parents = layout()
+    if kind == "v2":
+        with contextlib.suppress(OSError):
+            if "cpu" in (parents[0] / "cgroup.subtree_control").read_text().split():
+                return parents[0]
+        return None
+    if kind == "v1" and _writable(ROOT / "cpu"):
+        return ROOT / "cpu" / _own_path("cpu") / "harnessrl"
+    return None
+
+
 def enforced() -> dict[str, str]:
     """What caps a sandbox as a whole on this machine (for docs, logs and the README's table)."""
     from harnessrl.sandbox.identity import drops_privileges
@@ -79,8 +95,13 @@ def enforced() -> dict[str, str]:
     kind, _ = layout()
     if kind == "none":
         processes = "RLIMIT_NPROC (per sandbox uid)" if drops_privileges() else "none (ordinary user)"
-        return {"processes": processes, "memory": "RLIMIT_DATA per process only"}
-    return {"processes": f"cgroup {kind} pids.max", "memory": f"cgroup {kind} memory limit (no swap)"}
+        return {"processes": processes, "memory": "RLIMIT_DATA per process only", "cpus": "none"}
+    cpus = f"cgroup {kind} CPU quota" if cpu_parent() is not None else "none (no cpu controller)"
+    return {
+        "processes": f"cgroup {kind} pids.max",
+        "memory": f"cgroup {kind} memory limit (no swap)",
+        "cpus": cpus,
+    }
 
 
 @dataclass
@@ -90,26 +111,42 @@ class SandboxCgroup:
     folders: tuple[Path, ...]
     kind: str
     attached: list[int] = field(default_factory=list)
+    cpu: Path | None = None
+    """The group holding the CPU quota (one of `folders`), None without one."""
 
     @classmethod
-    def create(cls, name: str, max_processes: int | None, memory_mb: int | None) -> SandboxCgroup | None:
-        """Make the group(s) with their limits; None where this machine gives us no cgroups."""
+    def create(
+        cls, name: str, max_processes: int | None, memory_mb: int | None, cpus: float | None = None
+    ) -> SandboxCgroup | None:
+        """Make the group(s) with their limits; None where this machine gives us no cgroups. The
+        CPU quota is left out where there is no `cpu` controller (`cpu_parent`)."""
         kind, parents = layout()
-        if kind == "none" or (max_processes is None and memory_mb is None):
+        if kind == "none" or (max_processes is None and memory_mb is None and cpus is None):
             return None
         folders = tuple(p / name for p in parents)
+        cpu = None if cpus is None or cpu_parent() is None else folders[0]
+        if kind == "v1" and cpu is not None:
+            cpu = (cpu_parent() or ROOT) / name
+            folders += (cpu,)
         for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
-        group = cls(folders, kind)
+        group = cls(folders, kind, cpu=cpu)
         try:
-            group._limit(max_processes, memory_mb)
+            group._limit(max_processes, memory_mb, cpus)
         except OSError:
             group.remove()
             raise
         return group
 
-    def _limit(self, max_processes: int | None, memory_mb: int | None) -> None:
-        pids, memory = (self.folders[0], self.folders[0]) if self.kind == "v2" else self.folders
+    def _limit(self, max_processes: int | None, memory_mb: int | None, cpus: float | None) -> None:
+        if self.cpu is not None and cpus is not None:
+            quota, period = max(1000, int(cpus * 100_000)), 100_000
+            if self.kind == "v2":
+                (self.cpu / "cpu.max").write_text(f"{quota} {period}")
+            else:
+                (self.cpu / "cpu.cfs_period_us").write_text(str(period))
+                (self.cpu / "cpu.cfs_quota_us").write_text(str(quota))
+        pids, memory = (self.folders[0], self.folders[0]) if self.kind == "v2" else self.folders[:2]
         if max_processes is not None:
             (pids / "pids.max").write_text(str(max_processes))
         if memory_mb is not None:
@@ -144,6 +181,17 @@ class SandboxCgroup:
         for pid in self.pids():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+
+    def stop(self, wait_s: float = 5.0) -> bool:
+        """Kill everything in the group until it is empty (a process forked while a v1 kill went
+        through the list is killed on the next pass); False if some were left after `wait_s`."""
+        deadline = time.monotonic() + wait_s
+        while self.pids():
+            if time.monotonic() > deadline:
+                return False
+            self.kill()
+            time.sleep(0.002)
+        return True
 
     def remove(self, wait_s: float = 1.0) -> bool:
         """rmdir the group(s), waiting up to `wait_s` for killed processes to leave; False if some

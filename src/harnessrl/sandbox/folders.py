@@ -9,6 +9,7 @@ import hashlib
 import logging
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -18,7 +19,9 @@ from pathlib import Path
 
 from harnessrl.sandbox import identity
 from harnessrl.sandbox.bwrap import agent_python
+from harnessrl.sandbox.cgroups import SandboxCgroup
 from harnessrl.sandbox.fscopy import remove_tree
+from harnessrl.sandbox.identity import UidLease
 from harnessrl.types import SandboxError
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,22 @@ def remove_root(root: Path, mounted: bool) -> None:
             root.rmdir()
             return
     remove_tree(root)  # the agent's HOME and /tmp: any depth
+
+
+def teardown(
+    pid: int | None, root: Path, mounted: bool, cgroup: SandboxCgroup | None, lease: UidLease
+) -> None:
+    """A sandbox's finaliser and the end of its destroy(): kill everything in it, remove its folder
+    and cgroup, give its uid back."""
+    if cgroup is not None:
+        cgroup.kill()
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    remove_root(root, mounted)
+    if cgroup is not None:
+        cgroup.remove()
+    lease.release()
 
 
 def _owner_alive(folder: Path) -> bool | None:

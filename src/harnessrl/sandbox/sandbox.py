@@ -40,15 +40,15 @@ from harnessrl.sandbox.folders import (
     agent_program,
     default_base_dir,
     ensure_base,
-    remove_root,
     sweep_once,
 )
+from harnessrl.sandbox.folders import teardown as _teardown
 from harnessrl.sandbox.fscopy import TreeReport
 from harnessrl.sandbox.identity import UidLease
 from harnessrl.sandbox.outputs import read_outputs
 from harnessrl.sandbox.portforward import UnixToTcpForwarder
 from harnessrl.sandbox.protocol import ProtocolError, check_exec_reply, encode_request, read_reply
-from harnessrl.sandbox.spec import ExecResult, SandboxSpec
+from harnessrl.sandbox.spec import ExecResult, SandboxSpec, command_rlimits
 from harnessrl.types import SandboxError, SandboxLost
 
 log = logging.getLogger(__name__)
@@ -57,22 +57,6 @@ SETPRIV = shutil.which("setpriv") or "/usr/bin/setpriv"
 """util-linux `setpriv`: starts bwrap as the sandbox's uid (an exec costs ~1 ms; Popen(user=...)
 would fork the whole host process instead of vfork)."""
 _ids = itertools.count()
-
-
-def _teardown(
-    pid: int | None, root: Path, mounted: bool, cgroup: SandboxCgroup | None, lease: UidLease
-) -> None:
-    """Finaliser and the end of destroy(): kill everything in the sandbox, remove its folder and
-    cgroup, give its uid back."""
-    if cgroup is not None:
-        cgroup.kill()
-    if pid is not None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-    remove_root(root, mounted)
-    if cgroup is not None:
-        cgroup.remove()
-    lease.release()
 
 
 class Sandbox:
@@ -110,6 +94,7 @@ class Sandbox:
         self._proc: asyncio.subprocess.Process | None = None
         self._fd_sock: socket.socket | None = None
         self.rw_sources: dict[Path, Path] = {}
+        self._out_fds: dict[str, int] = {}
         self._lock = asyncio.Lock()
         self._destroyed = False
         self._finalizer = weakref.finalize(self, _teardown, None, self.root, False, None, self.lease)
@@ -165,6 +150,11 @@ class Sandbox:
             os.chown(self.host_workspace, uid, uid)
         for sub in ("home", "tmp"):
             os.chown(self.root / sub, uid, uid)
+        for i, inside in enumerate(self.spec.out_dirs):  # bound at `inside` (bwrap.build_argv)
+            (self.root / f"out-{i}").mkdir(mode=0o700)
+            os.chown(self.root / f"out-{i}", uid, uid)
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            self._out_fds[inside] = os.open(self.root / f"out-{i}", flags)
         self.rw_sources = {p: self._reachable(p, f"rw-{i}") for i, p in enumerate(self.spec.rw_binds)}
         if image:
             merged = overlay.prepare_root(self.root, self.spec, uid, self.isolated and self.tmpfs, self.id)
@@ -206,7 +196,7 @@ class Sandbox:
         self, workspace: Path | None, agent: Path, fd_socket: int, seccomp_fd: int | None
     ) -> list[str]:
         """The command that starts the agent: bubblewrap (as the leased uid, in its cgroup when the spec
-        limits processes or memory), or the agent itself on the LOCAL backend."""
+        limits processes, memory or CPU), or the agent itself on the LOCAL backend."""
         if not self.isolated:
             why = "LOCAL backend, NO ISOLATION: the agent can read and write the host"
             log.warning("sandbox %s: %s", self.id, why)
@@ -218,8 +208,8 @@ class Sandbox:
         if identity.drops_privileges():
             uid = str(self.lease.uid)
             argv = [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv]
-        if self.spec.max_processes is not None or self.spec.memory_mb is not None:
-            self.cgroup = SandboxCgroup.create(self.id, self.spec.max_processes, self.spec.memory_mb)
+        limits = (self.spec.max_processes, self.spec.memory_mb, self.spec.cpus)
+        self.cgroup = SandboxCgroup.create(self.id, *limits)  # None without limits or cgroups
         return argv
 
     async def _start(self) -> None:
@@ -294,21 +284,8 @@ class Sandbox:
 
     def rlimits(self, overrides: Mapping[str, int | None] | None = None) -> dict[str, int]:
         """setrlimit values for a command: the spec's, then `overrides` (None = no limit)."""
-        limits = {"RLIMIT_CORE": 0}
-        if self.spec.memory_mb is not None:
-            limits["RLIMIT_DATA"] = self.spec.memory_mb * 1024 * 1024
-        if self.spec.cpu_s is not None:
-            limits["RLIMIT_CPU"] = self.spec.cpu_s
-        if self.spec.max_file_mb is not None:
-            limits["RLIMIT_FSIZE"] = self.spec.max_file_mb * 1024 * 1024
-        if self.spec.max_processes is not None and self.isolated and identity.drops_privileges():
-            limits["RLIMIT_NPROC"] = self.spec.max_processes  # this uid is the sandbox's alone
-        for name, value in (overrides or {}).items():
-            if value is None:
-                limits.pop(name, None)
-            else:
-                limits[name] = value
-        return limits
+        own_uid = self.isolated and identity.drops_privileges()  # RLIMIT_NPROC: the uid is the sandbox's
+        return command_rlimits(self.spec, own_uid, overrides or {})
 
     async def exec(
         self,
@@ -330,9 +307,9 @@ class Sandbox:
         """
         async with self._lock:
             proc = self._proc
-            if self._destroyed or proc is None or proc.stdin is None or proc.stdout is None:
+            if self._destroyed or proc is None or proc.returncode is not None or proc.stdout is None:
                 raise SandboxError(f"sandbox {self.id} is not running")
-            assert self._fd_sock is not None
+            assert self._fd_sock is not None and proc.stdin is not None
             req_id = next(_ids)
             try:
                 frame = encode_request(
@@ -414,14 +391,7 @@ class Sandbox:
                     proc.stdin.close()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(proc.wait(), 2.0)
-            if self.cgroup is not None:
-                self.cgroup.kill()
-            if proc is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                await proc.wait()
-                if proc.stdin is not None:  # lets the transport close now, not in a GC after the loop
-                    proc.stdin.close()
+            await self.stop()
             if keep_layer is not None or (keep_workspace is not None and self.spec.workspace is None):
                 report = await asyncio.to_thread(
                     overlay.keep, self.spec, self.root, self.host_workspace, keep_workspace, keep_layer
@@ -429,12 +399,36 @@ class Sandbox:
         finally:
             if self._fd_sock is not None:
                 self._fd_sock.close()
+            for fd in self._out_fds.values():
+                os.close(fd)
+            self._out_fds = {}
             finalizer = self._finalizer
             finalizer.detach()
             await asyncio.to_thread(_teardown, None, self.root, self.tmpfs, self.cgroup, self.lease)
             if self.forwarder is not None:
                 await self.forwarder.close()
         return report
+
+    async def stop(self) -> None:
+        """Kill every process inside and wait until they are gone (their cgroup empty, where there is
+        one: `SandboxCgroup.stop`); the folders stay for the host to read (`out_dir`) until
+        `destroy()`. Commands can no longer run."""
+        proc = self._proc
+        if self.cgroup is not None:
+            self.cgroup.kill()
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+            if proc.stdin is not None:  # lets the transport close now, not in a GC after the loop
+                proc.stdin.close()
+        if self.cgroup is not None:
+            await asyncio.to_thread(self.cgroup.stop)
+
+    def out_dir(self, inside: str) -> int:
+        """A descriptor of the out folder bound at `inside` (`SandboxSpec.out_dirs`), opened before
+        anything ran inside; read what it holds only after `stop()` (openat, no link followed)."""
+        return self._out_fds[inside]
 
     @property
     def alive(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -50,6 +51,9 @@ class SandboxSpec(BaseModel):
     """Memory cap in MiB (None = unlimited): for the sandbox as a whole where cgroups are available
     (`cgroups.enforced()`), and always as RLIMIT_DATA of each process. RLIMIT_AS is not used: V8 (node)
     reserves tens of GB of address space it never touches and would not start under an AS limit."""
+    cpus: float | None = None
+    """CPU time per wall-clock second for the sandbox as a whole (a cgroup CPU quota, where this
+    machine gives us the `cpu` controller: `cgroups.enforced()`); None = no cap."""
     max_processes: int | None = 512
     """Cap on processes and threads of the sandbox as a whole (cgroup pids.max where available, and
     RLIMIT_NPROC of the sandbox's own uid when harnessrl runs as root); None = no cap."""
@@ -83,9 +87,11 @@ class SandboxSpec(BaseModel):
     (the sandbox agent environment's `bin`: `python`, `pytest`)."""
     extra_env: dict[str, str] = Field(default_factory=dict)
     """Environment given to every command (after the defaults, before the command's own)."""
-    tmpfs_dirs: tuple[tuple[str, int], ...] = ()
-    """Empty folders made inside, each its own tmpfs of at most the given MiB, writable by the
-    sandbox's user: (inside path, size MiB) (a Harbor verifier's `/logs/verifier`)."""
+    out_dirs: tuple[str, ...] = ()
+    """Empty folders (inside paths) the host makes on the sandbox's tmpfs (their size counts against
+    `disk_mb`), writable by the sandbox's user alone, bound read-write there. The host holds a
+    descriptor of each from before anything runs (`Sandbox.out_dir`) and reads what was left in it
+    once `Sandbox.stop()` has ended every process inside (a Harbor verifier's `/logs/verifier`)."""
     network: bool = False
     """Share the host's network (and its resolv.conf): only for a verifier whose task says it needs
     the network and whose user allowed it (`verify.allow_verifier_network`); never a rollout's."""
@@ -102,3 +108,23 @@ class ExecResult:
     duration_s: float
     error: str = ""
     """Set when the command could not be started at all (e.g. executable not found; returncode 127)."""
+
+
+def command_rlimits(spec: SandboxSpec, own_uid: bool, overrides: Mapping[str, int | None]) -> dict[str, int]:
+    """setrlimit values for a command of a sandbox of `spec`: the spec's, then `overrides` (None = no
+    limit). `own_uid`: the sandbox has a uid of its own, so RLIMIT_NPROC counts its processes alone."""
+    limits = {"RLIMIT_CORE": 0}
+    if spec.memory_mb is not None:
+        limits["RLIMIT_DATA"] = spec.memory_mb * 1024 * 1024
+    if spec.cpu_s is not None:
+        limits["RLIMIT_CPU"] = spec.cpu_s
+    if spec.max_file_mb is not None:
+        limits["RLIMIT_FSIZE"] = spec.max_file_mb * 1024 * 1024
+    if spec.max_processes is not None and own_uid:
+        limits["RLIMIT_NPROC"] = spec.max_processes
+    for name, value in overrides.items():
+        if value is None:
+            limits.pop(name, None)
+        else:
+            limits[name] = value
+    return limits

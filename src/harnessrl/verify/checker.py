@@ -57,7 +57,8 @@ from harnessrl.verify.command_runner import (
     RunOutput,
     checker_env,
 )
-from harnessrl.verify.harbor import VerifierRoot, run_harbor_verifier
+from harnessrl.verify.harbor import run_harbor_verifier
+from harnessrl.verify.harbor_roots import VerifierRoot
 from harnessrl.verify.result import CheckResult
 
 __all__ = [
@@ -207,8 +208,9 @@ def run_checker(
     """Score `workspace` with the task's code checker. Failures are data (score 0.0 + error), never raised.
 
     A Harbor task's tests (`Checker.kind == "harbor"`) go to `verify.harbor.run_harbor_verifier`, with
-    `root` (the system its sandbox runs on; None: the host's) and `allow_network` (its verifier may
-    have the network when the task says it needs it).
+    `root` (the system its sandbox runs on; None: the task's own, its image resolved) and
+    `allow_network` (its verifier may have the network when the task says it needs it); on an image,
+    `workspace` is a copy of the agent's writable layer.
 
     Raises VerifierError only when the checker never ran: caller mistakes (the task has no checker,
     the workspace is missing) and a checker sandbox that could not be created; TaskError when the

@@ -24,3 +24,8 @@ class CheckResult(BaseModel):
     children_confined: bool | None = None
     """Whether programs the checker started could not read its files (Landlock, sandboxed runs);
     None when the driver did not say (it never reported)."""
+    dropped: list[str] = Field(default_factory=list)
+    """A Harbor verifier on an image: files of the agent's writable layer left out of the verifier's
+    copy (`verify/harbor_roots.py`'s rule), the first 50."""
+    dropped_count: int = 0
+    """How many files of the agent's layer were left out."""

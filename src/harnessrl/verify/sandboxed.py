@@ -112,14 +112,14 @@ class SandboxCommandRunner:
             memory_mb=self.memory_mb,
             agent=self.agent,
         )
-        out, _ = _sync(self._run(spec, list(argv), dict(env), str(Path(cwd).resolve()), timeout_s, None))
+        out, _ = run_sync(self._run(spec, list(argv), dict(env), str(Path(cwd).resolve()), timeout_s, None))
         return out
 
     def run_in(
         self, spec: SandboxSpec, argv: Sequence[str], env: Mapping[str, str], cwd: str, timeout_s: float
     ) -> RunOutput:
         """Run `argv` in a fresh sandbox of `spec` (a Harbor task's reference, at its workdir)."""
-        out, _ = _sync(self._run(spec, list(argv), dict(env), cwd, timeout_s, None))
+        out, _ = run_sync(self._run(spec, list(argv), dict(env), cwd, timeout_s, None))
         return out
 
     def run_checker(self, job: CheckerJob) -> tuple[RunOutput, bytes | None]:
@@ -155,11 +155,11 @@ class SandboxCommandRunner:
         timeout_s: float,
         load: Callable[[Sandbox], str],
     ) -> tuple[RunOutput, bytes | None]:
-        """Run a driver (`_driver.py`, `_harbor_driver.py`) in a fresh sandbox of `spec`, after
+        """Run a driver (`_driver.py`) in a fresh sandbox of `spec`, after
         `load(sandbox)` put what it scores in (in a thread; it returns why it refused, or ""), with a
         result channel as fd 3: (the outcome, `read_report` of the channel). VerifierError when the
         sandbox cannot be created (the driver never ran)."""
-        return _sync(self._run(spec, list(argv), dict(env), cwd, timeout_s, load))
+        return run_sync(self._run(spec, list(argv), dict(env), cwd, timeout_s, load))
 
     async def _run(
         self,
@@ -219,7 +219,7 @@ def load_workspace(sb: Sandbox, source: Path) -> str:
     return ""
 
 
-def _sync(coro: Coroutine[Any, Any, T]) -> T:
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run `coro` to completion from synchronous code, in a helper thread if a loop is running here."""
     try:
         asyncio.get_running_loop()

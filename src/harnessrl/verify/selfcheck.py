@@ -21,7 +21,7 @@ from harnessrl.tasks.files import materialize_workspace, write_files
 from harnessrl.types import Task, TaskError, TaskFile, VerifierError
 from harnessrl.verify.checker import CheckResult, checker_env, run_checker
 from harnessrl.verify.command_runner import CommandRunner, LocalRunner
-from harnessrl.verify.harbor import run_harbor_reference
+from harnessrl.verify.harbor_reference import run_harbor_reference
 
 
 @dataclass
