@@ -179,10 +179,10 @@ async def test_pooled_sandboxes_give_the_same_results(proxy: ProxyServer, tmp_pa
             RolloutJob(task, "shell", f"p{i}", options={"command": "printf hi > out.txt"}) for i in range(3)
         ]
         rollouts = await runner.run_many(jobs)
-        pool = runner._pools[task.input_mount_dir]
+        [pool] = runner.sandboxes.pools.values()
         assert pool.hits >= 1  # the first acquire creates directly, later ones find prewarmed sandboxes
         assert pool.idle == 2
-    assert runner._pools == {} and pool.idle == 0  # closing the runner destroys the idle sandboxes
+    assert runner.sandboxes.pools == {} and pool.idle == 0  # closing the runner destroys the idle sandboxes
     assert [r.reward for r in rollouts] == [1.0, 1.0, 1.0]
     for i in range(3):
         ws = tmp_path / "runs" / f"p{i}" / "workspace"
@@ -196,13 +196,13 @@ async def test_pool_follows_concurrency_by_default_and_zero_turns_it_off(make_ru
     job = RolloutJob(task, "shell", "d0", options={"command": "printf hi > out.txt"})
     pooled = make_runner(concurrency=3)
     assert (await pooled.run(job)).reward == 1.0
-    pool = pooled._pools[task.input_mount_dir]
+    [pool] = pooled.sandboxes.pools.values()
     assert pool.size == 3
     fresh = make_runner(pool_size=0)
     assert (
         await fresh.run(RolloutJob(task, "shell", "d1", options={"command": "printf hi > out.txt"}))
     ).reward == 1.0
-    assert fresh._pools == {}
+    assert fresh.sandboxes.pools == {}
 
 
 async def test_a_workspace_over_the_pool_limit_gets_a_fresh_bound_sandbox(
@@ -211,14 +211,16 @@ async def test_a_workspace_over_the_pool_limit_gets_a_fresh_bound_sandbox(
     task = make_task(tmp_path)  # README.md: 5 bytes
     big = make_runner(pool_max_mb=4 / 2**20)
     r = await big.run(RolloutJob(task, "shell", "b0", options={"command": "printf hi > out.txt"}))
-    assert r.reward == 1.0 and big._pools == {}
+    assert r.reward == 1.0 and big.sandboxes.pools == {}
     small = make_runner(pool_max_mb=6 / 2**20)
     r = await small.run(RolloutJob(task, "shell", "b1", options={"command": "printf hi > out.txt"}))
-    assert r.reward == 1.0 and list(small._pools) == [task.input_mount_dir]
+    assert r.reward == 1.0 and list(small.sandboxes.pools) == [
+        small.sandboxes.spec(task, None).model_dump_json()
+    ]
 
 
 def test_tree_larger_than_stops_at_the_limit(tmp_path: Path) -> None:
-    from harnessrl.rollout.runner import tree_larger_than
+    from harnessrl.rollout.agent_sandbox import tree_larger_than
 
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "f").write_bytes(b"x" * 10)
@@ -235,7 +237,7 @@ async def test_the_configured_agent_runs_the_rollout_and_its_checker(
     task = make_task(tmp_path)
     settings = RunnerSettings(out_dir=tmp_path / "runs", sandbox=SandboxConfig(agent="python", pool_size=0))
     async with RolloutRunner(proxy.deps.sessions, ("127.0.0.1", proxy.port), settings) as runner:
-        assert runner._spec(task, None).agent == "python"
+        assert runner.sandboxes.spec(task, None).agent == "python"
         assert runner._default_checker_runner().agent == "python"  # type: ignore[union-attr]
         r = await runner.run(RolloutJob(task, "shell", "py", options={"command": "printf hi > out.txt"}))
     assert (r.status, r.reward) == (RolloutStatus.OK, 1.0)

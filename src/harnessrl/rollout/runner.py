@@ -49,7 +49,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -61,11 +60,13 @@ from typing import Any, TypeVar
 from harnessrl.formats.calls import CALLS_FILE
 from harnessrl.formats.rollout_dir import write_rollout_head
 from harnessrl.harnesses.base import Endpoint, HarnessResult, McpServer
-from harnessrl.harnesses.launch import configure_harness, exec_harness, harness_binds
+from harnessrl.harnesses.launch import configure_harness, exec_harness
 from harnessrl.harnesses.registry import get_harness
 from harnessrl.proxy.session_host import LocalSessions, SessionHost
 from harnessrl.proxy.sessions import SessionStore
+from harnessrl.rollout.agent_sandbox import AgentSandboxes
 from harnessrl.rollout.artifacts import write_artifacts
+from harnessrl.rollout.environment import task_system
 from harnessrl.rollout.status import (
     internal_error,
     policy_faults,
@@ -74,11 +75,9 @@ from harnessrl.rollout.status import (
     settle,
     untrusted_failure,
 )
-from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.agent_env import resolve_agent_env
 from harnessrl.sandbox.config import SandboxConfig
-from harnessrl.sandbox.fscopy import TreeReport, remove_tree, sanitize_tree
-from harnessrl.sandbox.pool import SandboxPool
+from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.tasks import materialize_workspace
 from harnessrl.types import (
@@ -164,18 +163,6 @@ async def run_all(
     return list(await asyncio.gather(*(one(j) for j in jobs)))
 
 
-def tree_larger_than(root: Path, limit: int) -> bool:
-    """True once the files under `root` add up to more than `limit` bytes (stops counting there)."""
-    total = 0
-    for folder, _, files in os.walk(root):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(folder, name)).st_size
-            if total > limit:
-                return True
-    return False
-
-
 class RolloutRunner:
     """Runs rollouts against an already running proxy (see the module docstring)."""
 
@@ -199,12 +186,15 @@ class RolloutRunner:
         self.judge = judge
         self._checker_runner = checker_runner or self._default_checker_runner
         self._slots = asyncio.Semaphore(max(1, settings.concurrency))
-        self._pools: dict[str, SandboxPool] = {}
         try:
             self.agent_env = resolve_agent_env(settings.sandbox.agent_env)
         except FileNotFoundError as e:
             raise SandboxError(str(e)) from None
         """The sandbox agent environment bound into every sandbox (None: the system python3 only)."""
+        self.sandboxes = AgentSandboxes(
+            settings.sandbox, settings.concurrency, endpoint, self.agent_env, settings.harness_cache
+        )
+        """The agents' sandboxes: made (pooled) and destroyed with what they leave kept."""
 
     def _default_checker_runner(self) -> CommandRunner | None:
         if self.settings.sandbox.backend != "bwrap":
@@ -331,7 +321,7 @@ class RolloutRunner:
             return
         workspace = Path(rollout.workdir) / "workspace"
         try:
-            sandbox = await self._open_sandbox(job.task, workspace)
+            sandbox = await self.sandboxes.open(job.task, workspace)
         except SandboxError as e:
             set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
             return
@@ -347,6 +337,9 @@ class RolloutRunner:
                 options=job.options,
                 cache_root=self.settings.harness_cache,
             )
+            launch = await asyncio.to_thread(
+                task_system(job.task).launch, launch, self.settings.harness_cache
+            )
             outcome.launched = True  # from here on, untrusted code runs
             outcome.raw = await exec_harness(sandbox, launch, job.task.timeout_s or self.settings.timeout_s)
         except SandboxLost as e:  # it died under the harness: a command can end its own sandbox
@@ -356,84 +349,14 @@ class RolloutRunner:
         except HarnessError as e:  # it could not be installed or configured
             set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
         finally:
-            await self._close_sandbox(sandbox, workspace, rollout)
+            await self.sandboxes.finish(sandbox, workspace, rollout)
         if outcome.raw is not None:  # commands can write into the harness's output: read it as theirs
             with policy_faults(rollout, RolloutStatus.HARNESS_ERROR, "reading the harness's output"):
                 outcome.result = await asyncio.to_thread(harness.parse, outcome.raw)
 
-    def _spec(self, task: Task, workspace: Path | None) -> SandboxSpec:
-        env = () if self.agent_env is None else (self.agent_env,)
-        return SandboxSpec(
-            backend=self.settings.sandbox.backend,
-            agent=self.settings.sandbox.agent,
-            workspace=workspace,
-            mount_dir=task.input_mount_dir,
-            ro_binds=(*harness_binds(self.settings.harness_cache), *env),
-            path_prefix=tuple(str(p / "bin") for p in env),
-            endpoint=self.endpoint,
-            memory_mb=self.settings.sandbox.memory_mb,
-        )
-
-    async def _open_sandbox(self, task: Task, workspace: Path) -> Sandbox:
-        """A prewarmed sandbox filled with a copy of `workspace`, or a fresh one with it bound (pool_size
-        0, or a workspace over `pool_max_workspace_mb`).
-
-        Pools are kept per mount point (tasks of one set share it); a pooled sandbox owns its
-        workspace, which `_close_sandbox` moves back to `workspace` once everything inside is dead.
-        """
-        size = self.settings.sandbox.pool_size
-        if size is None:
-            size = max(1, self.settings.concurrency)
-        limit = int(self.settings.sandbox.pool_max_workspace_mb * 2**20)
-        if size <= 0 or await asyncio.to_thread(tree_larger_than, workspace, limit):
-            return await Sandbox.create(self._spec(task, workspace))
-        pool = self._pools.get(task.input_mount_dir)
-        if pool is None:
-            pool = self._pools[task.input_mount_dir] = SandboxPool(self._spec(task, None), size)
-        sandbox = await pool.acquire()
-        try:
-            await sandbox.load_workspace(workspace)
-        except OSError as e:
-            await sandbox.destroy()
-            raise SandboxError(f"copying the workspace into sandbox {sandbox.id}: {e}") from e
-        return sandbox
-
-    async def _close_sandbox(self, sandbox: Sandbox, workspace: Path, rollout: Rollout) -> None:
-        """Destroy the agent's sandbox, then make the final workspace safe to score and read on the
-        host: a pooled sandbox's is copied out by `fscopy.copy_untrusted`'s rules, a bound one is
-        cleaned in place (`sanitize_tree`). Either way links that leave the workspace and special
-        files are gone before the checker runs. A workspace over the caps, or one that could not be
-        copied or cleaned at all, is the policy's doing: `harness_error`, never scored, with the
-        report in `reward_detail["workspace"]`."""
-        pooled = sandbox.spec.workspace is None
-        if pooled:
-            await asyncio.to_thread(shutil.rmtree, workspace, True)
-        report: TreeReport | None = None
-        try:
-            report = await sandbox.destroy(keep_workspace=workspace if pooled else None)
-        except Exception as e:  # teardown is best effort here: the finaliser still kills and removes
-            log.exception("destroying sandbox %s failed", sandbox.id)
-            if pooled:
-                report = TreeReport(truncated=f"the final workspace could not be copied out: {e!r}")
-        if not pooled:
-            try:
-                report = await asyncio.to_thread(sanitize_tree, workspace, max_files=sandbox.spec.max_files)
-            except Exception as e:
-                log.exception("cleaning the workspace of rollout %s failed", rollout.rollout_id)
-                report = TreeReport(truncated=f"the final workspace could not be cleaned: {e!r}")
-        if report is None:
-            return
-        if report.skipped_count or report.truncated:
-            rollout.reward_detail["workspace"] = report.summary()
-        if report.truncated:
-            why = f"final workspace over the limit: {report.truncated}"
-            set_status(rollout, RolloutStatus.HARNESS_ERROR, why, policy=True)
-
     async def close(self) -> None:
         """Destroy the prewarmed sandboxes of every pool (rollouts in flight keep theirs)."""
-        pools, self._pools = list(self._pools.values()), {}
-        for pool in pools:
-            await pool.close()
+        await self.sandboxes.close()
 
     async def __aenter__(self) -> RolloutRunner:
         return self
@@ -447,14 +370,16 @@ class RolloutRunner:
         """Step 6: the checker (and judge) on the final workspace; failures -> verifier_error: the
         policy's when the checker ran and failed on its workspace (garbage can make a checker raise,
         hang or die), the infrastructure's when no score could be had at all (VerifierError)."""
+        changes, root = task_system(task).scoring(Path(rollout.workdir), self.agent_env)
         try:
             score = await score_task(
                 task,
-                workspace,
+                changes,
                 self.settings.verify,
                 judge=self.judge,
                 transcript=_transcript(rollout.calls),
                 runner=self._checker_runner(),
+                root=root,
             )
         except VerifierError as e:
             rollout.reward = 0.0

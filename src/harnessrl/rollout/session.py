@@ -28,6 +28,7 @@ from harnessrl.proxy.deps import default_deps
 from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.config import RolloutSections
+from harnessrl.rollout.environment import prepare_environments
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings
 from harnessrl.rollout.serving import remote_sessions, start_remote
 from harnessrl.types import EngineError, HarnessError, Rollout, Task
@@ -101,6 +102,7 @@ class RolloutStack:
         from harnessrl.chat.format import ChatFormat
 
         preflight(tasks, cfg.verify.allow_verifier_network)  # before any rollout: what cannot be verified
+        prepare_environments(tasks)  # every task's image ready, or its one-line ImageError
         engine = engine or build_engine_for(cfg, tasks)
         sessions = SessionStore(capture_dir=None)
         deps = default_deps(

@@ -23,6 +23,7 @@ from harnessrl.types import Task, VerifierError
 from harnessrl.verify.checker import run_checker
 from harnessrl.verify.command_runner import CommandRunner
 from harnessrl.verify.config import VerifyConfig
+from harnessrl.verify.harbor_roots import VerifierRoot
 from harnessrl.verify.judge import RubricJudge
 
 
@@ -47,10 +48,12 @@ async def score_task(
     judge: RubricJudge | None = None,
     transcript: list[Any] | None = None,
     runner: CommandRunner | None = None,
+    root: VerifierRoot | None = None,
 ) -> Score:
     """Score a final workspace. Checker and judge failures are data (0 + reason in `detail`).
 
     Raises VerifierError when the task needs a judge and none is given, or needs a checker it lacks.
+    `root`: the system a Harbor verifier runs on (`run_checker`); `workspace` is then what it takes.
     """
     kind = task.grading_type
     detail: dict[str, Any] = {"grading_type": kind}
@@ -60,7 +63,7 @@ async def score_task(
         if task.checker is not None and "timeout_s" in task.checker.model_fields_set:
             timeout = task.checker.timeout_s  # the task set its own limit
         check = await asyncio.to_thread(
-            functools.partial(run_checker, allow_network=cfg.allow_verifier_network),
+            functools.partial(run_checker, allow_network=cfg.allow_verifier_network, root=root),
             task,
             workspace,
             transcript,
