@@ -40,6 +40,25 @@ def images_dir() -> Path:
     return cache_root() / "images"
 
 
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+BUILD_CA = "/run/harnessrl-host-ca.crt"
+
+
+def host_trust() -> list[str]:
+    """`buildah bud` flags that let a build's steps trust what the host trusts: the host's CA bundle
+    read-only at `BUILD_CA`, and a pip configuration (`/etc/xdg/pip/pip.conf`, read-only) pointing
+    pip at it, so that `pip install` in a Dockerfile reaches PyPI through a TLS-intercepting proxy as
+    the host's pip does. Nothing of it is in the built image (a volume's mount point is left empty).
+    [] when the host has no such bundle."""
+    if not HOST_CA.is_file():
+        return []
+    conf = images_dir() / "build-pip.conf"
+    if not conf.is_file():
+        conf.parent.mkdir(parents=True, exist_ok=True)
+        conf.write_text(f"[global]\ncert = {BUILD_CA}\n")
+    return ["--volume", f"{HOST_CA}:{BUILD_CA}:ro", "--volume", f"{conf}:/etc/xdg/pip/pip.conf:ro"]
+
+
 def missing_tools(names: Sequence[str] = tuple(TOOLS), path: str | None = None) -> list[str]:
     """The programs of `names` that are not on `path` (default: $PATH), each with what it is for."""
     return [TOOLS[n] for n in names if shutil.which(n, path=path) is None]
@@ -123,7 +142,7 @@ class ContainerStore:
         if missing:
             raise ImageError(f"{missing[0]} is not installed (scripts/setup installs it as root)")
         cmd = ["buildah", *self._global(), "bud", "--isolation", "chroot", "--layers=false", "--force-rm"]
-        cmd += ["-f", str(context / dockerfile), "-t", tag, str(context)]
+        cmd += [*host_trust(), "-f", str(context / dockerfile), "-t", tag, str(context)]
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") as out:
             try:
