@@ -75,6 +75,28 @@ def image_root() -> object:
     return report.root
 
 
+HARBOR_IMAGES = FIXTURES / "harbor-images"
+
+
+@pytest.fixture(scope="session")
+def harbor_image_tasks() -> list[object]:
+    """The Harbor tasks of `tests/fixtures/harbor-images`, each image built (FROM the base image),
+    unpacked and prepared for rollouts once per session (cached in `<cache>/images` between runs)."""
+    from harnessrl.images import missing_tools
+    from harnessrl.rollout.environment import prepare_environments
+    from harnessrl.sandbox.bwrap import bwrap_path
+    from harnessrl.tasks import load_tasks
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"images need {', '.join(missing)}: scripts/setup installs them as root")
+    if os.geteuid() != 0 or bwrap_path() is None:
+        pytest.skip("image sandboxes need root (host mounts) and bubblewrap")
+    tasks = load_tasks(HARBOR_IMAGES).tasks
+    prepare_environments(tasks)
+    return list(tasks)
+
+
 PREREQUISITES = {
     "bwrap": "bubblewrap (scripts/setup installs it with apt-get)",
     "npm": "npm (the real-harness tests install Claude Code, Codex and OpenClaw with it)",

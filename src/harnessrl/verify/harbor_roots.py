@@ -24,7 +24,7 @@ The working folder is kept whole, even inside a system folder (/usr/src/app). Ev
 kept: /opt, /srv, /var, /home, new top-level folders. A working folder that the agent turned into a
 link or a file is refused (the policy's failure, reward 0). What was dropped is counted in the
 check's result (`CheckResult.dropped`, `dropped_count`; files only, and not the /etc/passwd, group
-and hosts that every image sandbox writes).
+and hosts and the agent program's mount point that every image sandbox leaves).
 
 What the rule costs a task: an answer installed into a system folder (a binary in /usr/local/bin, a
 module in /usr/lib/python3/dist-packages) is not seen by the tests. Rollouts have no network, so
@@ -49,7 +49,8 @@ from harnessrl.verify.sandboxed import load_workspace
 SYSTEM_FOLDERS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 MOUNTED = ("tests", "logs/verifier", "tmp", "proc", "dev", "sys", "opt/harnessrl")
 """Where the verifier's sandbox mounts its own folders (and its HOME), relative to `/`."""
-WRITTEN_BY_US = frozenset({"etc/passwd", "etc/group", "etc/hosts"})
+WRITTEN_BY_US = frozenset({"etc/passwd", "etc/group", "etc/hosts", "opt/harnessrl/agent"})
+"""What every image sandbox leaves in its layer: the files `overlay.py` writes, the agent's mount point."""
 MAX_LISTED = 50
 
 
@@ -212,4 +213,5 @@ def admit_layer(layer: Path, workdir: str, home: str) -> Admission:
             _drop(layer, here, into)
         if os.path.lexists(layer / mounted):
             _drop_except(layer, mounted, keep, into)
+    into.dropped.sort()
     return into

@@ -1,0 +1,180 @@
+"""Harbor tasks on their own images, end to end (issue 32): the four tasks of
+tests/fixtures/harbor-images, each built FROM the base image made from Debian packages (once per
+session, cached under <cache>/images between runs). `tasks check` proves each oracle (1.0) and each
+untouched image (0.0); real Claude Code and Codex replay each solve.sh through their shell tool in a
+sandbox on the image (1.0); an agent on the image finds neither tests/ nor solution/, and one that
+rewrites /logs/verifier, replaces python in its own root and plants conftest.py / pytest.ini scores 0."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness_solve import harness_test, scripted_config
+from typer.testing import CliRunner
+
+from harnessrl.cli import app
+from harnessrl.rollout import RolloutJob
+from harnessrl.rollout.environment import task_system
+from harnessrl.rollout.session import RolloutStack
+from harnessrl.sandbox import Sandbox
+from harnessrl.types import RolloutStatus, Task
+from harnessrl.verify import run_checker
+from harnessrl.verify.harbor_roots import Admission, ImageVerifierRoot
+from harnessrl.verify.sandboxed import SandboxCommandRunner
+
+HARBOR_IMAGES = Path(__file__).parent / "fixtures" / "harbor-images"
+IDS = ["apt-hello", "copied-data", "multi-metric", "pypi-humanize"]
+METRICS = {
+    "apt-hello": {"reward": 1.0},
+    "copied-data": {"reward": 1.0},
+    "multi-metric": {"exists": 1.0, "count": 1.0, "sorted": 1.0},
+    "pypi-humanize": {"reward": 1.0},
+}
+FORGED = "#!/bin/sh\\necho 1 > /logs/verifier/reward.txt\\n"  # what the replaced python3 does
+PASS_ALL = (
+    "import pytest\\n\\n@pytest.hookimpl(hookwrapper=True)\\ndef pytest_runtest_makereport():\\n    yield\\n"
+)
+TAMPER = (
+    "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && "
+    "echo '{\"reward\": 1}' > /logs/verifier/reward.json; "
+    f'printf "{FORGED}" > /tmp/forged && chmod 755 /tmp/forged && '
+    "cp /tmp/forged /usr/local/bin/python3 && cp /tmp/forged /usr/bin/python3; "  # the link's target
+    f'printf "{PASS_ALL}" > /app/conftest.py; cp /app/conftest.py /conftest.py; '
+    "printf '[pytest]\\n' > /pytest.ini; echo done"
+)
+PROBE = (  # the markers are put together at run time: this command line must not match itself
+    "T=HARNESSRL-TESTS; S=HARNESSRL-SOLUTION; { ls -d /tests /solution 2>/dev/null; "
+    "find / -xdev \\( -name test.sh -o -name solve.sh -o -name task.toml \\) -print 2>/dev/null; "
+    'find / -xdev -type f -print0 2>/dev/null | xargs -0 grep -lsF -e "$T-SECRET" -e "$S-SECRET"; '
+    "} > /app/probe.txt; "
+)
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+
+
+def test_tasks_check_proves_each_oracle_and_each_untouched_image(harbor_image_tasks: list[Task]) -> None:
+    result = CliRunner().invoke(
+        app, ["tasks", "check", str(HARBOR_IMAGES), "-j", "2"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    rows = {m[1]: (m[2], m[3]) for m in re.finditer(r"│ (\S+)\s+│ (\S+)\s+│ (\S+)\s+│", result.output)}
+    assert rows == {task_id: ("0.000", "1.000") for task_id in IDS}
+    assert "4 ok, 0 failed (sandboxed)" in result.output
+
+
+@harness_test
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+async def test_a_real_harness_solves_each_task_on_its_image(
+    harbor_image_tasks: list[Task], tmp_path: Path, harness: str
+) -> None:
+    """The scripted engine replays each solve.sh through the harness's own shell tool, in a sandbox
+    whose root is the task's image (Codex, a `#!/usr/bin/env node` script, on our pinned Node); the
+    tests score the agent's writable layer on a fresh sandbox of the same image."""
+    cfg = scripted_config(harness, tmp_path)
+    cfg.rollout.concurrency = 4
+    async with RolloutStack.from_config(cfg, harbor_image_tasks) as stack:
+        assert stack.runner is not None
+        rollouts = await stack.runner.run_many([RolloutJob(t, harness, t.id) for t in harbor_image_tasks])
+    for rollout in rollouts:
+        assert (rollout.status, rollout.reward) == (RolloutStatus.OK, 1.0), (
+            rollout.task_id,
+            rollout.status_reason,
+        )
+        code = rollout.reward_detail["code"]
+        assert (code["mode"], code["metrics"], code["error"]) == ("harbor", METRICS[rollout.task_id], None)
+        assert (Path(rollout.workdir) / "layer" / "app").is_dir()
+
+
+async def _shell_rollouts(tasks: list[Task], out: Path, command: str) -> list[Any]:
+    cfg = scripted_config("shell", out)
+    cfg.rollout.concurrency = 4
+    async with RolloutStack.from_config(cfg, tasks) as stack:
+        assert stack.runner is not None
+        jobs = [RolloutJob(t, "shell", t.id, options={"command": command}) for t in tasks]
+        return await stack.runner.run_many(jobs)
+
+
+@pytest.mark.security
+async def test_an_agent_on_the_image_finds_no_tests_and_its_tampering_scores_0(
+    harbor_image_tasks: list[Task], tmp_path: Path
+) -> None:
+    """From inside the agent's sandbox on each image: no /tests, /solution, test.sh, solve.sh or
+    task.toml anywhere, and no file holding the tests' or the solution's marker. Then the agent
+    writes rewards of 1 into its /logs/verifier, replaces python3 (and shadows it in
+    /usr/local/bin) with a script that writes rewards of 1, and plants conftest.py and pytest.ini
+    in /app and /: every task scores 0, the system files are left out of the verifier's copy."""
+    rollouts = await _shell_rollouts(harbor_image_tasks, tmp_path, PROBE + TAMPER)
+    for rollout in rollouts:
+        layer = Path(rollout.workdir) / "layer"
+        assert (layer / "app" / "probe.txt").read_text() == "", rollout.task_id
+        assert (rollout.status, rollout.reward) == (RolloutStatus.OK, 0.0), rollout.status_reason
+        code = rollout.reward_detail["code"]
+        assert code["error"] is None and set(code["metrics"].values()) == {0.0}
+        assert {"/usr/local/bin/python3", "/usr/bin/python3.11", "/conftest.py", "/pytest.ini"} <= set(
+            code["dropped"]
+        )
+        assert (layer / "app" / "conftest.py").is_file()  # kept: the tests do not collect /app
+
+
+class WholeLayer(ImageVerifierRoot):
+    """The image root without the layer rule: what the verifier would run on if it took the agent's
+    layer whole."""
+
+    def admit(self, changes: Path) -> Admission:
+        return Admission()
+
+
+@pytest.mark.security
+async def test_without_the_layer_rule_the_replaced_python_would_forge_the_reward(
+    harbor_image_tasks: list[Task], tmp_path: Path
+) -> None:
+    task = next(t for t in harbor_image_tasks if t.id == "apt-hello")
+    system = task_system(task)
+    spec = system.agent_spec(
+        task, None, scripted_config("shell", tmp_path).sandbox, ("127.0.0.1", 9), (), None
+    )
+    async with await Sandbox.create(spec) as sb:
+        res = await sb.exec(["bash", "-c", TAMPER])
+        assert res.stdout == "done\n", res.stderr
+        report = await sb.destroy(keep_layer=tmp_path / "layer")
+    assert report is not None and report.truncated == ""
+    shutil.copytree(tmp_path / "layer", tmp_path / "whole", symlinks=True)
+    runner = SandboxCommandRunner()
+    assert system.image is not None
+    whole = run_checker(
+        task, tmp_path / "whole", runner=runner, root=WholeLayer(system.image, system.workdir)
+    )
+    assert (whole.score, whole.metrics) == (1.0, {"reward": 1.0})  # the attack is real
+    ruled = run_checker(task, tmp_path / "layer", runner=runner, root=ImageVerifierRoot(system.image, "/app"))
+    assert (ruled.score, ruled.metrics, ruled.error) == (0.0, {"reward": 0.0}, None)
+    assert ruled.dropped == [
+        "/conftest.py",
+        "/logs/verifier/reward.json",
+        "/logs/verifier/reward.txt",
+        "/pytest.ini",
+        "/usr/bin/python3.11",
+        "/usr/local/bin/python3",
+    ]
+
+
+async def test_the_tasks_env_and_limits_reach_its_sandbox_and_not_the_agent_environment(
+    harbor_image_tasks: list[Task], tmp_path: Path
+) -> None:
+    """apt-hello asks for 2 GiB of memory and 1 GiB of storage, copied-data sets DATA_FILE; on an
+    image PATH is the image's (no agent environment: no pytest), and python3 is the image's."""
+    size = '$(df -m /tmp | tail -1 | tr -s " " | cut -d" " -f2)'
+    probe = (
+        f'printf "%s|%s|%s|%s|%s\\n" "$DATA_FILE" "$(ulimit -d)" "{size}" '
+        '"$(command -v pytest || echo no-pytest)" "$PATH" > /app/env.txt'
+    )
+    tasks = [t for t in harbor_image_tasks if t.id in ("apt-hello", "copied-data")]
+    rollouts = await _shell_rollouts(tasks, tmp_path, probe)
+    seen = {r.task_id: (Path(r.workdir) / "layer" / "app" / "env.txt").read_text().strip() for r in rollouts}
+    path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    assert seen == {
+        "apt-hello": f"|{2048 * 1024}|1024|no-pytest|{path}",
+        "copied-data": f"/app/data.csv|{4096 * 1024}|2048|no-pytest|{path}",
+    }
