@@ -178,3 +178,51 @@ async def test_the_tasks_env_and_limits_reach_its_sandbox_and_not_the_agent_envi
         "apt-hello": f"|{2048 * 1024}|1024|no-pytest|{path}",
         "copied-data": f"/app/data.csv|{4096 * 1024}|2048|no-pytest|{path}",
     }
+
+
+async def test_a_tasks_cpus_become_a_cgroup_quota(sb_base: Path) -> None:
+    """`cpus = 0.5`: a quota of 50 ms per 100 ms for the sandbox as a whole; a busy loop of 2 s of
+    wall time gets at most ~1 s of CPU (it may get less on a loaded machine, never more)."""
+    from harnessrl.sandbox import SandboxSpec
+    from harnessrl.sandbox.cgroups import cpu_parent
+
+    if cpu_parent() is None:
+        pytest.skip("this machine gives harnessrl no cgroup cpu controller")
+    busy = (
+        "import time, os\nend = time.time() + 2\nwhile time.time() < end: pass\n"
+        "t = os.times()\nprint(t.user + t.system)"
+    )
+    async with await Sandbox.create(SandboxSpec(cpus=0.5, base_dir=sb_base)) as sb:
+        assert sb.cgroup is not None and sb.cgroup.cpu is not None
+        names = ("cpu.max",) if sb.cgroup.kind == "v2" else ("cpu.cfs_quota_us", "cpu.cfs_period_us")
+        limits = [(sb.cgroup.cpu / name).read_text().strip() for name in names]
+        res = await sb.exec(["python3", "-c", busy], timeout_s=30)
+    assert limits == (["50000 100000"] if len(names) == 1 else ["50000", "100000"])
+    assert float(res.stdout) < 1.3, res.stdout
+
+
+@pytest.mark.slow
+@harness_test
+def test_train_runs_two_grpo_steps_on_the_image_tasks(harbor_image_tasks: list[Task], tmp_path: Path) -> None:
+    """`harnessrl train -c configs/harbor.toml`: SmolLM2-135M through Claude Code --bare on the four
+    image tasks, two GRPO steps of 2 tasks x 2 rollouts (minutes on 2 cores)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "harbor"
+    exe = str(Path(sys.executable).parent / "harnessrl")
+    proc = subprocess.run(
+        [exe, "train", "-c", "configs/harbor.toml", "-o", f"train.out_dir={json.dumps(str(out))}"],
+        cwd=root,
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [0, 1]
+    assert all(sum(r["status"].values()) == 4 for r in records)
