@@ -6,7 +6,11 @@ own sandbox (reward 1.0); a wrong sequence through the same path, run alongside,
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -95,3 +99,23 @@ def adapter_context(host_home: Path, **kw: Any) -> HarnessContext:
         install_dir=Path("/cache/h"),
     )
     return HarnessContext(**{**base, **kw})
+
+
+def train_two_steps(out: Path, *args: str) -> list[dict[str, Any]]:
+    """`harnessrl train ARGS` into `out` in a subprocess from the checkout (one OpenMP thread), as a
+    user runs it; its metrics records, each step's 4 rollouts accounted for."""
+    root = Path(__file__).resolve().parents[1]
+    exe = str(Path(sys.executable).parent / "harnessrl")
+    proc = subprocess.run(
+        [exe, "train", *args, "-o", f"train.out_dir={json.dumps(str(out))}"],
+        cwd=root,
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [0, 1]
+    assert all(sum(r["status"].values()) == 4 for r in records), [r["status"] for r in records]
+    return records

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness_solve import harness_test, scripted_config
+from harness_solve import harness_test, scripted_config, train_two_steps
 from typer.testing import CliRunner
 
 from harnessrl.cli import app
@@ -205,24 +205,7 @@ async def test_a_tasks_cpus_become_a_cgroup_quota(sb_base: Path) -> None:
 @harness_test
 def test_train_runs_two_grpo_steps_on_the_image_tasks(harbor_image_tasks: list[Task], tmp_path: Path) -> None:
     """`harnessrl train -c configs/harbor.toml`: SmolLM2-135M through Claude Code --bare on the four
-    image tasks, two GRPO steps of 2 tasks x 2 rollouts (minutes on 2 cores)."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
-    out = tmp_path / "harbor"
-    exe = str(Path(sys.executable).parent / "harnessrl")
-    proc = subprocess.run(
-        [exe, "train", "-c", "configs/harbor.toml", "-o", f"train.out_dir={json.dumps(str(out))}"],
-        cwd=root,
-        env=dict(os.environ, OMP_NUM_THREADS="1"),
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in records] == [0, 1]
-    assert all(sum(r["status"].values()) == 4 for r in records)
+    image tasks, two GRPO steps of 2 tasks x 2 rollouts (minutes on 2 cores). A 135M model solves
+    none, so every group has zero variance and nothing is trained; the steps and rollouts run."""
+    records = train_two_steps(tmp_path / "harbor", "-c", "configs/harbor.toml")
+    assert all(r["groups"]["scheduled"] == 2 for r in records)

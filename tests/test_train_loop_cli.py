@@ -4,13 +4,11 @@ demo configuration end to end with SmolLM2-135M and Claude Code in a subprocess 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from harness_solve import train_two_steps
 from typer.testing import CliRunner
 
 from harnessrl.cli import app
@@ -98,20 +96,7 @@ def test_cli_reports_a_bad_override() -> None:
 def test_demo_runs_two_real_steps(tmp_path: Path) -> None:
     """The README's main command, on the real model through Claude Code --bare (minutes on 2 cores)."""
     out = tmp_path / "demo"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    exe = str(Path(sys.executable).parent / "harnessrl")
-    proc = subprocess.run(
-        [exe, "train", "-o", f"train.out_dir={json.dumps(str(out))}"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in records] == [0, 1]
-    assert all(sum(r["status"].values()) == 4 for r in records)
+    records = train_two_steps(out)
     trained = [r for r in records if r["trained"]]
     assert trained, [r["status"] for r in records]
     for r in trained:
