@@ -21,6 +21,7 @@ from harnessrl.rollout import RolloutJob
 from harnessrl.rollout.environment import task_system
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.sandbox import Sandbox
+from harnessrl.sandbox.agent_env import resolve_agent_env
 from harnessrl.types import RolloutStatus, Task
 from harnessrl.verify import run_checker
 from harnessrl.verify.harbor_roots import Admission, ImageVerifierRoot
@@ -164,20 +165,33 @@ async def test_the_tasks_env_and_limits_reach_its_sandbox_and_not_the_agent_envi
     harbor_image_tasks: list[Task], tmp_path: Path
 ) -> None:
     """apt-hello asks for 2 GiB of memory and 1 GiB of storage, copied-data sets DATA_FILE; on an
-    image PATH is the image's (no agent environment: no pytest), and python3 is the image's."""
+    image PATH is the image's (no agent environment: no pytest). A Harbor task on the host root gets
+    its env and limits too, and the agent environment (pytest) first on PATH."""
+    from harnessrl.tasks import load_tasks
+
+    host = tmp_path / "ds" / "host-root"
+    (host / "tests").mkdir(parents=True)
+    (host / "instruction.md").write_text("Do it.\n")
+    (host / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    (host / "task.toml").write_text(
+        '[environment]\nmemory_mb = 1536\nstorage_mb = 512\nenv = { DATA_FILE = "host" }\n'
+    )
     size = '$(df -m /tmp | tail -1 | tr -s " " | cut -d" " -f2)'
     probe = (
         f'printf "%s|%s|%s|%s|%s\\n" "$DATA_FILE" "$(ulimit -d)" "{size}" '
-        '"$(command -v pytest || echo no-pytest)" "$PATH" > /app/env.txt'
+        '"$(basename "$(command -v pytest || echo no-pytest)")" "$PATH" > /app/env.txt'
     )
     tasks = [t for t in harbor_image_tasks if t.id in ("apt-hello", "copied-data")]
-    rollouts = await _shell_rollouts(tasks, tmp_path, probe)
-    seen = {r.task_id: (Path(r.workdir) / "layer" / "app" / "env.txt").read_text().strip() for r in rollouts}
+    rollouts = await _shell_rollouts([*tasks, *load_tasks(host).tasks], tmp_path / "runs", probe)
+    seen = {r.task_id: (Path(r.workdir) / "workspace" / "env.txt").read_text().strip() for r in rollouts}
     path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    host_line = seen.pop("host-root").split("|")
     assert seen == {
         "apt-hello": f"|{2048 * 1024}|1024|no-pytest|{path}",
         "copied-data": f"/app/data.csv|{4096 * 1024}|2048|no-pytest|{path}",
     }
+    tools = "pytest" if resolve_agent_env("auto") is not None else "no-pytest"
+    assert host_line[:4] == ["host", str(1536 * 1024), "512", tools]
 
 
 async def test_a_tasks_cpus_become_a_cgroup_quota(sb_base: Path) -> None:
