@@ -330,3 +330,48 @@ def test_a_library_preloaded_into_the_tests_cannot_forge_a_report(tmp_path: Path
     task = harbor_task(tmp_path, "echo 0 > /logs/verifier/reward.txt\n", toml)
     result = run_checker(task, ws, runner=RUNNER)
     assert (result.score, result.metrics, result.error) == (0.0, {"reward": 0.0}, None)
+
+
+def test_the_layer_rule_keeps_the_work_and_drops_the_system(tmp_path: Path) -> None:
+    """`admit_layer` on a hand-made layer (what `copy_untrusted(layer=True)` leaves): system folders
+    and files at the top of / go, whatever lies where the verifier mounts its folders goes, a link on
+    the way to a mount goes; the working folder is kept even inside /usr, and so is the rest."""
+    from harnessrl.verify.harbor_roots import admit_layer
+
+    layer = tmp_path / "layer"
+    for rel in (
+        "usr/local/bin/python3",
+        "etc/ld.so.preload",
+        "etc/passwd",
+        "usr/src/app/main.py",
+        "usr/lib/python3/dist-packages/evil.pth",
+        "conftest.py",
+        "opt/tool/version",
+        "opt/harnessrl/agent",
+        "tests/test.sh",
+        "root/.bashrc",
+        "srv/data.csv",
+    ):
+        (layer / rel).parent.mkdir(parents=True, exist_ok=True)
+        (layer / rel).write_text("x")
+    (layer / "logs").symlink_to("/tmp")
+    (layer / "pytest.ini").symlink_to("/srv/data.csv")
+    os.mknod(layer / "usr" / "local" / "bin" / "hello", 0o600 | 0o020000, os.makedev(0, 0))  # a whiteout
+    admitted = admit_layer(layer, "/usr/src/app", "/root")
+    assert (admitted.refused, admitted.count) == ("", 9)
+    assert admitted.dropped == [
+        "/conftest.py",
+        "/etc/ld.so.preload",
+        "/logs (a link)",
+        "/pytest.ini (a link)",
+        "/root/.bashrc",
+        "/tests/test.sh",
+        "/usr/lib/python3/dist-packages/evil.pth",
+        "/usr/local/bin/hello (deleted)",
+        "/usr/local/bin/python3",
+    ]
+    kept = sorted(str(p.relative_to(layer)) for p in layer.rglob("*") if not p.is_dir())
+    assert kept == ["opt/tool/version", "srv/data.csv", "usr/src/app/main.py"]
+    (layer / "app").symlink_to("/etc")
+    refused = admit_layer(layer, "/app/sub", "/root")
+    assert refused.refused == "the working folder /app/sub is no longer a folder: /app is a link"
