@@ -223,3 +223,25 @@ def test_train_runs_two_grpo_steps_on_the_image_tasks(harbor_image_tasks: list[T
     none, so every group has zero variance and nothing is trained; the steps and rollouts run."""
     records = train_two_steps(tmp_path / "harbor", "-c", "configs/harbor.toml")
     assert all(r["groups"]["scheduled"] == 2 for r in records)
+
+
+def test_a_task_whose_image_cannot_be_had_stops_the_run_before_any_rollout(tmp_path: Path) -> None:
+    """One line naming the task, the image and how to provide it; no engine is built, nothing runs."""
+    from harnessrl.images import missing_tools
+    from harnessrl.tasks import load_tasks
+    from harnessrl.types import ImageError
+
+    if missing_tools(["podman"]):
+        pytest.skip("needs podman: scripts/setup installs it as root")
+    task = tmp_path / "ds" / "unreachable"
+    (task / "tests").mkdir(parents=True)
+    (task / "instruction.md").write_text("Do it.\n")
+    (task / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    (task / "task.toml").write_text('[environment]\ndocker_image = "registry.invalid/harnessrl/none:1"\n')
+    cfg = scripted_config("shell", tmp_path / "runs")
+    with pytest.raises(ImageError) as caught:
+        RolloutStack.from_config(cfg, load_tasks(tmp_path / "ds").tasks)
+    message = str(caught.value)
+    assert "\n" not in message and not (tmp_path / "runs").exists()
+    assert message.startswith(f"task {task}: image 'registry.invalid/harnessrl/none:1' is not in the local")
+    assert f"`harnessrl env build {task}`" in message

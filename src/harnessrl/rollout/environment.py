@@ -40,7 +40,7 @@ from harnessrl.images.spec import ImageRoot, ImageSpec, image_of, task_workdir
 from harnessrl.sandbox.config import SandboxConfig
 from harnessrl.sandbox.fscopy import copy_untrusted
 from harnessrl.sandbox.spec import SandboxSpec
-from harnessrl.types import Task, TaskEnvironment
+from harnessrl.types import ImageError, Task, TaskEnvironment
 from harnessrl.verify.harbor_roots import HostRoot, ImageVerifierRoot, VerifierRoot
 
 LAYER = "layer"
@@ -55,8 +55,12 @@ def prepare_environments(tasks: list[Task]) -> dict[str, ImageRoot]:
     ready: dict[str, ImageRoot] = {}
     for task in tasks:
         spec = image_of(task)
-        if spec is not None:
+        if spec is None:
+            continue
+        try:
             ready[task.id] = _resolve(spec, build=True)
+        except ImageError as e:  # every message names its task
+            raise e if str(e).startswith("task ") else ImageError(f"task {spec.task}: {e}") from None
     return ready
 
 
