@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from harnessrl.harnesses.launch import harness_binds
@@ -44,13 +45,15 @@ class AgentSandboxes:
         self,
         cfg: SandboxConfig,
         concurrency: int,
-        endpoint: tuple[str, int],
+        endpoint: Callable[[], tuple[str, int]],
         agent_env: Path | None,
         harness_cache: Path | None,
     ) -> None:
         self.cfg = cfg
         self.concurrency = concurrency
         self.endpoint = endpoint
+        """The host address of the model endpoint, asked per sandbox (a proxy process's port is known
+        only once it runs, and a runner's is set again then)."""
         self.agent_env = agent_env
         self.harness_cache = harness_cache
         self.pools: dict[str, SandboxPool] = {}
@@ -59,7 +62,7 @@ class AgentSandboxes:
     def spec(self, task: Task, workspace: Path | None) -> SandboxSpec:
         binds = harness_binds(self.harness_cache)
         system = task_system(task)
-        return system.agent_spec(task, workspace, self.cfg, self.endpoint, binds, self.agent_env)
+        return system.agent_spec(task, workspace, self.cfg, self.endpoint(), binds, self.agent_env)
 
     async def open(self, task: Task, workspace: Path) -> Sandbox:
         """A prewarmed sandbox filled with a copy of `workspace`, or a fresh one with it bound (pool_size

@@ -192,7 +192,11 @@ class RolloutRunner:
             raise SandboxError(str(e)) from None
         """The sandbox agent environment bound into every sandbox (None: the system python3 only)."""
         self.sandboxes = AgentSandboxes(
-            settings.sandbox, settings.concurrency, endpoint, self.agent_env, settings.harness_cache
+            settings.sandbox,
+            settings.concurrency,
+            lambda: self.endpoint,
+            self.agent_env,
+            settings.harness_cache,
         )
         """The agents' sandboxes: made (pooled) and destroyed with what they leave kept."""
 
