@@ -158,6 +158,8 @@ def test_cli_prints_a_line_per_finished_rollout_in_a_log(tmp_path: Path) -> None
     res = _cli(args, tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     task = bundled_test_tasks(1)[0].id
+    first = "eval: 1 task(s) x 1 harness(es) x 2 run(s) x 1 policy = 2 rollouts -> " + str(out)
+    assert res.stdout.splitlines()[0] == first  # the scripted engine: no defaults to bound
     lines = [line for line in res.stdout.splitlines() if line.startswith("[eval ")]
     assert [line.split(" | ")[:2] for line in lines] == [
         ["[eval 1/2] ok reward 1.000", f"{task} whitebox:00000"],
@@ -170,3 +172,22 @@ def test_cli_prints_a_line_per_finished_rollout_in_a_log(tmp_path: Path) -> None
     (events,) = (out / "tb").iterdir()
     assert read_scalars(events)["pass1/default"] == [(0, 1.0)]
     assert "eval/policies" in read_texts(events) and "config" in read_texts(events)
+
+
+@needs_bwrap
+def test_cli_json_is_the_summaries_on_stdout(tmp_path: Path) -> None:
+    """`--json`: stdout is one JSON object (what a script reads); the progress lines go to stderr."""
+    out = tmp_path / "ev"
+    args = ["eval", "--tasks", "bundled", "--split", "test", "--limit", "1", "--harness", "whitebox:00000"]
+    args += ["--engine", "scripted", "--runs", "1", "--out", str(out), "--json"]
+    res = _cli(args, tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    shown = json.loads(res.stdout)
+    assert shown["report"] == str(out / "eval.json") and shown["markdown"] == str(out / "eval.md")
+    report = json.loads((out / "eval.json").read_text())
+    assert shown["policies"] == {
+        "default": {k: report["policies"]["default"][k] for k in ("summary", "by_harness")}
+    }
+    assert shown["policies"]["default"]["summary"]["pass1"] == 1.0 and shown["paired"] == []
+    assert res.stderr.startswith("eval: 1 task(s) x 1 harness(es) x 1 run(s) x 1 policy = 1 rollouts")
+    assert "[eval 1/1] ok reward 1.000" in res.stderr

@@ -56,3 +56,18 @@ def test_option_is_the_dotted_override_for_the_chosen_harness() -> None:
     cfg = load_config(None, ["rollout.harness=claude-code", "rollout.harness_options.codex.x=1"])
     cfg = with_options(cfg, ["bare=true", 'model="m"'])
     assert cfg.rollout.harness_options == {"codex": {"x": 1}, "claude-code": {"bare": True, "model": "m"}}
+
+
+def test_json_is_the_rollouts_and_summary_on_stdout(tmp_path: Path) -> None:
+    proc = rollout(tmp_path, "--option", f"command={json.dumps(SOLVE)}", "--json")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    shown = json.loads(proc.stdout)
+    (r,) = shown["rollouts"]
+    assert {k: r[k] for k in ("rollout_id", "task_id", "harness", "status", "reward", "calls")} == {
+        "rollout_id": "task_0000-shell-0", "task_id": "task_0000", "harness": "shell", "status": "ok",
+        "reward": 1.0, "calls": 0,
+    }  # fmt: skip
+    assert r["workdir"] == str(tmp_path / "out" / "task_0000-shell-0")
+    assert shown["summary"] == json.loads((tmp_path / "out" / "summary.json").read_text())
+    first = f"rollout: 1 task(s) x 1 through shell = 1 rollout(s), 4 at once -> {tmp_path / 'out'}"
+    assert proc.stderr.splitlines()[0] == first and "[1/1] task_0000-shell-0 ok" in proc.stderr

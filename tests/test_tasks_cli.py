@@ -196,3 +196,45 @@ def test_tasks_package_never_imports_verify() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout == "[]\n"
+
+
+LONG = "task_" + "a-long-task-name-that-no-terminal-column-would-fit-" * 3 + "end"
+
+
+def test_piped_list_shows_whole_names_and_json(tmp_path: Path) -> None:
+    """stdout a pipe (a real subprocess): no cell is cut, however long; `--json` is the same rows."""
+    import os
+    import subprocess
+    import sys
+
+    make_task(tmp_path / "set" / "train", LONG)
+    make_task(tmp_path / "set" / "train", "task_short", solve=None)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    argv = [
+        sys.executable,
+        "-c",
+        "from harnessrl.cli import app; app()",
+        "tasks",
+        "list",
+        str(tmp_path / "set"),
+    ]
+    shown = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert row(shown.stdout, LONG, "train", "edit", "automated", "1", "reward/check.py", "yes")
+    assert "…" not in shown.stdout
+    as_json = subprocess.run([*argv, "--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert as_json.returncode == 0 and as_json.stderr == "2 task(s) loaded, 0 rejected\n"
+    common = {
+        "split": "train",
+        "category": "edit",
+        "grading": "automated",
+        "#files": 1,
+        "checker": "reward/check.py",
+    }
+    assert json.loads(as_json.stdout) == {
+        "tasks": [
+            {"id": LONG, **common, "reference": True},
+            {"id": "task_short", **common, "reference": False},
+        ],
+        "rejected": [],
+    }

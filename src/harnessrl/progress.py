@@ -189,8 +189,17 @@ def quiet_loading() -> None:
         pass
 
 
-def console() -> Console:
-    """A rich console: the terminal's, or 200 columns of soft-wrapped text in a log."""
+PIPED_WIDTH = 100_000
+"""Columns of a console that is not a terminal: wide enough that no table cell is cut or wrapped
+(a table is as wide as its widest row; text lines are never wrapped)."""
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A rich console on stdout (or stderr): the terminal's, or, piped or in a log, one that never cuts
+    a table cell (`PIPED_WIDTH` columns, lines unwrapped), so every name and number is whole."""
     from rich.console import Console
 
-    return Console() if sys.stdout.isatty() else Console(width=200, soft_wrap=True)
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(stderr=stderr)
+    return Console(width=PIPED_WIDTH, soft_wrap=True, stderr=stderr)

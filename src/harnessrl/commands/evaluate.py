@@ -1,9 +1,14 @@
-"""`harnessrl eval`: Pass@1 of one or more policies over (task, harness) pairs, R runs each."""
+"""`harnessrl eval`: Pass@1 of one or more policies over (task, harness) pairs, R runs each.
+
+The first line says what runs (tasks x harnesses x runs x policies) and which defaults applied
+(`evaluate.defaults`: bounded on the embedded CPU engine); then one line per finished rollout, the
+tables, and where the report went. `--json` prints the report's summaries as one JSON object instead.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import sys
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +17,7 @@ import typer
 from rich.console import Console
 
 from harnessrl.config import Config, ConfigError, flag_overrides, load_config
+from harnessrl.evaluate.defaults import applied_text, bounded_defaults
 from harnessrl.progress import console, quiet_loading
 from harnessrl.report.trackers import require
 from harnessrl.types import EngineError, Rollout, TaskError
@@ -37,6 +43,9 @@ def eval_cmd(
     override: Annotated[
         list[str] | None, typer.Option("-o", help="Dotted override, e.g. eval.pass_threshold=0.5.")
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the summaries as one JSON object (progress to stderr).")
+    ] = False,
 ) -> None:
     """Evaluate policies through harnesses: Pass@1, mean score, pass@k / pass^k, spread; JSON + markdown."""
     flags: dict[str, object] = {
@@ -57,22 +66,26 @@ def eval_cmd(
         cfg = load_config(config, [*flag_overrides(flags), *(override or [])])
     except ConfigError as e:
         raise typer.BadParameter(str(e)) from None
-    out_console = console()
+    cfg, applied = bounded_defaults(cfg, "eval", cfg.eval.harnesses or [cfg.rollout.harness])
+    out_console = console(stderr=as_json)
     try:
         require(cfg.tracking)  # a tracker asked for but not installed fails before the rollouts
-        report = asyncio.run(run_eval(cfg, out_console))
+        report = asyncio.run(run_eval(cfg, out_console, applied))
     except (TaskError, EngineError, ConfigError, ValueError) as e:
         out_console.print(f"error: {e}", markup=False)
         raise typer.Exit(2) from None
-    from harnessrl.evaluate.tables import rich_tables, write_report
+    from harnessrl.evaluate.tables import json_summary, rich_tables, write_report
 
+    paths = write_report(report, cfg.eval.out_dir, cfg.tracking, cfg.model_dump(mode="json"))
+    if as_json:
+        print(json.dumps(json_summary(report, paths), indent=2))
+        return
     for table in rich_tables(report):
         out_console.print(table)
-    paths = write_report(report, cfg.eval.out_dir, cfg.tracking, cfg.model_dump(mode="json"))
     out_console.print(f"report: {paths['markdown']} and {paths['json']}", markup=False, highlight=False)
 
 
-async def run_eval(cfg: Config, out: Console) -> dict[str, object]:
+async def run_eval(cfg: Config, out: Console, applied: list[str] | None = None) -> dict[str, object]:
     from harnessrl.evaluate.run import evaluate
     from harnessrl.tasks import load_configured
 
@@ -87,13 +100,18 @@ async def run_eval(cfg: Config, out: Console) -> dict[str, object]:
         out.print(line, markup=False, highlight=False)
 
     harnesses = cfg.eval.harnesses or [cfg.rollout.harness]
-    total = len(load.tasks) * len(harnesses) * cfg.eval.runs * max(1, len(cfg.eval.checkpoints))
-    on_done = None if sys.stdout.isatty() else RolloutLines(total, echo)
-    return await evaluate(cfg, load.tasks, echo=echo, on_done=on_done)
+    policies = max(1, len(cfg.eval.checkpoints))
+    total = len(load.tasks) * len(harnesses) * cfg.eval.runs * policies
+    echo(
+        f"eval: {len(load.tasks)} task(s) x {len(harnesses)} harness(es) x {cfg.eval.runs} run(s) x "
+        f"{policies} polic{'y' if policies == 1 else 'ies'} = {total} rollouts -> {cfg.eval.out_dir}"
+        + applied_text(applied or [])
+    )
+    return await evaluate(cfg, load.tasks, echo=echo, on_done=RolloutLines(total, echo))
 
 
 class RolloutLines:
-    """One line per finished rollout, for logs (a terminal gets the tables only):
+    """One line per finished rollout:
     `[eval 3/60] ok reward 1.000 | task_x whitebox:00000 | 12.3 s | rollout <id>`."""
 
     def __init__(self, total: int, echo: Callable[[str], None]) -> None:

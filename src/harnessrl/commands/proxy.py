@@ -111,8 +111,9 @@ def show(
     path: Path = typer.Argument(..., exists=True, dir_okay=False, help="calls.jsonl or rollout JSONL"),
 ) -> None:
     """Pretty-print captured calls with token counts."""
-    from rich.console import Console
     from rich.table import Table
+
+    from harnessrl.progress import console
 
     try:
         calls = read_calls(path)
@@ -139,7 +140,7 @@ def show(
             ",".join(f for f in flags if f != "stream"),
             _preview(c),
         )
-    Console(width=200).print(table)
+    console().print(table)
 
 
 @calls_app.command("export")

@@ -2,15 +2,17 @@
 
 Adapter switches: `--option key=value` (repeatable) for the chosen harness, the same as
 `-o rollout.harness_options.<harness>.<key>=value` (values parsed as TOML literals, as `-o` does);
-e.g. `harnessrl rollout --harness claude-code --option bare=true`. On a terminal a progress bar
-shows; otherwise one line per finished rollout. The exit status is 1 when no rollout ended `ok`
-(2 for bad arguments, no tasks, or an engine that cannot be built).
+e.g. `harnessrl rollout --harness claude-code --option bare=true`. The first line says what runs and
+which defaults applied (`evaluate.defaults`: bounded on the embedded CPU engine); on a terminal a
+progress bar shows, otherwise one line per finished rollout. `--json` prints the rollouts and the
+summary as one JSON object on stdout (everything else on stderr). The exit status is 1 when no
+rollout ended `ok` (2 for bad arguments, no tasks, or an engine that cannot be built).
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +22,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from harnessrl.config import Config, ConfigError, flag_overrides, load_config, parse_override
+from harnessrl.evaluate.defaults import applied_text, bounded_defaults
+from harnessrl.progress import console as make_console
 from harnessrl.rollout.runner import RolloutJob, dump_summary, summarize
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.tasks import load_tasks
@@ -63,6 +67,22 @@ def progress_line(r: Rollout, done: list[Rollout], total: int) -> str:
     return line
 
 
+def rollout_json(r: Rollout) -> dict[str, object]:
+    """One rollout as `--json` prints it: the table's columns, its status reason and its folder."""
+    return {
+        "rollout_id": r.rollout_id,
+        "task_id": r.task_id,
+        "harness": r.harness,
+        "status": r.status_label,
+        "status_reason": r.status_reason,
+        "reward": r.reward,
+        "calls": len(r.calls),
+        "output_tokens": sum(len(c.output_ids) for c in r.calls),
+        "seconds": round(r.ended_at - r.started_at, 3),
+        "workdir": r.workdir,
+    }
+
+
 def _table(rollouts: list[Rollout]) -> Table:
     table = Table("rollout", "task", "harness", "status", "reward", "calls", "out tok", "secs")
     for r in rollouts:
@@ -80,7 +100,7 @@ def _table(rollouts: list[Rollout]) -> Table:
     return table
 
 
-async def _run(cfg: Config, console: Console) -> list[Rollout]:
+async def _run(cfg: Config, console: Console, applied: list[str] | None = None) -> list[Rollout]:
     load = load_tasks(cfg.tasks.path, split=cfg.tasks.split, fmt=cfg.tasks.format)
     for err in load.rejected:
         console.print(f"rejected: {err}", markup=False)
@@ -94,7 +114,13 @@ async def _run(cfg: Config, console: Console) -> list[Rollout]:
         for t in tasks
         for i in range(cfg.rollout.n)
     ]
-    tty = sys.stdout.isatty()
+    console.print(
+        f"rollout: {len(tasks)} task(s) x {cfg.rollout.n} through {h} = {len(jobs)} rollout(s), "
+        f"{cfg.rollout.concurrency} at once -> {cfg.rollout.out_dir}" + applied_text(applied or []),
+        markup=False,
+        highlight=False,
+    )
+    tty = console.is_terminal
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=not tty, disable=not tty) as progress:
         bar = progress.add_task("rollouts", total=len(jobs))
@@ -120,6 +146,17 @@ async def _run(cfg: Config, console: Console) -> list[Rollout]:
             return await stack.runner.run_many(jobs, on_done=on_done)
 
 
+def show_results(rollouts: list[Rollout], out_dir: Path, console: Console, as_json: bool) -> None:
+    """`summary.json`, then the table and the summary, or (`--json`) both as one JSON object on stdout."""
+    summary = summarize(rollouts)
+    dump_summary(rollouts, out_dir / "summary.json")
+    if as_json:
+        print(json.dumps({"rollouts": [rollout_json(r) for r in rollouts], "summary": summary}, indent=2))
+    else:
+        console.print(_table(rollouts))
+        console.print(f"summary: {summary}", markup=False, highlight=False)
+
+
 def rollout(
     tasks: Annotated[str | None, typer.Option(help="Task set (default: the bundled set).")] = None,
     split: Annotated[str | None, typer.Option(help="Only tasks of this split.")] = None,
@@ -143,6 +180,10 @@ def rollout(
             "api=...; shell: command=...); = -o rollout.harness_options.<harness>.<key>=value.",
         ),
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the rollouts and summary as JSON (the rest to stderr)."),
+    ] = False,
 ) -> None:
     """Run every task through one harness N times; write one folder per rollout; print a summary.
 
@@ -164,16 +205,14 @@ def rollout(
             "rollout.out_dir": out,
         },
     )
-    console = Console() if sys.stdout.isatty() else Console(width=200, soft_wrap=True)
+    cfg, applied = bounded_defaults(cfg, "rollout", [cfg.rollout.harness])
+    console = make_console(stderr=as_json)
     try:
-        rollouts = asyncio.run(_run(cfg, console))
+        rollouts = asyncio.run(_run(cfg, console, applied))
     except (TaskError, EngineError) as e:
         console.print(f"error: {e}", markup=False)
         raise typer.Exit(2) from None
-    console.print(_table(rollouts))
-    summary = summarize(rollouts)
-    dump_summary(rollouts, Path(cfg.rollout.out_dir) / "summary.json")
-    console.print(f"summary: {summary}", markup=False, highlight=False)
+    show_results(rollouts, Path(cfg.rollout.out_dir), console, as_json)
     if not any(r.status is RolloutStatus.OK for r in rollouts):
         console.print(f"error: none of the {len(rollouts)} rollouts ended ok", markup=False)
         raise typer.Exit(1)

@@ -51,6 +51,16 @@ def sft(
         cfg = load_config(config, [*flag_overrides(flags), *(override or [])])
         quiet_loading()
         load = load_configured(cfg.tasks)
+        demos = (
+            f"demonstrations of {len(load.tasks)} tasks through {cfg.sft.harness}, "
+            if cfg.sft.demonstrations
+            else ""
+        )
+        print(
+            f"sft: {demos}{len(cfg.sft.rollouts)} rollout folder(s), then {cfg.sft.steps} steps on "
+            f"{cfg.engine.model} -> {cfg.sft.out_dir}",
+            flush=True,
+        )
         result = asyncio.run(run_sft(cfg, load.tasks, echo=lambda line: print(line, flush=True)))
     except (TaskError, EngineError, ConfigError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -9,7 +9,7 @@ by `harnessrl.cli`: `tasks/` never imports `verify/`.
 
 from __future__ import annotations
 
-import sys
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -34,8 +34,11 @@ FormatOpt = Annotated[
 FORMATS: tuple[TaskFormat, ...] = ("auto", "harbor", "clawgym", "jsonl", "pinchbench")
 
 
-def console() -> Console:
-    return Console() if sys.stdout.isatty() else Console(width=200, soft_wrap=True)
+def console(*, stderr: bool = False) -> Console:
+    """`progress.console`: the terminal's, or one that never cuts a table cell when piped."""
+    from harnessrl.progress import console as make_console
+
+    return make_console(stderr=stderr)
 
 
 def load_or_exit(out: Console, path: str, split: str | None, fmt: str = "auto") -> TaskSetLoad:
@@ -57,27 +60,47 @@ def print_rejected(out: Console, load: TaskSetLoad) -> None:
     out.print(f"{len(load.tasks)} task(s) loaded, {len(load.rejected)} rejected", highlight=False)
 
 
+TASK_COLUMNS = ("id", "split", "category", "grading", "#files", "checker", "reference")
+
+
+def task_row(t: Task) -> dict[str, object]:
+    """One task as `tasks list` shows it (`--json`: these keys and values)."""
+    return {
+        "id": t.id,
+        "split": t.split,
+        "category": t.category,
+        "grading": t.grading_type,
+        "#files": len(t.workspace),
+        "checker": t.checker.entry if t.checker else None,
+        "reference": t.reference is not None,
+    }
+
+
 def _task_table(tasks: list[Task]) -> Table:
-    table = Table("id", "split", "category", "grading", "#files", "checker", "reference")
+    table = Table(*TASK_COLUMNS)
     for t in tasks:
-        table.add_row(
-            t.id,
-            t.split,
-            t.category,
-            t.grading_type,
-            str(len(t.workspace)),
-            t.checker.entry if t.checker else "-",
-            "yes" if t.reference else "-",
-        )
+        row = task_row(t) | {"reference": "yes" if t.reference else "-"}
+        table.add_row(*("-" if row[c] is None else str(row[c]) for c in TASK_COLUMNS))
     return table
 
 
 @app.command("list")
-def list_tasks(path: PathArg, split: SplitOpt = None, fmt: FormatOpt = "auto") -> None:
+def list_tasks(
+    path: PathArg,
+    split: SplitOpt = None,
+    fmt: FormatOpt = "auto",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print {tasks, rejected} as JSON (the counts to stderr).")
+    ] = False,
+) -> None:
     """Print the tasks of a task set and the rejected ones (file:line); exit 1 if any was rejected."""
-    out = console()
+    out = console(stderr=as_json)
     load = load_or_exit(out, path, split, fmt)
-    out.print(_task_table(load.tasks))
+    if as_json:
+        rejected = [str(err) for err in load.rejected]
+        print(json.dumps({"tasks": [task_row(t) for t in load.tasks], "rejected": rejected}, indent=2))
+    else:
+        out.print(_task_table(load.tasks))
     print_rejected(out, load)
     if load.rejected:
         raise typer.Exit(1)

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from harnessrl.config import Config, ConfigError, flag_overrides, load_config, shipped_config
+from harnessrl.evaluate.defaults import applied_text, bounded_defaults
 from harnessrl.tasks import load_configured
 from harnessrl.types import EngineError, Task, TaskError
 
@@ -69,13 +70,17 @@ def train(
     if category:
         flags["train.categories"] = list(category)
     cfg = train_config(config, override or [], **flags)
+    t = cfg.train
+    cfg, applied = bounded_defaults(
+        cfg, "train", t.harnesses or ([] if t.harness_space else [cfg.rollout.harness])
+    )
     try:
         task_list = select_tasks(cfg)
         from harnessrl.train.loop import train as run_training
 
         typer.echo(
             f"training {cfg.engine.model} on {len(task_list)} tasks, {cfg.train.steps} steps -> "
-            f"{cfg.train.out_dir}/metrics.jsonl"
+            f"{cfg.train.out_dir}/metrics.jsonl" + applied_text(applied)
         )
         from harnessrl.progress import Progress
 

@@ -93,6 +93,10 @@ def check(
     load = load_or_exit(out, path, split, fmt)
     if local:
         out.print(LOCAL_WARNING, markup=False, highlight=False)
+    mode = "unsandboxed (--local)" if local else "sandboxed"
+    out.print(
+        f"checking {len(load.tasks)} task(s), {max(1, jobs)} at once ({mode})", markup=False, highlight=False
+    )
     results = run_checks(out, load.tasks, timeout, jobs, make_runner(local))
     table = Table("id", "untouched", "reference", "wrong", "result")
     for r in results:
@@ -100,7 +104,6 @@ def check(
     out.print(table)
     print_rejected(out, load)
     failed = [r.task_id for r in results if not r.ok]
-    mode = "unsandboxed (--local)" if local else "sandboxed"
     out.print(f"{len(results) - len(failed)} ok, {len(failed)} failed ({mode})", highlight=False)
     if local:
         out.print(LOCAL_WARNING, markup=False, highlight=False)

@@ -147,6 +147,19 @@ def write_report(
     return paths
 
 
+def json_summary(report: dict[str, Any], paths: dict[str, Path]) -> dict[str, Any]:
+    """What `harnessrl eval --json` prints: where the report went, each policy's summary and per-harness
+    summaries, and the paired differences (every field as in `eval.json`)."""
+    return {
+        "report": str(paths["json"]),
+        "markdown": str(paths["markdown"]),
+        "policies": {
+            p: {"summary": e["summary"], "by_harness": e["by_harness"]} for p, e in report["policies"].items()
+        },
+        "paired": report.get("paired", []),
+    }
+
+
 def report_scalars(report: dict[str, Any]) -> dict[str, float]:
     """`pass1/<policy>`, `pass1/<policy>/<harness>`, `mean_score/..`, `se/..`, `se_pairs/..` and
     `paired/<policy>-<baseline>/{difference,lo,hi}` (also per harness) of a report."""
