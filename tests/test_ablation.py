@@ -19,7 +19,7 @@ from harnessrl.experiments.ablation import (
     run_ablation,
     table_rows,
 )
-from harnessrl.scaling import design_codes, orthogonal_array
+from harnessrl.scaling import design_codes, harness_name, orthogonal_array
 
 REPO = Path(__file__).resolve().parents[1]
 ABLATION_CONFIG = shipped_config(ABLATION_NAME)
@@ -68,7 +68,7 @@ def test_table_cells_show_both_standard_errors_and_missing_groups() -> None:
 def fake_run(out: Path, configs: list[str], passed: dict[str, list[int]]) -> Path:
     """An ablation run folder with hand-made outcomes: `passed[policy]` gives, per in-space pair
     (2 tasks x the configs, in order), 1 or 0; plus one out-of-space rollout per task, failed."""
-    pairs = [(f"t{t}", f"whitebox:{c}") for t in range(2) for c in configs]
+    pairs = [(f"t{t}", harness_name(c)) for t in range(2) for c in configs]
     (out / "eval").mkdir(parents=True)
     summary = {"policies": {p: {} for p in passed}, "eval_configs": configs, "out_of_space": ["codex"]}
     (out / "ablation.json").write_text(json.dumps(summary))

@@ -23,7 +23,7 @@ from harnessrl.harnesses.whitebox.reference import ReferenceEngine
 from harnessrl.protocols import Engine
 from harnessrl.rollout import RolloutJob
 from harnessrl.rollout.session import RolloutStack, reference_command
-from harnessrl.scaling import all_codes
+from harnessrl.scaling import all_codes, harness_name
 from harnessrl.tasks import load_tasks
 from harnessrl.trace import trace_rollout
 from harnessrl.types import ChatMessage, ModelCall, Rollout, RolloutStatus, Task, ToolCall
@@ -57,7 +57,7 @@ def prompts(r: Rollout) -> list[str]:
 async def test_configuration_solves_warmup_task(code: str, tmp_path: Path) -> None:
     task = warmup_task()
     engine = ReferenceEngine(FMT, [(task.prompt, [reference_command(task)])])
-    (r,) = await run_jobs(tmp_path, engine, [RolloutJob(task, f"whitebox:{code}", "r")])
+    (r,) = await run_jobs(tmp_path, engine, [RolloutJob(task, harness_name(code), "r")])
     assert r.status is RolloutStatus.OK, r.status_reason
     assert r.reward == 1.0 and r.calls and r.group_id == f"task_0000/whitebox:{code}"
     assert (tmp_path / "r" / "workspace" / "hello.txt").read_text() == "Hello, harness!\n"
@@ -79,7 +79,7 @@ def factor_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Rollout]:
     task = warmup_task()
     steps = [reference_command(task) if s == "REFERENCE" else s for s in STEPS]
     codes = sorted({c for f in range(5) for c in vary(f)})
-    jobs = [RolloutJob(task, f"whitebox:{c}", f"r{c}", options=dict(OPTIONS)) for c in codes]
+    jobs = [RolloutJob(task, harness_name(c), f"r{c}", options=dict(OPTIONS)) for c in codes]
     engine = ReferenceEngine(FMT, [(task.prompt, steps)])
     rollouts = asyncio.run(run_jobs(tmp_path_factory.mktemp("factors"), engine, jobs))
     return {c: r for c, r in zip(codes, rollouts, strict=True)}
@@ -210,7 +210,7 @@ async def test_smollm2_drives_configurations(tmp_path: Path) -> None:
                                        sampling=SamplingConfig(temperature=0.6, max_tokens=96)))  # fmt: skip
     opts: dict[str, Any] = {"max_steps": 6, "max_tokens": 96, "command_timeout_s": 20}
     codes = ["00000", "12102", "21012"]
-    jobs = [RolloutJob(task, f"whitebox:{c}", f"r{c}", options=opts) for c in codes]
+    jobs = [RolloutJob(task, harness_name(c), f"r{c}", options=opts) for c in codes]
     cfg = Config()
     cfg.engine.model = "default"
     cfg.rollout.out_dir, cfg.rollout.timeout_s = str(tmp_path), 600
@@ -261,9 +261,9 @@ async def test_reference_commands_run_once_in_every_training_configuration(tmp_p
 
     task = next(t for t in load_tasks("bundled", split="train").tasks if t.id == "task_0001")
     command = reference_command(task)
-    jobs = [RolloutJob(task, f"whitebox:{c}", f"r{c}") for c in design_codes("oa-18")]
+    jobs = [RolloutJob(task, harness_name(c), f"r{c}") for c in design_codes("oa-18")]
     narrow = {"window_turns": 1}
-    jobs += [RolloutJob(task, f"whitebox:{c}", f"w{c}", options=dict(narrow)) for c in ("00011", "20112")]
+    jobs += [RolloutJob(task, harness_name(c), f"w{c}", options=dict(narrow)) for c in ("00011", "20112")]
     engine = ReferenceEngine(FMT, [(task.prompt, [command])])
     rollouts = await run_jobs(tmp_path, engine, jobs)
     assert len(rollouts) == 20

@@ -12,7 +12,7 @@ that the rollout runner can turn each into a RolloutStatus: a bad rollout is dat
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -158,6 +158,13 @@ FinishReason = Literal["stop", "length", "abort", "error"]
 RenderMode = Literal["spliced", "rendered", "retokenized"]
 
 
+DialectName = Literal["anthropic", "openai_chat", "openai_responses", "gemini"]
+"""The model APIs the proxy speaks, by the name `ModelCall.dialect` records: the one list of them
+(`proxy.dialects.DIALECTS` has one entry per name, and harness adapters declare theirs with it;
+`tests/test_harness_registry.py` checks both)."""
+DIALECT_NAMES: tuple[str, ...] = get_args(DialectName)
+
+
 class ModelCall(BaseModel):
     """One model call captured by the proxy: exactly what was sampled, with sampling log-probs."""
 
@@ -166,7 +173,7 @@ class ModelCall(BaseModel):
     index: int
     """Order of arrival within the rollout (0-based)."""
     dialect: str
-    """anthropic | openai_chat | openai_responses."""
+    """A `DialectName`: anthropic | openai_chat | openai_responses | gemini."""
     requested_model: str = ""
     """Model name the harness asked for (sub-agents often ask for another)."""
     prompt_ids: list[int]
@@ -235,6 +242,10 @@ class RolloutStatus(enum.StrEnum):
     FILTERED = "filtered"
 
 
+WHITEBOX = "whitebox"
+"""The family of the configurable white-box harness (`whitebox:<code>`, `harnesses/whitebox`)."""
+
+
 class HarnessName(BaseModel):
     """A harness name, parsed in this one place: `codex` is family `codex`; a parametrised family is
     `<family>:<argument>` (`whitebox:01220`: family `whitebox`, argument `01220`)."""
@@ -252,6 +263,12 @@ class HarnessName(BaseModel):
         if not family or (sep and not arg):
             raise ValueError(f"a harness name is <name> or <family>:<argument>, got {name!r}")
         return cls(family=family, arg=arg)
+
+    @classmethod
+    def whitebox(cls, code: str) -> str:
+        """The name of white-box configuration `code` (`01220` -> `whitebox:01220`): the one place such
+        a name is built (`scaling.harness_name` checks the code first)."""
+        return str(cls(family=WHITEBOX, arg=code))
 
     @classmethod
     def arg_of(cls, name: str, family: str) -> str | None:

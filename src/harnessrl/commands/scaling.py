@@ -11,7 +11,16 @@ from typing import Annotated
 
 import typer
 
-from harnessrl.scaling import FACTORS, describe, design_codes, eval_codes, hamming, held_out, pair_codes
+from harnessrl.scaling import (
+    FACTORS,
+    describe,
+    design_codes,
+    eval_codes,
+    hamming,
+    harness_name,
+    held_out,
+    pair_codes,
+)
 from harnessrl.scaling.designs import DESIGNS, pair_counts
 from harnessrl.scaling.pairing import MODES
 from harnessrl.scaling.space import NUM_FACTORS, all_codes
@@ -48,7 +57,7 @@ def show(design: Design = "oa-18", seed: Seed = 0) -> None:
         typer.echo(f"  {i} {name:<14} " + "  ".join(f"{n}={lv}" for n, lv in enumerate(levels)))
     typer.echo(f"design {design}: {len(codes)} configurations")
     for code in codes:
-        typer.echo(f"  whitebox:{code}  " + " ".join(describe(code).values()))
+        typer.echo(f"  {harness_name(code)}  " + " ".join(describe(code).values()))
     typer.echo(balance_line(codes))
     train = set(codes)
     rest = [c for c in all_codes() if c not in train]
@@ -77,5 +86,5 @@ def pairs(
             chosen = pair_codes(codes, k, pairing, seed, task_id)
         except ValueError as e:
             raise typer.BadParameter(str(e)) from None
-        cells = [f"whitebox:{c} (d={hamming(chosen[0], c)})" for c in chosen]
+        cells = [f"{harness_name(c)} (d={hamming(chosen[0], c)})" for c in chosen]
         typer.echo(f"{task_id}: " + ", ".join(cells))

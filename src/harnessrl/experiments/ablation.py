@@ -43,6 +43,7 @@ from harnessrl.experiments.stages import (
     train_policy,
 )
 from harnessrl.formats.summaries import write_ablation
+from harnessrl.scaling import harness_name
 from harnessrl.scaling.config import HarnessSpaceConfig
 from harnessrl.types import Task
 
@@ -91,7 +92,7 @@ async def _sft(
     cfg: AblationSections, tasks: list[Task], folder: Path, echo: Callable[[str], None]
 ) -> dict[str, Any]:
     """Demonstrations through every `sft_codes` configuration, then one SFT over all of them."""
-    return await cold_start(cfg, tasks, {c: f"whitebox:{c}" for c in cfg.ablation.sft_codes}, folder, echo)
+    return await cold_start(cfg, tasks, {c: harness_name(c) for c in cfg.ablation.sft_codes}, folder, echo)
 
 
 async def _arm(cfg: AblationSections, arm: str, tasks: list[Task], start: str, folder: Path) -> str:
@@ -125,7 +126,7 @@ async def run_ablation(
     for arm in cfg.ablation.arms:
         arm_space(cfg, arm)  # an unknown design fails before anything runs
     configs = eval_configs(cfg)
-    harnesses = [f"whitebox:{c}" for c in configs] + list(cfg.ablation.out_of_space)
+    harnesses = [harness_name(c) for c in configs] + list(cfg.ablation.out_of_space)
     base = ("engine", "proxy", "sandbox", "rollout", "trace")
     task_inputs = {k: v for k, v in cfg.ablation.model_dump().items() if k in (
         "families", "train_per_family", "heldout_per_family", "task_seed")}  # fmt: skip

@@ -27,6 +27,7 @@ from typing import Any
 from harnessrl.formats import FormatError
 from harnessrl.formats.eval_report import EVAL_FILE, read_eval
 from harnessrl.formats.summaries import ABLATION_FILE, read_ablation
+from harnessrl.scaling import harness_name
 
 GROUP_NAMES = {"in_space_heldout": "in-space held-out", "out_of_space": "out of the space"}
 
@@ -47,7 +48,7 @@ def load_run(out: Path) -> dict[str, dict[str, dict[tuple[str, str, int], float]
     except FormatError as e:
         raise ValueError(f"{out}: no readable ablation.json (run scripts/scaling_ablation first): {e}") from e
     groups: dict[str, set[str]] = {
-        "in_space_heldout": {f"whitebox:{c}" for c in summary["eval_configs"]},
+        "in_space_heldout": {harness_name(c) for c in summary["eval_configs"]},
         "out_of_space": set(summary["out_of_space"]),
     }
     result: dict[str, dict[str, dict[tuple[str, str, int], float]]] = {g: {} for g in groups}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from itertools import product
 
-from harnessrl.types import HarnessName
+from harnessrl.types import WHITEBOX, HarnessName
 
 FACTORS: tuple[tuple[str, tuple[str, str, str]], ...] = (
     ("system_prompt", ("terse", "detailed", "persona")),
@@ -20,7 +20,7 @@ FACTORS: tuple[tuple[str, tuple[str, str, str]], ...] = (
 )
 NUM_FACTORS = len(FACTORS)
 NUM_LEVELS = 3
-FAMILY = "whitebox"
+FAMILY = WHITEBOX
 """The registry family of the configurations (`HarnessName`): `whitebox:<code>`."""
 
 
@@ -47,7 +47,7 @@ def describe(code: str) -> dict[str, str]:
 
 def harness_name(code: str) -> str:
     """The registry name of a configuration (`whitebox:01220`)."""
-    return str(HarnessName(family=FAMILY, arg=check_code(code)))
+    return HarnessName.whitebox(check_code(code))
 
 
 def code_of(harness: str) -> str:
