@@ -1,11 +1,9 @@
-"""Harness adapters without the real harnesses: command lines, config files, output parsing, installs,
-and the shell harness run in a real sandbox (crash, hang)."""
+"""Harness adapters without the real harnesses: command lines, config files, output parsing, and the
+shell harness run in a real sandbox (crash, hang). Installs: tests/test_harness_install.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import threading
 import tomllib
 from pathlib import Path
 
@@ -21,7 +19,6 @@ from harnessrl.harnesses import (
     harness_binds,
     run_harness,
 )
-from harnessrl.harnesses.install import npm_install
 from harnessrl.sandbox import ExecResult, Sandbox, SandboxSpec
 from harnessrl.sandbox.bwrap import bwrap_path
 from harnessrl.types import HarnessError
@@ -88,7 +85,7 @@ def test_claude_code_max_turns(tmp_path: Path) -> None:
     assert "--max-turns" not in cc.prepare(ctx(tmp_path, options={"bare": True})).argv
     for bad in (0, -1, "4", True, 2.5):
         with pytest.raises(ValueError, match="max_turns must be a whole number >= 1"):
-            cc.prepare(ctx(tmp_path, options={"max_turns": bad}))
+            cc.check_options({"max_turns": bad})
 
 
 def test_claude_code_parse() -> None:
@@ -180,7 +177,7 @@ def test_openclaw_config(tmp_path: Path, api: str, base: str) -> None:
         "toolSearch": False
     }
     with pytest.raises(ValueError, match="openclaw api must be one of"):
-        get_harness("openclaw").prepare(ctx(tmp_path, options={"api": "grpc"}))
+        get_harness("openclaw").check_options({"api": "grpc"})
 
 
 def test_openclaw_parse() -> None:
@@ -192,55 +189,6 @@ def test_openclaw_parse() -> None:
     parsed = oc.parse(result(json.dumps(failed), rc=2))
     assert (parsed.ok, parsed.timed_out, parsed.error, parsed.exit_code) == (False, True, "deadline", 2)
     assert oc.parse(result("garbage", rc=1, stderr="trace")).error == "trace"
-
-
-FAKE_NPM = """#!/bin/sh
-# fake npm: records each call, "installs" a bin named after the last argument
-echo "$@" >> "$FAKE_NPM_LOG"
-[ -n "$FAKE_NPM_FAIL" ] && { echo "E404 not found" >&2; exit 1; }
-sleep 0.3
-for last; do :; done
-prefix="$3"; mkdir -p "$prefix/node_modules/.bin"; : > "$prefix/node_modules/.bin/$last"
-"""
-
-
-@pytest.fixture
-def fake_npm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "npm").write_text(FAKE_NPM)
-    (bindir / "npm").chmod(0o755)
-    log = tmp_path / "npm.log"
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_NPM_LOG", str(log))
-    return log
-
-
-def test_npm_install_once_under_concurrency(tmp_path: Path, fake_npm: Path) -> None:
-    cache = tmp_path / "cache"
-    results: list[Path] = []
-    threads = [
-        threading.Thread(target=lambda: results.append(npm_install("x-1", [["a@1"], ["b@2"]], cache)))
-        for _ in range(4)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    target = cache / "harnesses" / "x-1"
-    assert results == [target] * 4
-    assert len(fake_npm.read_text().splitlines()) == 2
-    assert sorted(p.name for p in (target / "node_modules" / ".bin").iterdir()) == ["a@1", "b@2"]
-    assert (target / ".installed").read_text() == "a@1\nb@2\n"
-
-
-def test_npm_install_failure_leaves_nothing(
-    tmp_path: Path, fake_npm: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("FAKE_NPM_FAIL", "1")
-    with pytest.raises(HarnessError, match="npm install a@1 failed: E404 not found"):
-        npm_install("x-1", [["a@1"]], tmp_path / "cache")
-    assert sorted(p.name for p in (tmp_path / "cache" / "harnesses").iterdir()) == ["x-1.lock"]
 
 
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
@@ -279,6 +227,7 @@ async def test_run_harness_refuses_an_install_the_sandbox_cannot_see(sb_base: Pa
         def ensure_installed(self, cache_root: Path | None = None) -> Path:
             return tmp_path
 
+        check_options = HARNESSES["shell"].check_options
         prepare = HARNESSES["shell"].prepare
         parse = HARNESSES["shell"].parse
 

@@ -48,7 +48,7 @@ def test_copilot_launch(tmp_path: Path) -> None:
     responses = get_harness("copilot").prepare(adapter_context(tmp_path, options={"wire_api": "responses"}))
     assert responses.env["COPILOT_PROVIDER_WIRE_API"] == "responses"
     with pytest.raises(ValueError, match="copilot wire_api must be one of"):
-        get_harness("copilot").prepare(adapter_context(tmp_path, options={"wire_api": "grpc"}))
+        get_harness("copilot").check_options({"wire_api": "grpc"})
 
 
 def test_copilot_parse() -> None:

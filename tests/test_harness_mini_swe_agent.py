@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from harness_solve import MARKS, solve_and_fail
 
-from harnessrl.harnesses import get_harness, harness_binds, run_harness
-from harnessrl.harnesses.base import Endpoint
+from harnessrl.harnesses import Endpoint, get_harness, harness_binds, run_harness
 from harnessrl.sandbox import Sandbox, SandboxSpec
 
 pytestmark = MARKS

@@ -65,7 +65,7 @@ def test_pi_models_config_and_launch(tmp_path: Path, api: str, base: str) -> Non
 
 def test_pi_rejects_an_unknown_api(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="pi api must be one of"):
-        get_harness("pi").prepare(adapter_context(tmp_path, options={"api": "grpc"}))
+        get_harness("pi").check_options({"api": "grpc"})
 
 
 def assistant(text: str, stop: str = "stop", **extra: Any) -> dict[str, Any]:

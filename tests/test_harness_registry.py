@@ -4,6 +4,11 @@ are parsed in one place (`HarnessName`)."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
 import typing
 from pathlib import Path
 
@@ -12,11 +17,10 @@ import pytest
 from harnessrl.chat.format import ChatFormat
 from harnessrl.engines.models import load_tokenizer
 from harnessrl.harnesses import HARNESSES, get_harness
-from harnessrl.harnesses.adapter import TEXT_SHELL, Dialect, Installer, Mode, ShellTool
-from harnessrl.harnesses.base import Harness
+from harnessrl.harnesses.adapter import TEXT_SHELL, Harness, Installer, Mode, ShellTool
 from harnessrl.protocols import SamplingParams
 from harnessrl.proxy.dialects import DIALECTS
-from harnessrl.types import ChatMessage, HarnessError, HarnessName, ToolCall
+from harnessrl.types import DIALECT_NAMES, ChatMessage, HarnessError, HarnessName, ToolCall
 
 SRC = Path(__file__).parents[1] / "src" / "harnessrl"
 ADAPTERS = [*HARNESSES, "whitebox:00000", "whitebox:01220", "whitebox:02000"]
@@ -36,12 +40,21 @@ def test_every_harness_declares_what_the_runner_engine_and_compat_need(name: str
         assert h.modes and h.modes[0].options == {} and h.modes[0].first_prompt_tokens
     if h.installer != "none":
         assert h.modes, "the compatibility table runs each mode"
-    spoken = {d.name for d in DIALECTS.values()} | {"gemini"}
     for mode in h.modes:
-        assert mode.dialect in typing.get_args(Dialect) and mode.dialect in spoken, mode
+        assert mode.dialect in DIALECT_NAMES, mode
         assert mode.note or mode is h.modes[0], "a non-default mode says how it differs"
     turns = h.reference_turns("echo hi")
     assert turns and isinstance(turns[-1], str | ChatMessage)
+
+
+def test_dialect_names_are_one_list_that_the_proxy_registry_matches() -> None:
+    """`types.DialectName` is the only list of dialect names: the proxy registers exactly those (each
+    under its own name), and no module of the harness adapters spells a second list."""
+    assert list(DIALECTS) == list(DIALECT_NAMES)
+    assert [d.name for d in DIALECTS.values()] == list(DIALECT_NAMES)
+    spelled = re.compile(r'"anthropic",\s*"openai_chat",\s*"openai_responses"')
+    offenders = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if spelled.search(p.read_text())]
+    assert offenders == ["types.py"]
 
 
 def test_reference_turns_use_each_harness_shell_tool() -> None:
@@ -126,3 +139,33 @@ def test_no_shell_tool_table_outside_the_adapters() -> None:
         text = (SRC / rel).read_text()
         for shape in ('"exec_command"', '("bash", "command")', '("run", "cmd")', '"Bash"'):
             assert shape not in text, (rel, shape)
+
+
+def test_harness_list_finds_every_install_and_is_complete_when_piped(tmp_path: Path) -> None:
+    """`harnessrl harness list` asks each adapter for its install folder (hermes' is named after its
+    harness, not its PyPI package), prints every cell in full into a pipe, and `--json` a line each."""
+    hermes = get_harness("hermes").install_dir(tmp_path)
+    hermes.mkdir(parents=True)
+    (hermes / ".installed").touch()
+    env = dict(os.environ, HARNESSRL_CACHE=str(tmp_path), PYTHONPATH=str(SRC.parent))
+    harnessrl = str(Path(sys.executable).parent / "harnessrl")
+    table = subprocess.run(
+        [harnessrl, "harness", "list"], capture_output=True, text=True, env=env, check=True
+    )
+    row = next(line for line in table.stdout.splitlines() if " hermes " in line)
+    assert "hermes-agent==0.19.0" in row and str(hermes) in row, table.stdout
+    for name, h in HARNESSES.items():
+        assert f" {h.package or '-'} " in table.stdout, name
+    listed = subprocess.run([harnessrl, "harness", "list", "--json"], capture_output=True, text=True, env=env)
+    rows = {r["harness"]: r for r in map(json.loads, listed.stdout.splitlines())}
+    assert list(rows) == list(HARNESSES)
+    assert rows["hermes"] == {
+        "harness": "hermes",
+        "package": "hermes-agent==0.19.0",
+        "version": "0.19.0",
+        "from": "pypi",
+        "api": ["openai_chat"],
+        "installed": True,
+        "folder": str(hermes),
+    }
+    assert [n for n, r in rows.items() if r["installed"]] == ["hermes", "shell"]

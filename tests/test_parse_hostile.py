@@ -16,8 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harnessrl.harnesses import get_harness
-from harnessrl.harnesses.base import HarnessResult
+from harnessrl.harnesses import HarnessResult, get_harness
 from harnessrl.harnesses.mini_swe_agent import MARK as MSWEA_MARK
 from harnessrl.harnesses.registry import HARNESSES as REGISTERED
 from harnessrl.sandbox.spec import ExecResult

@@ -499,18 +499,14 @@ def test_routes() -> None:
     )
 
 
-GEMINI_CLI = "0.61.0"
-"""The version the gemini-cli harness adapter pins (it installs into the same cache folder)."""
-
-
 @pytest.mark.harness
 def test_real_gemini_cli_calls_splice(tmp_path: Path) -> None:
     """The unmodified Gemini CLI, with its own default generation config (a thinking budget, thoughts
     included), against a live proxy whose turns are slow enough for keep-alives: two tool calls and an
     answer, each call spliced onto the one before."""
-    from harnessrl.harnesses.install import npm_install
+    from harnessrl.harnesses import get_harness
 
-    install = npm_install(f"gemini-cli-{GEMINI_CLI}", [[f"@google/gemini-cli@{GEMINI_CLI}"]])
+    install = get_harness("gemini-cli").ensure_installed()
     turns = [
         ChatMessage(
             role="assistant",

@@ -22,8 +22,7 @@ from typing import Any
 
 import pytest
 
-from harnessrl.harnesses import claude_code, codex, openclaw
-from harnessrl.harnesses.install import cache_root
+from harnessrl.harnesses.install import NODE_BIN
 from harnessrl.harnesses.registry import get_harness
 from harnessrl.proxy.canonical import IMAGE_PLACEHOLDER
 from harnessrl.proxy.server import ThreadedProxyServer
@@ -31,10 +30,9 @@ from harnessrl.proxy.testing import scripted_proxy, turn_from_decision
 from harnessrl.types import ChatMessage, ModelCall, ToolCall
 
 pytestmark = pytest.mark.harness
-BIN = cache_root() / "harnesses"
-CLAUDE = BIN / f"claude-code-{claude_code.VERSION}" / "node_modules" / ".bin" / "claude"
-CODEX = BIN / f"codex-{codex.VERSION}" / "node_modules" / ".bin" / "codex"
-OPENCLAW_DIR = BIN / f"openclaw-{openclaw.VERSION}"
+CLAUDE = get_harness("claude-code").install_dir() / "node_modules" / ".bin" / "claude"
+CODEX = get_harness("codex").install_dir() / "node_modules" / ".bin" / "codex"
+OPENCLAW_DIR = get_harness("openclaw").install_dir()
 
 
 def install(name: str) -> None:
@@ -238,7 +236,7 @@ def test_openclaw_through_the_proxy(
     }
     (home / "cfg.json5").write_text(json.dumps(config))
     env = {**os.environ, "HOME": str(home), "NO_COLOR": "1"}
-    env["PATH"] = f"{OPENCLAW_DIR / openclaw.NODE_BIN}:{env['PATH']}"
+    env["PATH"] = f"{OPENCLAW_DIR / NODE_BIN}:{env['PATH']}"
     argv = [
         str(OPENCLAW_DIR / "node_modules" / ".bin" / "openclaw"),
         "agent",

@@ -18,7 +18,7 @@ import openai
 import pytest
 
 from harnessrl.config import ProxyConfig
-from harnessrl.harnesses.base import HarnessResult
+from harnessrl.harnesses import HarnessResult
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.testing import scripted_proxy
 from harnessrl.rollout.status import status_from_harness

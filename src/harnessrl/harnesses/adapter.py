@@ -1,4 +1,10 @@
-"""What an adapter declares about its harness besides install, config and parsing, in one place.
+"""What a harness adapter is: the Harness protocol and the records that cross it.
+
+An adapter never talks to the proxy or the trainer: it gets an Endpoint (a URL as seen from inside
+the sandbox, and the rollout's session token as API key), writes its harness's config files into the
+sandbox HOME, returns the command line to run, and reads the final message out of what the harness
+printed. `harnesses.launch.run_harness` glues one adapter to one Sandbox; `base.HarnessBase` gives
+every adapter its shared behaviour (install, paths, options, the reference turns).
 
 - `ShellTool`: how the harness's model runs one shell command: a native tool call `name({arg: cmd})`,
   or (`name=None`) a fenced block in its text, for harnesses that act through text. This is the only
@@ -7,30 +13,108 @@
 - `Mode`: one configuration of the harness (adapter options), the dialect it speaks in it, and its
   first-prompt size (SmolLM2 tokens, as the compatibility table measures it on a bundled task).
   The first mode is the default; `scripts/harness_compat` runs each one and checks the size.
-- `HarnessBase`: the defaults: the known-good sequence the scripted reference engine plays
-  (`reference_turns`: run the command through the shell tool, then finish) and that engine.
-
-Adding a harness = one module with a `HarnessBase` subclass + one line in `registry.HARNESSES`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from harnessrl.types import ChatMessage, ToolCall
+from pydantic import BaseModel
+
+from harnessrl.sandbox.spec import ExecResult
+from harnessrl.types import ChatMessage, DialectName, ToolCall
 
 if TYPE_CHECKING:
     from harnessrl.chat.format import ChatFormat
     from harnessrl.protocols import Engine
 
-Dialect = Literal["anthropic", "openai_chat", "openai_responses", "gemini"]
-"""The proxy dialect names (`ModelCall.dialect`) a harness can speak."""
 Installer = Literal["npm", "pypi", "local", "none"]
-"""Where its install comes from: npm, PyPI (a pinned venv), files of this package, nothing."""
+"""Where its install comes from: npm, PyPI (a venv), files of this package, nothing."""
 FIRST_PROMPT_TOLERANCE = 0.15
 """A measured first prompt more than this fraction away from the declared size fails the size check."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """The model endpoint of one rollout, as the harness inside the sandbox must address it."""
+
+    base_url: str
+    """API root without `/v1` (e.g. `http://127.0.0.1:18080/r/<token>`); adapters append what their
+    SDK expects."""
+    api_key: str
+    """The rollout's session token; harnesses send it as their API key."""
+    model: str | None = None
+    """Model name the harness asks for; None = the adapter's default (a name the harness knows)."""
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """A stdio MCP server the harness starts inside the sandbox."""
+
+    name: str
+    command: list[str]
+    """Executable and arguments, as seen inside the sandbox."""
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HarnessContext:
+    """Everything an adapter needs to configure one launch."""
+
+    prompt: str
+    endpoint: Endpoint
+    workspace: str
+    """Workspace path inside the sandbox (the harness's working directory)."""
+    home: str
+    """HOME inside the sandbox."""
+    host_home: Path
+    """The same HOME folder on the host, where config files are written before launch."""
+    install_dir: Path
+    """What `ensure_installed()` returned (bound read-only at the same path inside)."""
+    mcp_servers: tuple[McpServer, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+    """Adapter-specific switches (claude-code: `bare`; openclaw: `api`), checked by `check_options`."""
+
+    def write_home_file(self, rel: str, text: str) -> str:
+        """Write a file under HOME (host side); return its path as seen inside the sandbox."""
+        path = self.host_home / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return f"{self.home}/{rel}"
+
+    def write_json(self, rel: str, value: Any) -> str:
+        """`write_home_file` of `value` as JSON (which YAML, JSON5 and JSON readers all take)."""
+        return self.write_home_file(rel, json.dumps(value, indent=1))
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """The command to run inside the sandbox."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    rlimits: dict[str, int | None] = field(default_factory=dict)
+    """Overrides of the sandbox's per-command rlimits (None lifts one); see Sandbox.exec."""
+
+
+class HarnessResult(BaseModel):
+    """How one harness run ended, as far as the harness itself says."""
+
+    ok: bool
+    """Exited 0 and reported no error."""
+    exit_code: int
+    final_message: str = ""
+    """The harness's last assistant message (what it would show the user)."""
+    timed_out: bool = False
+    error: str = ""
+    """Why the run is not ok: the harness's own error report, or the tail of its stderr."""
+    turns: int | None = None
+    """Model turns the harness reports, when it reports them."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +148,7 @@ TEXT_SHELL = ShellTool(None)
 class Mode:
     """One configuration of a harness, as the compatibility table runs it."""
 
-    dialect: Dialect
+    dialect: DialectName
     first_prompt_tokens: int | None
     """SmolLM2 tokens of the first request, as `scripts/harness_compat` measures it on a bundled task
     (a task prompt is a few dozen of them; None: it varies, as whitebox's with its configuration)."""
@@ -81,40 +165,68 @@ class Mode:
         return f"first prompt is {measured} tokens, declared {self.first_prompt_tokens}: update the Mode"
 
 
-class HarnessBase:
-    """Defaults every adapter shares; subclasses set the class attributes and install/prepare/parse."""
+class Harness(Protocol):
+    """One unmodified agent harness: install, configure, launch headless, read the result; and what
+    the runner, the scripted reference engine and the compatibility table need to know about it
+    (`base.HarnessBase` gives the defaults; `tests/test_harness_registry.py` checks every one)."""
 
     name: str
-    version: str = ""
-    package: str = ""
+    package: str
     """Pinned package spec (`@openai/codex@0.171.0`, `mini-swe-agent==2.4.6`); "" = nothing to install."""
-    installer: Installer = "npm"
-    shell_tool: ShellTool | None = None
-    """None: the harness's model has no shell of its own (the `shell` harness runs a fixed command)."""
-    modes: tuple[Mode, ...] = ()
-    shorter_prompt: str = ""
-    """How to make this harness's first prompt shorter, when it has a way (`option bare=true`)."""
-    finish: str = "done"
-    """The final answer of the reference sequence."""
 
-    def final_turns(self) -> list[ChatMessage | str]:
-        """How the reference sequence ends: the final answer (a harness that ends on a command overrides)."""
-        return [self.finish]
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def installer(self) -> Installer: ...
+
+    @property
+    def shell_tool(self) -> ShellTool | None:
+        """How its model runs a shell command (None: it has no model-driven shell)."""
+        ...
+
+    @property
+    def modes(self) -> tuple[Mode, ...]:
+        """Its configurations for the compatibility table, each with its dialect; the first is the default."""
+        ...
+
+    @property
+    def shorter_prompt(self) -> str:
+        """How to shrink its first prompt, when it has a way ("" when not)."""
+        ...
 
     def reference_turns(self, *commands: str) -> list[ChatMessage | str]:
-        """The known-good sequence: each command through the shell tool, then `final_turns()`."""
-        if self.shell_tool is None:
-            return self.final_turns()
-        return [*(self.shell_tool.turn(c) for c in commands), *self.final_turns()]
+        """The known-good turns: each command through its shell tool, then its way of finishing."""
+        ...
 
     def reference_engine(
         self, fmt: ChatFormat, scripts: Sequence[tuple[str, Sequence[str]]], *, max_context: int | None
     ) -> Engine:
-        """The scripted engine answering a prompt that contains a script's match (first wins) with the
-        `reference_turns` of its commands, one turn per call."""
-        from harnessrl.engines.scripted import Script, ScriptedEngine
+        """The scripted engine replaying `reference_turns` for each (prompt substring, commands)."""
+        ...
 
-        if self.shell_tool is None:  # e.g. the shell harness: any call it makes gets the final answer
-            return ScriptedEngine(fmt, self.final_turns(), max_context=max_context)
-        built = [Script(turns=self.reference_turns(*commands), match=match) for match, commands in scripts]
-        return ScriptedEngine(fmt, built, max_context=max_context)
+    def install_dir(self, cache_root: Path | None = None) -> Path:
+        """Where it is (or will be) installed: the one place that computes the folder."""
+        ...
+
+    def ensure_installed(self, cache_root: Path | None = None) -> Path:
+        """Install (once, under a file lock) and return `install_dir`."""
+        ...
+
+    def is_installed(self, cache_root: Path | None = None) -> bool:
+        """Whether `install_dir` holds a finished install."""
+        ...
+
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """ValueError naming an option it does not take or a value it cannot use; called before any
+        sandbox is made."""
+        ...
+
+    def prepare(self, ctx: HarnessContext) -> LaunchSpec:
+        """Write config into ctx.host_home and return the launch command."""
+        ...
+
+    def parse(self, res: ExecResult) -> HarnessResult:
+        """Final message and status from the harness's output. The output is untrusted (commands
+        can write into it): whatever its bytes, this returns a result or raises HarnessError."""
+        ...

@@ -1,205 +1,171 @@
-"""What every harness adapter is: the Harness protocol and the records that cross it.
+"""`HarnessBase`: what every adapter shares, so that an adapter module holds only what is its own
+(its pins, its config files, its command line and its output format).
 
-An adapter never talks to the proxy or the trainer: it gets an Endpoint (a URL as seen from inside
-the sandbox, and the rollout's session token as API key), writes its harness's config files into the
-sandbox HOME, returns the command line to run, and reads the final message out of what the harness
-printed. `harnesses.launch.run_harness` glues one adapter to one Sandbox.
+- Install: an adapter declares `installer`, `package` and `version` (and, for npm, `install_scripts`
+  and `pinned_node`); its lockfile is `install.LOCKS / name`. `install_dir` computes the one install
+  folder (`harnessrl harness list` and the runner ask it too), `ensure_installed` installs from the
+  lockfile (`install.npm_install` / `install.python_install`), `lock` rewrites the lockfile.
+- Paths: `executable(ctx)` (the `command` in the install's bin folder), `launch_path(ctx)` (the
+  sandbox's PATH, with the pinned Node first when the harness needs one).
+- Options: `choices` (option -> allowed values, the first the default) checked by `check_options`
+  before any sandbox is made, read with `choice`; `model(ctx)` is the endpoint's model name or the
+  adapter's `default_model`.
+- The reference sequence the scripted engine plays (`reference_turns`: run the command through the
+  shell tool, then finish) and that engine.
+
+Adding a harness = one module with a `HarnessBase` subclass + one line in `registry.HARNESSES`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from harnessrl.formats import untrusted_json
-from harnessrl.harnesses.adapter import Installer, Mode, ShellTool
-from harnessrl.sandbox.spec import ExecResult
-from harnessrl.types import ChatMessage, HarnessError
+from harnessrl.harnesses import install, lockfiles
+from harnessrl.harnesses.adapter import HarnessContext, Installer, McpServer, Mode, ShellTool
+from harnessrl.sandbox.sandbox import SYSTEM_PATH
+from harnessrl.types import ChatMessage
 
 if TYPE_CHECKING:
     from harnessrl.chat.format import ChatFormat
     from harnessrl.protocols import Engine
 
-
-@dataclass(frozen=True)
-class Endpoint:
-    """The model endpoint of one rollout, as the harness inside the sandbox must address it."""
-
-    base_url: str
-    """API root without `/v1` (e.g. `http://127.0.0.1:18080/r/<token>`); adapters append what their
-    SDK expects."""
-    api_key: str
-    """The rollout's session token; harnesses send it as their API key."""
-    model: str | None = None
-    """Model name the harness asks for; None = the adapter's default (a name the harness knows)."""
+CONTEXT_WINDOW = 131072
+"""The context window adapters declare to their harness unless option `context_window` says otherwise."""
 
 
-@dataclass(frozen=True)
-class McpServer:
-    """A stdio MCP server the harness starts inside the sandbox."""
+class HarnessBase:
+    """Defaults every adapter shares; subclasses set the class attributes, `prepare` and `parse`."""
 
     name: str
-    command: list[str]
-    """Executable and arguments, as seen inside the sandbox."""
-    env: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class HarnessContext:
-    """Everything an adapter needs to configure one launch."""
-
-    prompt: str
-    endpoint: Endpoint
-    workspace: str
-    """Workspace path inside the sandbox (the harness's working directory)."""
-    home: str
-    """HOME inside the sandbox."""
-    host_home: Path
-    """The same HOME folder on the host, where config files are written before launch."""
-    install_dir: Path
-    """What `ensure_installed()` returned (bound read-only at the same path inside)."""
-    mcp_servers: tuple[McpServer, ...] = ()
-    options: dict[str, Any] = field(default_factory=dict)
-    """Adapter-specific switches (claude-code: `bare`; openclaw: `api`)."""
-
-    def write_home_file(self, rel: str, text: str) -> str:
-        """Write a file under HOME (host side); return its path as seen inside the sandbox."""
-        path = self.host_home / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        return f"{self.home}/{rel}"
-
-
-@dataclass(frozen=True)
-class LaunchSpec:
-    """The command to run inside the sandbox."""
-
-    argv: list[str]
-    env: dict[str, str]
-    cwd: str
-    rlimits: dict[str, int | None] = field(default_factory=dict)
-    """Overrides of the sandbox's per-command rlimits (None lifts one); see Sandbox.exec."""
-
-
-class HarnessResult(BaseModel):
-    """How one harness run ended, as far as the harness itself says."""
-
-    ok: bool
-    """Exited 0 and reported no error."""
-    exit_code: int
-    final_message: str = ""
-    """The harness's last assistant message (what it would show the user)."""
-    timed_out: bool = False
-    error: str = ""
-    """Why the run is not ok: the harness's own error report, or the tail of its stderr."""
-    turns: int | None = None
-    """Model turns the harness reports, when it reports them."""
-
-
-class Harness(Protocol):
-    """One unmodified agent harness: install, configure, launch headless, read the result; and what
-    the runner, the scripted reference engine and the compatibility table need to know about it
-    (`adapter.HarnessBase` gives the defaults; `tests/test_harness_registry.py` checks every one)."""
-
-    name: str
-    package: str
+    version: str = ""
+    package: str = ""
     """Pinned package spec (`@openai/codex@0.171.0`, `mini-swe-agent==2.4.6`); "" = nothing to install."""
+    installer: Installer = "npm"
+    command: str = ""
+    """Its executable: in `node_modules/.bin` of an npm install, in `bin` of a PyPI venv."""
+    install_scripts: tuple[str, ...] = ()
+    """npm packages whose install scripts it cannot work without (they run in a sandbox); every
+    other package's scripts are skipped."""
+    pinned_node: bool = False
+    """Needs a newer Node than the machine's: `install.NODE_PACKAGE` is locked beside it and put
+    first on PATH (for its install scripts and its launch)."""
+    shell_tool: ShellTool | None = None
+    """None: the harness's model has no shell of its own (the `shell` harness runs a fixed command)."""
+    modes: tuple[Mode, ...] = ()
+    shorter_prompt: str = ""
+    """How to make this harness's first prompt shorter, when it has a way (`option bare=true`)."""
+    finish: str = "done"
+    """The final answer of the reference sequence."""
+    default_model: str = "policy"
+    """The model name it asks for when the endpoint names none (a neutral one unless the harness
+    needs a name it knows)."""
+    choices: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+    """Options that pick one of a few values (`api`): the allowed values, the first the default."""
+
+    # ---- install ------------------------------------------------------------------------------
 
     @property
-    def version(self) -> str: ...
+    def lock_dir(self) -> Path:
+        """Its committed lockfile folder."""
+        return install.LOCKS / self.name
 
     @property
-    def installer(self) -> Installer: ...
+    def npm_specs(self) -> tuple[str, ...]:
+        """What its npm lockfile pins at the top: the CLI, and the Node it needs."""
+        return (*((install.NODE_PACKAGE,) if self.pinned_node else ()), self.package)
 
-    @property
-    def shell_tool(self) -> ShellTool | None:
-        """How its model runs a shell command (None: it has no model-driven shell)."""
-        ...
+    def install_dir(self, cache_root: Path | None = None) -> Path:
+        """Where it is installed (module docstring): `<harnesses>/<name>-<version>-<lock digest>`."""
+        if self.installer == "none":
+            return Path("/usr")
+        return install.install_folder(self.name, self.version, self.lock_dir, cache_root)
 
-    @property
-    def modes(self) -> tuple[Mode, ...]:
-        """Its configurations for the compatibility table, each with its dialect; the first is the default."""
-        ...
+    def ensure_installed(self, cache_root: Path | None = None) -> Path:
+        """Install from its lockfile once (`install.py`) and return `install_dir`."""
+        target = self.install_dir(cache_root)
+        if self.installer == "npm":
+            prefix = (install.NODE_BIN,) if self.pinned_node else ()
+            return install.npm_install(
+                self.lock_dir, target, scripts=self.install_scripts, path_prefix=prefix
+            )
+        if self.installer == "pypi":
+            return install.python_install(self.lock_dir, target)
+        return target
 
-    @property
-    def shorter_prompt(self) -> str:
-        """How to shrink its first prompt, when it has a way ("" when not)."""
-        ...
+    def is_installed(self, cache_root: Path | None = None) -> bool:
+        return self.installer == "none" or install.installed(self.install_dir(cache_root))
+
+    def lock(self) -> Path:
+        """Resolve its pinned package again and rewrite its lockfile folder; returns the folder."""
+        if self.installer == "npm":
+            lockfiles.lock_npm(self.npm_specs, self.lock_dir)
+        elif self.installer == "pypi":
+            lockfiles.lock_pypi(self.package, self.lock_dir, install.HOST_PYTHON)
+        return self.lock_dir
+
+    # ---- launch -------------------------------------------------------------------------------
+
+    def executable(self, ctx: HarnessContext) -> str:
+        """Its `command` in the install, as seen inside the sandbox."""
+        bin_dir = ctx.install_dir / ("bin" if self.installer == "pypi" else "node_modules/.bin")
+        return str(bin_dir / self.command)
+
+    def launch_path(self, ctx: HarnessContext) -> str:
+        """PATH for its launch: the sandbox's system PATH, after the pinned Node when it has one."""
+        node = [str(ctx.install_dir / install.NODE_BIN)] if self.pinned_node else []
+        return os.pathsep.join([*node, SYSTEM_PATH])
+
+    def model(self, ctx: HarnessContext) -> str:
+        """The model name to ask for: the endpoint's, else `default_model`."""
+        return ctx.endpoint.model or self.default_model
+
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """ValueError for a `choices` option set to a value not among them."""
+        for option, allowed in self.choices.items():
+            if option in options and options[option] not in allowed:
+                raise ValueError(f"{self.name} {option} must be one of {allowed}, not {options[option]!r}")
+
+    def choice(self, ctx: HarnessContext, option: str) -> str:
+        """The value of a `choices` option (its default when not set)."""
+        return str(ctx.options.get(option, self.choices[option][0]))
+
+    # ---- the reference sequence ---------------------------------------------------------------
+
+    def final_turns(self) -> list[ChatMessage | str]:
+        """How the reference sequence ends: the final answer (a harness that ends on a command overrides)."""
+        return [self.finish]
 
     def reference_turns(self, *commands: str) -> list[ChatMessage | str]:
-        """The known-good turns: each command through its shell tool, then its way of finishing."""
-        ...
+        """The known-good sequence: each command through the shell tool, then `final_turns()`."""
+        if self.shell_tool is None:
+            return self.final_turns()
+        return [*(self.shell_tool.turn(c) for c in commands), *self.final_turns()]
 
     def reference_engine(
         self, fmt: ChatFormat, scripts: Sequence[tuple[str, Sequence[str]]], *, max_context: int | None
     ) -> Engine:
-        """The scripted engine replaying `reference_turns` for each (prompt substring, commands)."""
-        ...
+        """The scripted engine answering a prompt that contains a script's match (first wins) with the
+        `reference_turns` of its commands, one turn per call."""
+        from harnessrl.engines.scripted import Script, ScriptedEngine
 
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        """Install (once, under a file lock) and return the install folder."""
-        ...
-
-    def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        """Write config into ctx.host_home and return the launch command."""
-        ...
-
-    def parse(self, res: ExecResult) -> HarnessResult:
-        """Final message and status from the harness's output. The output is untrusted (commands
-        can write into it): whatever its bytes, this returns a result or raises HarnessError."""
-        ...
+        if self.shell_tool is None:  # e.g. the shell harness: any call it makes gets the final answer
+            return ScriptedEngine(fmt, self.final_turns(), max_context=max_context)
+        built = [Script(turns=self.reference_turns(*commands), match=match) for match, commands in scripts]
+        return ScriptedEngine(fmt, built, max_context=max_context)
 
 
-def mcp_servers_json(servers: tuple[McpServer, ...]) -> dict[str, dict[str, Any]]:
-    """`{name: {command, args, env}}`: the stdio-server shape Claude Code and OpenClaw both read."""
-    return {s.name: {"command": s.command[0], "args": s.command[1:], "env": s.env} for s in servers}
+def one_of(**options: tuple[str, ...]) -> Mapping[str, tuple[str, ...]]:
+    """`choices` of an adapter: each option's allowed values, the first its default (read-only)."""
+    return MappingProxyType(options)
 
 
-def json_lines(text: str) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSONL stream, skipping lines that are not JSON objects (log noise).
-
-    The stream is untrusted (a command can write into the harness's stdout): a line that is valid
-    JSON but past what the parser takes (nested too deep, an integer over 4,300 digits) raises
-    HarnessError, the one error a harness's `parse` may raise; no harness prints such a line."""
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            obj = load_json(line)
-            if isinstance(obj, dict):
-                yield obj
-
-
-def load_json(text: str) -> Any:
-    """Harness output decoded by the one untrusted-JSON decoder (`formats.untrusted_json`): None for
-    text that is not JSON, HarnessError for JSON past its limits (deeper than 256, an integer over
-    4,300 digits). Lone surrogates are kept: `as_text` replaces them."""
-    try:
-        return untrusted_json.loads(text, "line", keep_surrogates=True)
-    except untrusted_json.UntrustedJSONError as e:
-        if e.not_json:
-            return None
-        raise HarnessError(f"the harness's output holds JSON that cannot be read: {e}") from None
-
-
-def as_text(value: Any) -> str:
-    """A string field of harness output as text: strings as they are (lone surrogates, which no
-    encoder takes, replaced), numbers written out, anything else (null, lists, objects) empty."""
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
-        return str(value) if abs(value) < 1e18 else ""  # str() of a 5,000-digit int raises
-    return ""
-
-
-def as_count(value: Any) -> int | None:
-    """A count field of harness output (turns): a non-negative int below 2**31, else None."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31:
-        return value
-    return None
+def context_window(ctx: HarnessContext) -> int:
+    """Option `context_window` (tokens), else CONTEXT_WINDOW."""
+    return int(ctx.options.get("context_window", CONTEXT_WINDOW))
 
 
 def positive_int(value: Any, option: str) -> int:
@@ -209,58 +175,7 @@ def positive_int(value: Any, option: str) -> int:
     return value
 
 
-def clean_text(text: str) -> str:
-    """`text` with lone surrogates (from `\\ud800` escapes in JSON) replaced, so it can be written."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
-
-
-def stderr_tail(res: ExecResult, limit: int = 2000) -> str:
-    """Why a run failed, when the harness did not say: the end of stderr (or the start error)."""
-    return clean_text((res.error or res.stderr.strip() or res.stdout.strip())[-limit:])
-
-
-def parse_result_event(res: ExecResult) -> HarnessResult:
-    """A `--output-format stream-json` run (Claude Code, Qwen Code): the last `{"type": "result"}`
-    event carries the final text, the error flag (`is_error`, `subtype`) and the turn count."""
-    result = None
-    for event in json_lines(res.stdout):
-        if event.get("type") == "result":
-            result = event
-    if result is None:
-        return HarnessResult(
-            ok=False, exit_code=res.returncode, timed_out=res.timed_out, error=stderr_tail(res)
-        )
-    is_error = bool(result.get("is_error")) or result.get("subtype") != "success"
-    final = result.get("result")
-    final = as_text(final) if isinstance(final, str) else ""
-    ok = res.returncode == 0 and not is_error and not res.timed_out
-    error = ""
-    if is_error:  # `subtype` may still say "success": the reason is in the result text
-        error = f"{as_text(result.get('subtype'))}: {final}".strip(": ")
-    elif not ok:
-        error = stderr_tail(res)
-    return HarnessResult(
-        ok=ok,
-        exit_code=res.returncode,
-        final_message=final,
-        timed_out=res.timed_out,
-        error=error,
-        turns=as_count(result.get("num_turns")),
-    )
-
-
-def parse_plain_text(res: ExecResult) -> HarnessResult:
-    """A harness whose final message is its plain stdout (Continue's and Hermes' quiet modes): ok on
-    a clean exit, the text with lone surrogates replaced, the end of stderr as the error."""
-    ok = res.returncode == 0 and not res.timed_out
-    return HarnessResult(
-        ok=ok,
-        exit_code=res.returncode,
-        final_message=clean_text(res.stdout.strip()),
-        timed_out=res.timed_out,
-        error="" if ok else stderr_tail(res),
-    )
+def mcp_servers_json(servers: tuple[McpServer, ...]) -> dict[str, dict[str, Any]]:
+    """`{name: {command, args, env}}`: the stdio-server shape Claude Code, Qwen, Gemini CLI and
+    OpenClaw read."""
+    return {s.name: {"command": s.command[0], "args": s.command[1:], "env": s.env} for s in servers}

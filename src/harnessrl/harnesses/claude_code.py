@@ -13,19 +13,12 @@ Left out: `--resume`/sessions, OAuth logins, settings.json hooks: a rollout is o
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Mapping
+from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import (
-    HarnessContext,
-    HarnessResult,
-    LaunchSpec,
-    mcp_servers_json,
-    parse_result_event,
-    positive_int,
-)
-from harnessrl.harnesses.install import npm_install
-from harnessrl.sandbox.spec import ExecResult
+from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase, mcp_servers_json, positive_int
+from harnessrl.harnesses.parsing import parse_result_event
 
 VERSION = "2.1.332"
 
@@ -34,29 +27,29 @@ class ClaudeCode(HarnessBase):
     name = "claude-code"
     version = VERSION
     package = f"@anthropic-ai/claude-code@{VERSION}"
+    command = "claude"
+    install_scripts = ("@anthropic-ai/claude-code",)
+    """Its postinstall copies the native binary of its platform package over the `claude` stub."""
     shell_tool = ShellTool("Bash", "command")
     modes = (Mode("anthropic", 21_174), Mode("anthropic", 1_210, {"bare": True}, "--bare"))
     shorter_prompt = "run Claude Code with `bare` (`--option bare=true`)"
     default_model = "claude-sonnet-4-5"
 
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        return npm_install(f"{self.name}-{VERSION}", [[self.package]], cache_root)
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        if options.get("max_turns") is not None:
+            positive_int(options["max_turns"], "max_turns")
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        model = ctx.endpoint.model or self.default_model
-        exe = str(ctx.install_dir / "node_modules" / ".bin" / "claude")
-        argv = [exe, "-p", ctx.prompt, "--output-format", "stream-json", "--verbose"]
+        model = self.model(ctx)
+        argv = [self.executable(ctx), "-p", ctx.prompt, "--output-format", "stream-json", "--verbose"]
         argv += ["--dangerously-skip-permissions", "--model", model]
         if ctx.options.get("bare"):
             argv.append("--bare")
         if ctx.options.get("max_turns") is not None:
-            argv += ["--max-turns", str(positive_int(ctx.options["max_turns"], "max_turns"))]
+            argv += ["--max-turns", str(ctx.options["max_turns"])]
         if ctx.mcp_servers:
-            servers = mcp_servers_json(ctx.mcp_servers)
-            argv += [
-                "--mcp-config",
-                ctx.write_home_file(".harnessrl/mcp.json", json.dumps({"mcpServers": servers})),
-            ]
+            servers = {"mcpServers": mcp_servers_json(ctx.mcp_servers)}
+            argv += ["--mcp-config", ctx.write_home_file(".harnessrl/mcp.json", json.dumps(servers))]
         env = {
             "IS_SANDBOX": "1",
             "ANTHROPIC_BASE_URL": ctx.endpoint.base_url,
@@ -73,6 +66,5 @@ class ClaudeCode(HarnessBase):
         }
         return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
 
-    def parse(self, res: ExecResult) -> HarnessResult:
-        """The last `{"type": "result"}` event carries the final text, the error flag and the turn count."""
-        return parse_result_event(res)
+    parse = staticmethod(parse_result_event)
+    """The last `{"type": "result"}` event carries the final text, the error flag and the turn count."""

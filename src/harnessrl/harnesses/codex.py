@@ -10,18 +10,10 @@ temp folder inside its home). Left out: profiles, `codex login`, reasoning-effor
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import (
-    HarnessContext,
-    HarnessResult,
-    LaunchSpec,
-    as_text,
-    json_lines,
-    stderr_tail,
-)
-from harnessrl.harnesses.install import npm_install
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase
+from harnessrl.harnesses.parsing import as_dict, as_text, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "0.171.0"
@@ -60,48 +52,34 @@ def config_toml(ctx: HarnessContext, model: str) -> str:
 
 
 class Codex(HarnessBase):
+    """Its model is the neutral `policy`, a name Codex has no metadata for: it sends the tools and
+    requests it sends any model of the user's own (a `namespace` tool among them)."""
+
     name = "codex"
     version = VERSION
     package = f"@openai/codex@{VERSION}"
+    command = "codex"
     shell_tool = ShellTool("exec_command", "cmd")
     modes = (Mode("openai_responses", 9_649),)
-    default_model = "policy"
-    """A neutral name: Codex has no built-in metadata for it, so it sends the tools and requests it sends
-    any model of the user's own (a `namespace` tool among them), which the proxy must handle."""
-
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        return npm_install(f"{self.name}-{VERSION}", [[self.package]], cache_root)
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        model = ctx.endpoint.model or self.default_model
-        ctx.write_home_file(".codex/config.toml", config_toml(ctx, model))
-        exe = str(ctx.install_dir / "node_modules" / ".bin" / "codex")
-        argv = [exe, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--json"]
+        ctx.write_home_file(".codex/config.toml", config_toml(ctx, self.model(ctx)))
+        argv = [self.executable(ctx), "exec", "--skip-git-repo-check"]
+        argv += ["--dangerously-bypass-approvals-and-sandbox", "--json", ctx.prompt]
         env = {"CODEX_HOME": f"{ctx.home}/.codex", KEY_ENV: ctx.endpoint.api_key, "RUST_LOG": "error"}
-        return LaunchSpec(argv=[*argv, ctx.prompt], env=env, cwd=ctx.workspace)
+        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """Final message = text of the last `agent_message` item; `turn.failed` / `error` events = error."""
-        final, errors, turns, completed = "", [], 0, False
+        final, errors, turns = "", [], 0
         for event in json_lines(res.stdout):
-            kind = event.get("type")
-            item = event.get("item")
-            if kind == "item.completed" and isinstance(item, dict) and item.get("type") == "agent_message":
+            kind, item = event.get("type"), as_dict(event.get("item"))
+            if kind == "item.completed" and item.get("type") == "agent_message":
                 final = as_text(item.get("text", ""))
             elif kind == "turn.completed":
                 turns += 1
-                completed = True
             elif kind in ("turn.failed", "error"):
                 err = event.get("error")
                 said = err.get("message", "") if isinstance(err, dict) else event.get("message", err)
                 errors.append(as_text(said) or str(kind))
-        ok = res.returncode == 0 and completed and not errors and not res.timed_out
-        error = "; ".join(errors) if errors else ("" if ok else stderr_tail(res))
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=final,
-            timed_out=res.timed_out,
-            error=error,
-            turns=turns or None,
-        )
+        return outcome(res, done=turns > 0, final=final, errors=errors, turns=turns or None)

@@ -10,14 +10,11 @@ tool. The final message is what `-p` prints: the last assistant text. MCP server
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, parse_plain_text
-from harnessrl.harnesses.install import npm_install
-from harnessrl.sandbox.spec import ExecResult
+from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase, context_window
+from harnessrl.harnesses.parsing import parse_plain_text
 
 VERSION = "1.5.47"
 
@@ -31,7 +28,7 @@ def continue_config(ctx: HarnessContext, model: str) -> dict[str, Any]:
         "apiKey": ctx.endpoint.api_key,
         "roles": ["chat", "edit", "apply"],
         "capabilities": ["tool_use"],
-        "defaultCompletionOptions": {"contextLength": int(ctx.options.get("context_window", 131072))},
+        "defaultCompletionOptions": {"contextLength": context_window(ctx)},
     }
     config: dict[str, Any] = {"name": "harnessrl", "version": "1.0.0", "schema": "v1", "models": [entry]}
     if ctx.mcp_servers:
@@ -46,18 +43,13 @@ class ContinueCli(HarnessBase):
     name = "continue"
     version = VERSION
     package = f"@continuedev/cli@{VERSION}"
+    command = "cn"
     shell_tool = ShellTool("Bash", "command")
     modes = (Mode("openai_chat", 2_033),)
-    default_model = "policy"
-
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        return npm_install(f"{self.name}-{VERSION}", [[self.package]], cache_root)
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        model = ctx.endpoint.model or self.default_model
-        cfg = ctx.write_home_file(".continue/config.yaml", json.dumps(continue_config(ctx, model), indent=1))
-        exe = str(ctx.install_dir / "node_modules" / ".bin" / "cn")
-        argv = [exe, "-p", "--config", cfg, "--auto", ctx.prompt]
+        cfg = ctx.write_json(".continue/config.yaml", continue_config(ctx, self.model(ctx)))
+        argv = [self.executable(ctx), "-p", "--config", cfg, "--auto", ctx.prompt]
         env = {
             "CONTINUE_GLOBAL_DIR": f"{ctx.home}/.continue",
             "CONTINUE_CLI_ENABLE_TELEMETRY": "0",
@@ -67,6 +59,5 @@ class ContinueCli(HarnessBase):
         }
         return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
 
-    def parse(self, res: ExecResult) -> HarnessResult:
-        """`-p` prints the final assistant text on stdout and exits non-zero on an error."""
-        return parse_plain_text(res)
+    parse = staticmethod(parse_plain_text)
+    """`-p` prints the final assistant text on stdout and exits non-zero on an error."""

@@ -12,17 +12,14 @@ fleet mode, sessions, sharing.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, json_lines, stderr_tail
-from harnessrl.harnesses.install import npm_install
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase, context_window, one_of
+from harnessrl.harnesses.parsing import as_dict, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "1.0.102"
-WIRE_APIS = ("completions", "responses")
 
 
 def mcp_config(ctx: HarnessContext) -> dict[str, Any]:
@@ -43,37 +40,30 @@ class Copilot(HarnessBase):
     name = "copilot"
     version = VERSION
     package = f"@github/copilot@{VERSION}"
+    command = "copilot"
     shell_tool = ShellTool("bash", "command", extra={"description": "Run the command"})
     """Its `bash` tool requires a `description` beside the command."""
     modes = (
         Mode("openai_chat", 12_273, note="wire_api completions"),
         Mode("openai_responses", None, {"wire_api": "responses"}, "wire_api responses"),
     )
-    default_model = "policy"
-
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        return npm_install(f"{self.name}-{VERSION}", [[self.package]], cache_root)
+    choices = one_of(wire_api=("completions", "responses"))
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        model = ctx.endpoint.model or self.default_model
-        wire = str(ctx.options.get("wire_api", WIRE_APIS[0]))
-        if wire not in WIRE_APIS:
-            raise ValueError(f"copilot wire_api must be one of {WIRE_APIS}, not {wire!r}")
-        home = f"{ctx.home}/.copilot"
+        model = self.model(ctx)
         if ctx.mcp_servers:
-            ctx.write_home_file(".copilot/mcp-config.json", json.dumps(mcp_config(ctx), indent=1))
-        exe = str(ctx.install_dir / "node_modules" / ".bin" / "copilot")
-        argv = [exe, "-p", ctx.prompt, "--allow-all", "--output-format", "json", "--no-auto-update"]
-        argv += ["--disable-builtin-mcps", "--disable-client-telemetry", "--model", model]
+            ctx.write_json(".copilot/mcp-config.json", mcp_config(ctx))
+        argv = [self.executable(ctx), "-p", ctx.prompt, "--allow-all", "--output-format", "json"]
+        argv += ["--no-auto-update", "--disable-builtin-mcps", "--disable-client-telemetry", "--model", model]
         env = {
-            "COPILOT_HOME": home,
+            "COPILOT_HOME": f"{ctx.home}/.copilot",
             "COPILOT_OFFLINE": "true",
             "COPILOT_AUTO_UPDATE": "false",
             "COPILOT_PROVIDER_BASE_URL": ctx.endpoint.base_url + "/v1",
             "COPILOT_PROVIDER_TYPE": "openai",
             "COPILOT_PROVIDER_API_KEY": ctx.endpoint.api_key,
-            "COPILOT_PROVIDER_WIRE_API": wire,
-            "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": str(int(ctx.options.get("context_window", 131072))),
+            "COPILOT_PROVIDER_WIRE_API": self.choice(ctx, "wire_api"),
+            "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": str(context_window(ctx)),
             "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS": "8192",
             "COPILOT_MODEL": model,
             "NO_COLOR": "1",
@@ -85,22 +75,11 @@ class Copilot(HarnessBase):
         model turn), `*.error` events, and a closing `result` with the `exitCode`."""
         final, errors, turns, exit_code = "", [], 0, None
         for event in json_lines(res.stdout):
-            kind = str(event.get("type", ""))
-            data = event.get("data")
-            data = data if isinstance(data, dict) else {}
+            kind, data = str(event.get("type", "")), as_dict(event.get("data"))
             if kind == "assistant.message":
                 final, turns = str(data.get("content") or ""), turns + 1
             elif kind == "error" or kind.endswith(".error"):
                 errors.append(str(data.get("message") or data or event.get("message", kind)))
             elif kind == "result":
                 exit_code = event.get("exitCode")
-        ok = res.returncode == 0 and exit_code == 0 and not errors and not res.timed_out
-        error = "; ".join(errors) if errors else ("" if ok else stderr_tail(res))
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=final.strip(),
-            timed_out=res.timed_out,
-            error=error,
-            turns=turns or None,
-        )
+        return outcome(res, done=exit_code == 0, final=final.strip(), errors=errors, turns=turns or None)

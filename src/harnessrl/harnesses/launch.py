@@ -14,13 +14,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from harnessrl.harnesses.base import Endpoint, Harness, HarnessContext, HarnessResult, LaunchSpec, McpServer
+from harnessrl.harnesses.adapter import HarnessContext
 from harnessrl.harnesses.install import harness_dir
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import HarnessError
+
+if TYPE_CHECKING:
+    from harnessrl.harnesses.adapter import Endpoint, Harness, HarnessResult, LaunchSpec, McpServer
 
 
 def harness_binds(cache_root: Path | None = None) -> tuple[Path, ...]:
@@ -34,6 +37,17 @@ def _visible(sandbox: Sandbox, path: Path) -> bool:
     return any(path.is_relative_to(b) for b in sandbox.spec.ro_binds)
 
 
+class Setup(TypedDict, total=False):
+    """What a launch may add to the harness, the sandbox, the endpoint and the prompt."""
+
+    mcp_servers: Sequence[McpServer]
+    """Stdio MCP servers the harness starts inside the sandbox."""
+    options: Mapping[str, Any] | None
+    """Adapter switches (`Harness.check_options` checks them first)."""
+    cache_root: Path | None
+    """Cache root of the harness installs (default `cache.cache_root()`)."""
+
+
 async def run_harness(
     harness: Harness,
     sandbox: Sandbox,
@@ -41,14 +55,10 @@ async def run_harness(
     prompt: str,
     *,
     timeout_s: float,
-    mcp_servers: Sequence[McpServer] = (),
-    options: Mapping[str, Any] | None = None,
-    cache_root: Path | None = None,
+    **setup: Unpack[Setup],
 ) -> tuple[HarnessResult, ExecResult]:
     """Install if needed, write config, run headless in `sandbox`, parse; returns (parsed, raw)."""
-    launch = await configure_harness(
-        harness, sandbox, endpoint, prompt, mcp_servers=mcp_servers, options=options, cache_root=cache_root
-    )
+    launch = await configure_harness(harness, sandbox, endpoint, prompt, **setup)
     raw = await exec_harness(sandbox, launch, timeout_s)
     return harness.parse(raw), raw
 
@@ -65,6 +75,7 @@ async def configure_harness(
 ) -> LaunchSpec:
     """Install if needed and write the harness's config into the sandbox HOME; nothing runs in the
     sandbox yet. Raises HarnessError when the harness cannot be installed or configured."""
+    check_options(harness, options or {})
     try:
         install_dir = await asyncio.to_thread(harness.ensure_installed, cache_root)
     except OSError as e:
@@ -90,6 +101,14 @@ async def configure_harness(
     except (ValueError, OSError) as e:  # bad options, unwritable HOME: the harness cannot be launched
         raise HarnessError(f"{harness.name}: cannot configure: {e}") from e
     return launch
+
+
+def check_options(harness: Harness, options: Mapping[str, Any]) -> None:
+    """HarnessError when `harness` cannot take `options` (call it before making a sandbox)."""
+    try:
+        harness.check_options(options)
+    except ValueError as e:
+        raise HarnessError(f"{harness.name}: cannot configure: {e}") from None
 
 
 async def exec_harness(sandbox: Sandbox, launch: LaunchSpec, timeout_s: float) -> ExecResult:

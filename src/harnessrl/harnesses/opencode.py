@@ -12,14 +12,11 @@ Left out: sessions (`--continue`), `opencode serve`/`--attach`, agents and their
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, json_lines, stderr_tail
-from harnessrl.harnesses.install import npm_install
-from harnessrl.sandbox.sandbox import SYSTEM_PATH
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase, context_window
+from harnessrl.harnesses.parsing import as_dict, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "1.18.33"
@@ -39,7 +36,7 @@ QUIET = (
 def opencode_config(ctx: HarnessContext, model: str, **model_extra: Any) -> dict[str, Any]:
     """The config of opencode and its forks (Kilo): one OpenAI-compatible provider at the endpoint,
     one model (with `model_extra` in its entry), every permission allowed, MCP servers as local ones."""
-    limit = {"context": int(ctx.options.get("context_window", 131072)), "output": 8192}
+    limit = {"context": context_window(ctx), "output": 8192}
     provider = {
         "npm": "@ai-sdk/openai-compatible",
         "name": "harnessrl",
@@ -62,49 +59,41 @@ def opencode_config(ctx: HarnessContext, model: str, **model_extra: Any) -> dict
     return config
 
 
+def parse_opencode_events(res: ExecResult, step: str) -> HarnessResult:
+    """opencode's (and Kilo's) JSON events: the last `text` part is the final message, `error`
+    events are errors, each `step` event (`step_finish`, Kilo's `step_start`) one turn."""
+    final, errors, steps = "", [], 0
+    for event in json_lines(res.stdout):
+        kind, part = event.get("type"), as_dict(event.get("part"))
+        if kind == "text" and isinstance(part.get("text"), str):
+            final = part["text"]
+        elif kind == step:
+            steps += 1
+        elif kind == "error":
+            err = event.get("error")
+            message = as_dict(as_dict(err).get("data")).get("message")
+            errors.append(str(message or (err.get("name") if isinstance(err, dict) else err)))
+    return outcome(res, done=steps > 0, final=final.strip(), errors=errors, turns=steps or None)
+
+
 class Opencode(HarnessBase):
     name = "opencode"
     version = VERSION
     package = f"opencode-ai@{VERSION}"
+    command = "opencode"
+    install_scripts = ("opencode-ai",)
+    """Its postinstall copies the native binary of its platform package over the `opencode` stub."""
     shell_tool = ShellTool("bash", "command", extra={"description": "Run the command"})
     modes = (Mode("openai_chat", 7_731),)
-    default_model = "policy"
-
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        return npm_install(f"{self.name}-{VERSION}", [[self.package]], cache_root)
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        model = ctx.endpoint.model or self.default_model
-        cfg = ctx.write_home_file(".config/opencode/harnessrl.json", json.dumps(opencode_config(ctx, model)))
-        exe = str(ctx.install_dir / "node_modules" / ".bin" / "opencode")
-        argv = [exe, "run", "--format", "json", "--auto", "--title", "rollout", "-m", f"harnessrl/{model}"]
-        argv.append(ctx.prompt)  # a given --title: no title-generation call before the first turn
-        env = {"PATH": SYSTEM_PATH, "OPENCODE_CONFIG": cfg, KEY_ENV: ctx.endpoint.api_key, "NO_COLOR": "1"}
-        env.update(dict.fromkeys(QUIET, "1"))
+        model = self.model(ctx)
+        cfg = ctx.write_json(".config/opencode/harnessrl.json", opencode_config(ctx, model))
+        argv = [self.executable(ctx), "run", "--format", "json", "--auto", "--title", "rollout"]
+        argv += ["-m", f"harnessrl/{model}", ctx.prompt]  # a given --title: no title-generation call
+        env = {"PATH": self.launch_path(ctx), "OPENCODE_CONFIG": cfg, KEY_ENV: ctx.endpoint.api_key}
+        env |= dict.fromkeys(QUIET, "1") | {"NO_COLOR": "1"}
         return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
 
     def parse(self, res: ExecResult) -> HarnessResult:
-        """JSON events: the last `text` part is the final message; `error` events are errors."""
-        final, errors, steps = "", [], 0
-        for event in json_lines(res.stdout):
-            kind, part = event.get("type"), event.get("part")
-            part = part if isinstance(part, dict) else {}
-            if kind == "text" and isinstance(part.get("text"), str):
-                final = part["text"]
-            elif kind == "step_finish":
-                steps += 1
-            elif kind == "error":
-                err = event.get("error")
-                data = err.get("data") if isinstance(err, dict) else None
-                message = data.get("message") if isinstance(data, dict) else None
-                errors.append(str(message or (err.get("name") if isinstance(err, dict) else err)))
-        ok = res.returncode == 0 and not errors and not res.timed_out and steps > 0
-        error = "; ".join(errors) if errors else ("" if ok else stderr_tail(res))
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=final,
-            timed_out=res.timed_out,
-            error=error,
-            turns=steps or None,
-        )
+        return parse_opencode_events(res, "step_finish")

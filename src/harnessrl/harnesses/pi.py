@@ -14,17 +14,14 @@ logins, thinking levels.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, json_lines, stderr_tail
-from harnessrl.harnesses.install import npm_install
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase, context_window, one_of
+from harnessrl.harnesses.parsing import as_dict, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "0.73.1"
-APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
 KEY_ENV = "HARNESSRL_API_KEY"
 BASE_SUFFIX = {"anthropic-messages": "", "google-generative-ai": "/v1beta"}
 """What pi's SDK for each API expects after the API root (`/v1` for both OpenAI APIs)."""
@@ -36,7 +33,7 @@ def pi_models(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]:
         "name": model,
         "reasoning": False,
         "input": ["text"],
-        "contextWindow": int(ctx.options.get("context_window", 131072)),
+        "contextWindow": context_window(ctx),
         "maxTokens": int(ctx.options.get("max_tokens", 8192)),
         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
     }
@@ -49,6 +46,7 @@ class Pi(HarnessBase):
     name = "pi"
     version = VERSION
     package = f"@mariozechner/pi-coding-agent@{VERSION}"
+    command = "pi"
     shell_tool = ShellTool("bash", "command")
     modes = (
         Mode("openai_chat", 1_537, note="api openai-completions"),
@@ -56,22 +54,16 @@ class Pi(HarnessBase):
         Mode("anthropic", None, {"api": "anthropic-messages"}, "api anthropic-messages"),
         Mode("gemini", None, {"api": "google-generative-ai"}, "api google-generative-ai"),
     )
-    default_model = "policy"
-
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        return npm_install(f"{self.name}-{VERSION}", [[self.package]], cache_root)
+    choices = one_of(
+        api=("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
+    )
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        model = ctx.endpoint.model or self.default_model
-        api = str(ctx.options.get("api", APIS[0]))
-        if api not in APIS:
-            raise ValueError(f"pi api must be one of {APIS}, not {api!r}")
-        ctx.write_home_file(".pi/agent/models.json", json.dumps(pi_models(ctx, model, api), indent=1))
-        settings = {"enableInstallTelemetry": False, "quietStartup": True}
-        ctx.write_home_file(".pi/agent/settings.json", json.dumps(settings, indent=1))
-        exe = str(ctx.install_dir / "node_modules" / ".bin" / "pi")
-        argv = [exe, "-p", "--mode", "json", "--no-session", "--provider", "harnessrl", "--model", model]
-        argv += ["--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes", ctx.prompt]
+        model = self.model(ctx)
+        ctx.write_json(".pi/agent/models.json", pi_models(ctx, model, self.choice(ctx, "api")))
+        ctx.write_json(".pi/agent/settings.json", {"enableInstallTelemetry": False, "quietStartup": True})
+        argv = [self.executable(ctx), "-p", "--mode", "json", "--no-session", "--provider", "harnessrl"]
+        argv += ["--model", model, "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes"]
         env = {
             "PI_CODING_AGENT_DIR": f"{ctx.home}/.pi/agent",
             KEY_ENV: ctx.endpoint.api_key,
@@ -80,7 +72,7 @@ class Pi(HarnessBase):
             "PI_TELEMETRY": "0",
             "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        return LaunchSpec(argv=[*argv, ctx.prompt], env=env, cwd=ctx.workspace)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The `agent_end` event holds every message: the final message is the text of the last
@@ -89,29 +81,12 @@ class Pi(HarnessBase):
         for event in json_lines(res.stdout):
             if event.get("type") == "agent_end" and isinstance(event.get("messages"), list):
                 messages = event["messages"]
-        if messages is None:
-            return HarnessResult(
-                ok=False, exit_code=res.returncode, timed_out=res.timed_out, error=stderr_tail(res)
-            )
-        assistant = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
+        assistant = [as_dict(m) for m in messages or () if as_dict(m).get("role") == "assistant"]
         last = assistant[-1] if assistant else {}
-        content = last.get("content")
-        blocks = content if isinstance(content, list) else []
-        final = "".join(
-            str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"
-        )
+        blocks = last["content"] if isinstance(last.get("content"), list) else []
+        final = "".join(str(b.get("text", "")) for b in map(as_dict, blocks) if b.get("type") == "text")
         failed = last.get("stopReason") in ("error", "aborted")
-        ok = res.returncode == 0 and bool(assistant) and not failed and not res.timed_out
-        error = ""
-        if failed:
-            error = f"{last.get('stopReason')}: {last.get('errorMessage', '')}".strip(": ")
-        elif not ok:
-            error = stderr_tail(res)
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=final.strip(),
-            timed_out=res.timed_out,
-            error=error,
-            turns=len(assistant) or None,
+        errors = [f"{last.get('stopReason')}: {last.get('errorMessage', '')}".strip(": ")] if failed else []
+        return outcome(
+            res, done=bool(assistant), final=final.strip(), errors=errors, turns=len(assistant) or None
         )

@@ -4,27 +4,17 @@ It speaks OpenAI Chat Completions (`POST {baseUrl}/chat/completions`, streamed).
 `$HOME/.qwen/settings.json`: one `modelProviders.openai` entry at the endpoint with its key read from
 an env var, `security.auth.selectedType = "openai"` (no interactive `/auth`), folder trust, auto-update,
 usage statistics and telemetry off. It needs Node >= 22: the pinned Node of `install.NODE_PACKAGE` is
-installed next to it and put first on PATH. MCP servers go to `mcpServers` (trusted: no prompts).
+locked beside it and put first on PATH. MCP servers go to `mcpServers` (trusted: no prompts).
 Left out: its own sandboxing (`--sandbox`: we are the sandbox), sessions, sub-agent settings.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import (
-    HarnessContext,
-    HarnessResult,
-    LaunchSpec,
-    mcp_servers_json,
-    parse_result_event,
-)
-from harnessrl.harnesses.install import NODE_BIN, NODE_PACKAGE, npm_install
-from harnessrl.sandbox.sandbox import SYSTEM_PATH
-from harnessrl.sandbox.spec import ExecResult
+from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase, mcp_servers_json
+from harnessrl.harnesses.parsing import parse_result_event
 
 VERSION = "0.24.4"
 KEY_ENV = "HARNESSRL_API_KEY"
@@ -50,27 +40,28 @@ class QwenCode(HarnessBase):
     name = "qwen-code"
     version = VERSION
     package = f"@qwen-code/qwen-code@{VERSION}"
+    command = "qwen"
+    pinned_node = True
     shell_tool = ShellTool("run_shell_command", "command")
     modes = (Mode("openai_chat", 18_364),)
-    default_model = "policy"
-
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        steps = [[NODE_PACKAGE], [self.package]]
-        return npm_install(f"{self.name}-{VERSION}", steps, cache_root, path_prefix=[NODE_BIN])
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        model = ctx.endpoint.model or self.default_model
-        ctx.write_home_file(".qwen/settings.json", json.dumps(qwen_settings(ctx, model), indent=1))
-        exe = str(ctx.install_dir / "node_modules" / ".bin" / "qwen")
-        argv = [exe, "-p", ctx.prompt, "--approval-mode=yolo", "--output-format", "stream-json"]
+        ctx.write_json(".qwen/settings.json", qwen_settings(ctx, self.model(ctx)))
+        argv = [
+            self.executable(ctx),
+            "-p",
+            ctx.prompt,
+            "--approval-mode=yolo",
+            "--output-format",
+            "stream-json",
+        ]
         env = {
-            "PATH": f"{ctx.install_dir / NODE_BIN}:{SYSTEM_PATH}",
+            "PATH": self.launch_path(ctx),
             KEY_ENV: ctx.endpoint.api_key,
             "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
             "NO_COLOR": "1",
         }
         return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
 
-    def parse(self, res: ExecResult) -> HarnessResult:
-        """Claude Code's stream-json: the last `{"type": "result"}` event."""
-        return parse_result_event(res)
+    parse = staticmethod(parse_result_event)
+    """Claude Code's stream-json: the last `{"type": "result"}` event."""

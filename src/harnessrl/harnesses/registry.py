@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harnessrl.harnesses.base import Harness
+from harnessrl.harnesses.adapter import Harness
 from harnessrl.harnesses.claude_code import ClaudeCode
 from harnessrl.harnesses.codex import Codex
 from harnessrl.harnesses.continue_cli import ContinueCli
@@ -22,7 +22,7 @@ from harnessrl.harnesses.pi import Pi
 from harnessrl.harnesses.qwen_code import QwenCode
 from harnessrl.harnesses.shell import Shell
 from harnessrl.harnesses.whitebox import Whitebox
-from harnessrl.types import HarnessError, HarnessName
+from harnessrl.types import WHITEBOX, HarnessError, HarnessName
 
 HARNESSES: dict[str, Harness] = {
     "claude-code": ClaudeCode(),
@@ -39,7 +39,7 @@ HARNESSES: dict[str, Harness] = {
     "mini-swe-agent": MiniSweAgent(),
     "shell": Shell(),
 }
-FAMILIES: dict[str, Callable[[str], Harness]] = {"whitebox": Whitebox}
+FAMILIES: dict[str, Callable[[str], Harness]] = {WHITEBOX: Whitebox}
 
 
 def get_harness(name: str | HarnessName) -> Harness:

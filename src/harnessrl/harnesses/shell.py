@@ -8,10 +8,12 @@ stdout. Nothing to install: it uses the sandbox's /bin/sh.
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Mapping
+from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessBase
-from harnessrl.harnesses.base import HarnessContext, HarnessResult, LaunchSpec, clean_text, stderr_tail
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec
+from harnessrl.harnesses.base import HarnessBase
+from harnessrl.harnesses.parsing import outcome
 from harnessrl.sandbox.spec import ExecResult
 
 
@@ -21,24 +23,16 @@ class Shell(HarnessBase):
     name = "shell"
     installer = "none"
 
-    def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        return Path("/usr")
-
-    def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        command = ctx.options.get("command")
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        command = options.get("command")
         if not isinstance(command, str) or not command:
             raise ValueError("the shell harness needs options['command'] (a shell command line)")
+
+    def prepare(self, ctx: HarnessContext) -> LaunchSpec:
         env = {"HARNESSRL_BASE_URL": ctx.endpoint.base_url, "HARNESSRL_API_KEY": ctx.endpoint.api_key}
         env["HARNESSRL_PROMPT"] = ctx.prompt
-        return LaunchSpec(argv=["/bin/sh", "-c", command], env=env, cwd=ctx.workspace)
+        return LaunchSpec(argv=["/bin/sh", "-c", ctx.options["command"]], env=env, cwd=ctx.workspace)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         lines = res.stdout.strip().splitlines()
-        ok = res.returncode == 0 and not res.timed_out
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=clean_text(lines[-1]) if lines else "",
-            timed_out=res.timed_out,
-            error="" if ok else stderr_tail(res),
-        )
+        return outcome(res, done=True, final=lines[-1] if lines else "")

@@ -59,7 +59,7 @@ from typing import Any, TypeVar
 
 from harnessrl.formats.calls import CALLS_FILE
 from harnessrl.formats.rollout_dir import write_rollout_head
-from harnessrl.harnesses.base import Endpoint, HarnessResult, McpServer
+from harnessrl.harnesses import Endpoint, HarnessResult, McpServer
 from harnessrl.harnesses.launch import configure_harness, exec_harness
 from harnessrl.harnesses.registry import get_harness
 from harnessrl.proxy.session_host import LocalSessions, SessionHost

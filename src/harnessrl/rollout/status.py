@@ -17,7 +17,7 @@ import logging
 import traceback
 from collections.abc import Iterator, Sequence
 
-from harnessrl.harnesses.base import HarnessResult
+from harnessrl.harnesses import HarnessResult
 from harnessrl.types import ModelCall, Rollout, RolloutStatus
 
 log = logging.getLogger(__name__)

@@ -18,24 +18,18 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harnessrl.harnesses.adapter import TEXT_SHELL, HarnessBase, Mode, ShellTool
-from harnessrl.harnesses.base import (
-    HarnessContext,
-    HarnessResult,
-    LaunchSpec,
-    as_count,
-    as_text,
-    json_lines,
-    stderr_tail,
-)
+from harnessrl.harnesses.adapter import TEXT_SHELL, HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase
 from harnessrl.harnesses.install import harness_dir
+from harnessrl.harnesses.parsing import as_count, as_text, json_lines, outcome
 from harnessrl.harnesses.whitebox.agent.agent_loop import levels
 from harnessrl.harnesses.whitebox.agent.tools import SHELL_TOOLS
 from harnessrl.sandbox.spec import ExecResult
+from harnessrl.types import HarnessName
 
 if TYPE_CHECKING:
     from harnessrl.chat.format import ChatFormat
@@ -63,12 +57,13 @@ def agent_digest() -> str:
 
 class Whitebox(HarnessBase):
     installer = "local"
+    default_model = "whitebox"
     modes = (Mode("openai_chat", None),)  # ~250-900 SmolLM2 tokens, by configuration
 
     def __init__(self, code: str) -> None:
         tools = levels(code)[1]  # ValueError for a malformed code
         self.code = code
-        self.name = f"whitebox:{code}"
+        self.name = HarnessName.whitebox(code)
         self.version = agent_digest()
         shell = SHELL_TOOLS.get(tools)
         self.shell_tool = TEXT_SHELL if shell is None else ShellTool(*shell)
@@ -85,9 +80,15 @@ class Whitebox(HarnessBase):
 
         return ReferenceEngine(fmt, scripts)
 
+    def install_dir(self, cache_root: Path | None = None) -> Path:
+        return harness_dir(cache_root) / f"whitebox-{agent_digest()}"
+
+    def is_installed(self, cache_root: Path | None = None) -> bool:
+        return (self.install_dir(cache_root) / "wbagent" / "__main__.py").is_file()
+
     def ensure_installed(self, cache_root: Path | None = None) -> Path:
-        target = harness_dir(cache_root) / f"whitebox-{agent_digest()}"
-        if (target / "wbagent" / "__main__.py").is_file():
+        target = self.install_dir(cache_root)
+        if self.is_installed(cache_root):
             return target
         tmp = Path(tempfile.mkdtemp(prefix=".whitebox-", dir=target.parent))
         shutil.copytree(AGENT_SRC, tmp / "wbagent", ignore=shutil.ignore_patterns("__pycache__"))
@@ -99,12 +100,14 @@ class Whitebox(HarnessBase):
             shutil.rmtree(tmp, ignore_errors=True)
         return target
 
-    def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        settings = {"code": self.code, "prompt": ctx.prompt, "base_url": ctx.endpoint.base_url}
-        settings.update(api_key=ctx.endpoint.api_key, model=ctx.endpoint.model or "whitebox")
-        unknown = set(ctx.options) - set(OPTIONS)
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        unknown = set(options) - set(OPTIONS)
         if unknown:
             raise ValueError(f"unknown whitebox options {sorted(unknown)}; known: {', '.join(OPTIONS)}")
+
+    def prepare(self, ctx: HarnessContext) -> LaunchSpec:
+        settings = {"code": self.code, "prompt": ctx.prompt, "base_url": ctx.endpoint.base_url}
+        settings.update(api_key=ctx.endpoint.api_key, model=self.model(ctx))
         settings.update(ctx.options)
         path = ctx.write_home_file("whitebox/config.json", json.dumps(settings))
         python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else "python3"
@@ -117,13 +120,8 @@ class Whitebox(HarnessBase):
         for obj in json_lines(res.stdout):
             if "code" in obj:
                 result = obj
-        ok = res.returncode == 0 and not res.timed_out and result.get("ok") is True
-        error = "" if ok else as_text(result.get("error")) or stderr_tail(res)
-        return HarnessResult(
-            ok=ok,
-            exit_code=res.returncode,
-            final_message=as_text(result.get("final", "")),
-            timed_out=res.timed_out,
-            error=error,
-            turns=as_count(result.get("turns")),
-        )
+        done = result.get("ok") is True
+        said = as_text(result.get("error"))
+        errors = [said] if said and not (done and res.returncode == 0 and not res.timed_out) else []
+        final = as_text(result.get("final", ""))
+        return outcome(res, done=done, final=final, errors=errors, turns=as_count(result.get("turns")))

@@ -1,0 +1,187 @@
+"""Running what a harness install runs without trusting it: an unprivileged uid, a minimal environment,
+a sandbox for the few install scripts a CLI needs, and the finished tree handed back sealed.
+
+A package registry is third-party code. The installers (`install.py`) therefore:
+- run `npm install` / `pip download` (the steps that need the network) as a uid of their own, leased
+  like a sandbox's (`sandbox.identity.lease_uid`; the caller's own uid when harnessrl is not root), in a
+  scratch HOME, with `install_env`: PATH, HOME, LANG and only the registry settings in `REGISTRY_ENV`,
+  never the host's other variables (API keys, tokens);
+- run package code (npm lifecycle scripts a CLI cannot work without; a wheel install into the venv)
+  only inside a sandbox (`run_in_sandbox`: no network, its own uid, no host secrets);
+- `seal` the result: every entry owned by us, writable by us only, no setuid, setgid or sticky bit,
+  before it is renamed into the cache folder that sandboxes bind read-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import signal
+import stat
+import subprocess
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harnessrl.sandbox import identity
+from harnessrl.sandbox.folders import default_base_dir, ensure_base
+from harnessrl.sandbox.fscopy import walk
+from harnessrl.sandbox.sandbox import SYSTEM_PATH, Sandbox
+from harnessrl.sandbox.spec import ExecResult, SandboxSpec
+from harnessrl.types import HarnessError, SandboxError
+
+T = TypeVar("T")
+REGISTRY_ENV = (
+    "npm_config_registry",
+    "NPM_CONFIG_REGISTRY",
+    "npm_config_cafile",
+    "NPM_CONFIG_CAFILE",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "PIP_TRUSTED_HOST",
+    "PIP_CERT",
+    "PIP_DEFAULT_TIMEOUT",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+)
+"""The host variables an install sees (when set): where the registries are and how to reach them.
+Nothing else of the host's environment is passed."""
+SCRIPT_MEMORY_MB = 4096
+"""Memory cap of the sandbox that runs install scripts and wheel installs."""
+
+
+def install_env(home: Path, path_prefix: Sequence[str] = (), **extra: str) -> dict[str, str]:
+    """The whole environment of an install step: PATH (`path_prefix` first), HOME, LANG, the
+    registry settings of `REGISTRY_ENV` that the host sets, and `extra`."""
+    env = {"PATH": os.pathsep.join([*path_prefix, SYSTEM_PATH]), "HOME": str(home), "LANG": "C.UTF-8"}
+    env |= {k: os.environ[k] for k in REGISTRY_ENV if os.environ.get(k)}
+    return env | extra
+
+
+def reachable(folder: Path) -> Path:
+    """A path to `folder` that a leased uid can enter: `folder` itself when every parent is o+x
+    (or harnessrl is not root), else the sandboxes' staging bind of it (`identity.staged`)."""
+    if not identity.drops_privileges() or identity.reachable_by_others(folder):
+        return folder
+    base = default_base_dir()
+    ensure_base(base)
+    return identity.staged(folder, base)
+
+
+@contextlib.contextmanager
+def unprivileged(*owned: Path) -> Iterator[int | None]:
+    """Lease a uid and give it `owned` (folders it writes); yields the uid to run as, None when
+    harnessrl is not root (it already is unprivileged). The lease ends on exit."""
+    lease = identity.lease_uid()
+    try:
+        if identity.drops_privileges():
+            for folder in owned:
+                identity.chown_tree(folder, lease.uid)
+            yield lease.uid
+        else:
+            yield None
+    finally:
+        lease.release()
+
+
+def run_as(
+    uid: int | None, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, timeout_s: float, what: str
+) -> subprocess.CompletedProcess[str]:
+    """Run `argv` as `uid` (None: as we are) with exactly `env`, in its own process group (killed
+    after it ends or times out, so nothing it started outlives it). HarnessError on a timeout; the
+    caller reads the return code."""
+    ids: dict[str, Any] = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+    with subprocess.Popen(
+        list(argv),
+        env=dict(env),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        umask=0o022,
+        start_new_session=True,
+        **ids,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise HarnessError(f"{what} timed out after {timeout_s:.0f} s") from None
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def run_in_sandbox(
+    folder: Path,
+    script: str,
+    *,
+    env: Mapping[str, str],
+    timeout_s: float,
+    ro_binds: Sequence[Path] = (),
+) -> ExecResult:
+    """Run `sh -c script` inside a sandbox (no network, a uid of its own, no host secrets) with
+    `folder` bound read-write at its own path as the working folder; `ro_binds` read-only.
+    HarnessError when no sandbox can be made here."""
+
+    async def go() -> ExecResult:
+        spec = SandboxSpec(
+            workspace=folder,
+            mount_dir=str(folder),
+            ro_binds=tuple(ro_binds),
+            memory_mb=SCRIPT_MEMORY_MB,
+            max_file_mb=None,
+            start_timeout_s=60.0,
+        )
+        async with await Sandbox.create(spec) as sb:
+            return await sb.exec(
+                ["/bin/sh", "-c", script], env=dict(env), cwd=str(folder), timeout_s=timeout_s
+            )
+
+    try:
+        return _run_coroutine(go())
+    except SandboxError as e:
+        raise HarnessError(f"install steps that run package code need a sandbox, and: {e}") from e
+
+
+def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(coro)`, in a thread of its own when this thread already runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def seal(root: Path) -> None:
+    """Make the tree at `root` ours and read-only to everyone else, without following any link:
+    folders 0755, files 0755 or 0644 (by their owner's x bit), no setuid, setgid or sticky bit."""
+    me = os.geteuid()
+    _seal_one(root, me)
+    for rel, _, entries in walk(root):
+        for entry in entries or ():
+            _seal_one(root / rel / entry.name, me)
+
+
+def _seal_one(path: Path, me: int) -> None:
+    st = os.lstat(path)
+    if st.st_uid != me or st.st_gid != os.getegid():
+        os.lchown(path, me, os.getegid())
+    if stat.S_ISLNK(st.st_mode):
+        return
+    mode = 0o755 if stat.S_ISDIR(st.st_mode) or st.st_mode & stat.S_IXUSR else 0o644
+    if stat.S_IMODE(st.st_mode) != mode:  # not a link (lstat), and no process of its old uid is left
+        os.chmod(path, mode)
