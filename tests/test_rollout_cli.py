@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harnessrl.commands.rollout import with_options
-from harnessrl.config import load_config
+from harnessrl.commands.rollout import reward_shown, with_options
+from harnessrl.config import TRAINABLE_STATUSES, load_config
+from harnessrl.types import Rollout, RolloutStatus
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
@@ -47,9 +48,37 @@ def test_option_reaches_the_adapter_and_progress_lines_are_printed(tmp_path: Pat
 def test_exit_status_is_1_when_no_rollout_succeeded(tmp_path: Path) -> None:
     proc = rollout(tmp_path, "-o", 'rollout.harness_options.shell.command="exit 7"')
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "[1/1] task_0000-shell-0 harness_error reward 0.000 calls 0 " in proc.stdout
+    # it failed before talking to the model: the infrastructure's, not trained (the checker's 0 labelled)
+    assert "[1/1] task_0000-shell-0 harness_error reward - (checker 0.000) calls 0 " in proc.stdout
     assert "harness failed (exit code 7)" in proc.stdout
     assert "error: none of the 1 rollouts ended ok" in proc.stdout
+
+
+def test_options_the_harness_cannot_take_fail_before_anything_runs(tmp_path: Path) -> None:
+    proc = rollout(tmp_path)  # the shell harness without --option command=
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.stdout == (
+        "error: shell: cannot configure: the shell harness needs options['command'] (a shell command line)\n"
+    )
+    assert not (tmp_path / "out").exists()  # no rollout folder, sandbox or checker
+
+
+def test_the_reward_shown_is_the_one_training_uses() -> None:
+    def shown(status: RolloutStatus, fault: str, reward: float | None) -> str:
+        r = Rollout(rollout_id="r", task_id="t", harness="h", status=status, fault=fault, reward=reward)
+        return reward_shown(r, TRAINABLE_STATUSES)
+
+    assert shown(RolloutStatus.OK, "", 0.75) == "0.750"
+    assert shown(RolloutStatus.OK, "", None) == "-"
+    assert shown(RolloutStatus.TIMEOUT, "policy", 0.25) == "0.000 (checker 0.250)"
+    assert shown(RolloutStatus.HARNESS_ERROR, "policy", 0.0) == "0.000"
+    assert shown(RolloutStatus.HARNESS_ERROR, "policy", None) == "0.000"
+    assert shown(RolloutStatus.SANDBOX_ERROR, "infra", 0.5) == "- (checker 0.500)"
+    assert shown(RolloutStatus.ENGINE_ERROR, "infra", None) == "-"
+    r = Rollout(
+        rollout_id="r", task_id="t", harness="h", status=RolloutStatus.TIMEOUT, fault="policy", reward=0.25
+    )
+    assert reward_shown(r, ["harness_error"]) == "- (checker 0.250)"  # timeouts not trained here
 
 
 def test_option_is_the_dotted_override_for_the_chosen_harness() -> None:

@@ -97,8 +97,9 @@ async def test_batch_of_good_and_faulty_rollouts(make_runner, tmp_path: Path, po
         RolloutJob(task, "shell", "hang", options={"command": "sleep 1000"}),
         RolloutJob(bad_mount, "shell", "nosandbox", options={"command": "true"}),
         RolloutJob(task, "no-such-harness", "noharness"),
+        RolloutJob(task, "shell", "nocommand"),
     ]
-    engine, crash, hang, nosb, noharness = await runner.run_many(jobs)
+    engine, crash, hang, nosb, noharness, nocommand = await runner.run_many(jobs)
 
     assert good.status is RolloutStatus.OK and good.reward == 1.0
     assert half.status is RolloutStatus.OK and half.reward == 0.5
@@ -113,12 +114,17 @@ async def test_batch_of_good_and_faulty_rollouts(make_runner, tmp_path: Path, po
     assert hang.status is RolloutStatus.TIMEOUT and hang.reward is None
     assert nosb.status is RolloutStatus.SANDBOX_ERROR and nosb.calls == []
     assert noharness.status is RolloutStatus.HARNESS_ERROR and "unknown harness" in noharness.status_reason
+    # options the harness cannot take fail before a sandbox is made
+    assert (nocommand.status, nocommand.fault) == (RolloutStatus.HARNESS_ERROR, "infra")
+    assert nocommand.status_reason == (
+        "shell: cannot configure: the shell harness needs options['command'] (a shell command line)"
+    )
 
-    summary = summarize([good, half, engine, crash, hang, nosb, noharness])
+    summary = summarize([good, half, engine, crash, hang, nosb, noharness, nocommand])
     assert summary["status"] == {
         "ok": 2,
         "engine_error": 1,
-        "harness_error": 2,
+        "harness_error": 3,
         "timeout": 1,
         "sandbox_error": 1,
     }

@@ -2,17 +2,21 @@
 
 Adapter switches: `--option key=value` (repeatable) for the chosen harness, the same as
 `-o rollout.harness_options.<harness>.<key>=value` (values parsed as TOML literals, as `-o` does);
-e.g. `harnessrl rollout --harness claude-code --option bare=true`. The first line says what runs and
-which defaults applied (`evaluate.defaults`: bounded on the embedded CPU engine); on a terminal a
-progress bar shows, otherwise one line per finished rollout. `--json` prints the rollouts and the
-summary as one JSON object on stdout (everything else on stderr). The exit status is 1 when no
-rollout ended `ok` (2 for bad arguments, no tasks, or an engine that cannot be built).
+e.g. `harnessrl rollout --harness claude-code --option bare=true`; options the harness cannot take
+fail before anything starts. The first line says what runs and which defaults applied
+(`evaluate.defaults`: bounded on the embedded CPU engine); on a terminal a progress bar shows,
+otherwise one line per finished rollout. The reward shown is what training would score
+(`reward_shown`: a failure the policy caused is 0), with a differing checker score labelled beside
+it. `--json` prints the rollouts and the summary as one JSON object on stdout (everything else on
+stderr). The exit status is 1 when no rollout ended `ok` (2 for bad arguments, options the harness
+cannot take, no tasks, or an engine that cannot be built).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -21,13 +25,21 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harnessrl.config import Config, ConfigError, flag_overrides, load_config, parse_override
+from harnessrl.config import (
+    TRAINABLE_STATUSES,
+    Config,
+    ConfigError,
+    flag_overrides,
+    load_config,
+    parse_override,
+)
 from harnessrl.evaluate.defaults import applied_text, bounded_defaults
+from harnessrl.harnesses import check_options, get_harness
 from harnessrl.progress import console as make_console
 from harnessrl.rollout.runner import RolloutJob, dump_summary, summarize
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.tasks import load_tasks
-from harnessrl.types import EngineError, Rollout, RolloutStatus, TaskError
+from harnessrl.types import EngineError, HarnessError, Rollout, RolloutStatus, TaskError
 
 
 def _config(config: Path | None, overrides: list[str], options: list[str], **flags: object) -> Config:
@@ -54,10 +66,25 @@ def with_options(cfg: Config, options: list[str]) -> Config:
     return cfg
 
 
-def progress_line(r: Rollout, done: list[Rollout], total: int) -> str:
+def reward_shown(r: Rollout, train_statuses: Sequence[str]) -> str:
+    """The reward as training scores it: an ok rollout's own; 0 for a failure the policy caused whose
+    status `train.failures.train_statuses` trains; "-" for what training leaves out. A checker score
+    that differs is shown after it, labelled (`0.000 (checker 0.250)`)."""
+    if r.status is RolloutStatus.OK:
+        return "-" if r.reward is None else f"{r.reward:.3f}"
+    trained = r.fault == "policy" and r.status.value in train_statuses
+    shown = "0.000" if trained else "-"
+    if r.reward is not None and not (trained and r.reward == 0):
+        shown += f" (checker {r.reward:.3f})"
+    return shown
+
+
+def progress_line(
+    r: Rollout, done: list[Rollout], total: int, train_statuses: Sequence[str] = TRAINABLE_STATUSES
+) -> str:
     """One line per finished rollout, for logs (stdout not a terminal)."""
     failed = sum(1 for x in done if x.status is not RolloutStatus.OK)
-    reward = "-" if r.reward is None else f"{r.reward:.3f}"
+    reward = reward_shown(r, train_statuses)
     line = (
         f"[{len(done)}/{total}] {r.rollout_id} {r.status_label} reward {reward} calls {len(r.calls)} "
         f"{r.ended_at - r.started_at:.1f}s (failed so far {failed})"
@@ -67,7 +94,7 @@ def progress_line(r: Rollout, done: list[Rollout], total: int) -> str:
     return line
 
 
-def rollout_json(r: Rollout) -> dict[str, object]:
+def rollout_json(r: Rollout, train_statuses: Sequence[str] = TRAINABLE_STATUSES) -> dict[str, object]:
     """One rollout as `--json` prints it: the table's columns, its status reason and its folder."""
     return {
         "rollout_id": r.rollout_id,
@@ -76,6 +103,7 @@ def rollout_json(r: Rollout) -> dict[str, object]:
         "status": r.status_label,
         "status_reason": r.status_reason,
         "reward": r.reward,
+        "reward_shown": reward_shown(r, train_statuses),
         "calls": len(r.calls),
         "output_tokens": sum(len(c.output_ids) for c in r.calls),
         "seconds": round(r.ended_at - r.started_at, 3),
@@ -83,7 +111,7 @@ def rollout_json(r: Rollout) -> dict[str, object]:
     }
 
 
-def _table(rollouts: list[Rollout]) -> Table:
+def _table(rollouts: list[Rollout], train_statuses: Sequence[str]) -> Table:
     table = Table("rollout", "task", "harness", "status", "reward", "calls", "out tok", "secs")
     for r in rollouts:
         style = "green" if r.status is RolloutStatus.OK else "red"
@@ -92,7 +120,7 @@ def _table(rollouts: list[Rollout]) -> Table:
             r.task_id,
             r.harness,
             f"[{style}]{r.status_label}[/{style}]",
-            "-" if r.reward is None else f"{r.reward:.3f}",
+            reward_shown(r, train_statuses),
             str(len(r.calls)),
             str(sum(len(c.output_ids) for c in r.calls)),
             f"{r.ended_at - r.started_at:.1f}",
@@ -109,6 +137,7 @@ async def _run(cfg: Config, console: Console, applied: list[str] | None = None) 
         raise TaskError(f"no tasks to run in {cfg.tasks.path!r} (split={cfg.tasks.split!r})")
     h = cfg.rollout.harness
     options = cfg.rollout.harness_options.get(h, {})
+    check_options(get_harness(h), options)  # before any engine or sandbox is made
     jobs = [
         RolloutJob(t, h, rollout_id=f"{t.id}-{h.replace(':', '_')}-{i}", options=dict(options))
         for t in tasks
@@ -129,7 +158,8 @@ async def _run(cfg: Config, console: Console, applied: list[str] | None = None) 
         def on_done(r: Rollout) -> None:
             done.append(r)
             if not tty:
-                console.print(progress_line(r, done, len(jobs)), markup=False, highlight=False)
+                line = progress_line(r, done, len(jobs), cfg.train.failures.train_statuses)
+                console.print(line, markup=False, highlight=False)
             failed = sum(1 for x in done if x.status is not RolloutStatus.OK)
             calls = sum(len(x.calls) for x in done)
             tokens = sum(len(c.output_ids) for x in done for c in x.calls)
@@ -146,14 +176,25 @@ async def _run(cfg: Config, console: Console, applied: list[str] | None = None) 
             return await stack.runner.run_many(jobs, on_done=on_done)
 
 
-def show_results(rollouts: list[Rollout], out_dir: Path, console: Console, as_json: bool) -> None:
+def show_results(
+    rollouts: list[Rollout],
+    out_dir: Path,
+    console: Console,
+    as_json: bool,
+    train_statuses: Sequence[str] = TRAINABLE_STATUSES,
+) -> None:
     """`summary.json`, then the table and the summary, or (`--json`) both as one JSON object on stdout."""
     summary = summarize(rollouts)
     dump_summary(rollouts, out_dir / "summary.json")
     if as_json:
-        print(json.dumps({"rollouts": [rollout_json(r) for r in rollouts], "summary": summary}, indent=2))
+        print(
+            json.dumps(
+                {"rollouts": [rollout_json(r, train_statuses) for r in rollouts], "summary": summary},
+                indent=2,
+            )
+        )
     else:
-        console.print(_table(rollouts))
+        console.print(_table(rollouts, train_statuses))
         console.print(f"summary: {summary}", markup=False, highlight=False)
 
 
@@ -209,10 +250,10 @@ def rollout(
     console = make_console(stderr=as_json)
     try:
         rollouts = asyncio.run(_run(cfg, console, applied))
-    except (TaskError, EngineError) as e:
+    except (TaskError, EngineError, HarnessError) as e:
         console.print(f"error: {e}", markup=False)
         raise typer.Exit(2) from None
-    show_results(rollouts, Path(cfg.rollout.out_dir), console, as_json)
+    show_results(rollouts, Path(cfg.rollout.out_dir), console, as_json, cfg.train.failures.train_statuses)
     if not any(r.status is RolloutStatus.OK for r in rollouts):
         console.print(f"error: none of the {len(rollouts)} rollouts ended ok", markup=False)
         raise typer.Exit(1)

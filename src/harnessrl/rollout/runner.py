@@ -60,7 +60,7 @@ from typing import Any, TypeVar
 from harnessrl.formats.calls import CALLS_FILE
 from harnessrl.formats.rollout_dir import write_rollout_head
 from harnessrl.harnesses import Endpoint, HarnessResult, McpServer
-from harnessrl.harnesses.launch import configure_harness, exec_harness
+from harnessrl.harnesses.launch import check_options, configure_harness, exec_harness
 from harnessrl.harnesses.registry import get_harness
 from harnessrl.proxy.session_host import LocalSessions, SessionHost
 from harnessrl.proxy.sessions import SessionStore
@@ -322,6 +322,11 @@ class RolloutRunner:
             harness = get_harness(job.harness)
         except (KeyError, HarnessError) as e:
             set_status(rollout, RolloutStatus.HARNESS_ERROR, f"unknown harness {job.harness!r}: {e}")
+            return
+        try:  # options it cannot take: before any sandbox is made
+            check_options(harness, job.options)
+        except HarnessError as e:
+            set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
             return
         workspace = Path(rollout.workdir) / "workspace"
         try:
