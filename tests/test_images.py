@@ -143,13 +143,14 @@ async def test_pooled_image_sandboxes_take_the_task_files(
 
 @pytest.mark.harness
 async def test_a_harness_cli_from_the_cache_runs_on_the_image(image_root: ImageRoot, sb_base: Path) -> None:
-    from harnessrl.harnesses.launch import harness_binds, harness_dir
+    from harnessrl.harnesses import get_harness, harness_binds
 
-    claude = sorted(harness_dir().glob("claude-code-*/node_modules/.bin/claude"))
-    if not claude:
+    harness = get_harness("claude-code")
+    if not harness.is_installed():
         pytest.skip("Claude Code is not installed in the harness cache (scripts/install_harnesses)")
+    claude = harness.install_dir() / "node_modules/.bin/claude"
     async with await Sandbox.create(spec_on(image_root, sb_base, ro_binds=harness_binds())) as sb:
-        res = await sb.exec([str(claude[-1]), "--version"], timeout_s=60)
+        res = await sb.exec([str(claude), "--version"], timeout_s=60)
     assert res.returncode == 0 and res.stdout.endswith("(Claude Code)\n"), res.stderr
 
 

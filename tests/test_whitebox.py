@@ -282,7 +282,7 @@ async def test_delegate_runs_a_subagent_with_its_own_context(tmp_path: Path) -> 
     task = next(t for t in load_tasks("bundled", split="train").tasks if t.id == "task_0001")
     command = reference_command(task)
     jobs = [
-        RolloutJob(task, f"whitebox:{c}", f"r{c}", options={"subagents": True})
+        RolloutJob(task, harness_name(c), f"r{c}", options={"subagents": True})
         for c in ("00000", "01000", "02000")
     ]
     bash, files, fenced = await run_jobs(tmp_path, ReferenceEngine(FMT, [(task.prompt, [command])]), jobs)
