@@ -14,25 +14,23 @@ A package registry is third-party code. The installers (`install.py`) therefore:
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 import os
 import signal
 import stat
 import subprocess
-from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from harnessrl.sandbox import identity
 from harnessrl.sandbox.folders import default_base_dir, ensure_base
 from harnessrl.sandbox.fscopy import walk
 from harnessrl.sandbox.sandbox import SYSTEM_PATH, Sandbox
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
+from harnessrl.sandbox.sync import run_sync
 from harnessrl.types import HarnessError, SandboxError
 
-T = TypeVar("T")
 REGISTRY_ENV = (
     "npm_config_registry",
     "NPM_CONFIG_REGISTRY",
@@ -151,19 +149,9 @@ def run_in_sandbox(
             )
 
     try:
-        return _run_coroutine(go())
+        return run_sync(go())
     except SandboxError as e:
         raise HarnessError(f"install steps that run package code need a sandbox, and: {e}") from e
-
-
-def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run(coro)`, in a thread of its own when this thread already runs an event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def seal(root: Path) -> None:

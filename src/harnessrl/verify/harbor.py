@@ -55,13 +55,14 @@ from harnessrl.images.resolve import resolve_image
 from harnessrl.images.spec import image_of, task_workdir
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
+from harnessrl.sandbox.sync import run_sync
 from harnessrl.tasks.files import materialize_checker
 from harnessrl.types import SandboxError, Task, VerifierError, refusal
 from harnessrl.verify.command_runner import CommandRunner
 from harnessrl.verify.harbor_rewards import REWARD_DIR, parse_rewards, read_rewards, score_of
 from harnessrl.verify.harbor_roots import Admission, HostRoot, ImageVerifierRoot, VerifierRoot
 from harnessrl.verify.result import CheckResult
-from harnessrl.verify.sandboxed import SandboxCommandRunner, run_sync
+from harnessrl.verify.sandboxed import SandboxCommandRunner
 
 TESTS_DIR = "/tests"
 TAIL_CHARS = 2000

@@ -22,10 +22,11 @@ from harnessrl.images.spec import image_of, task_workdir
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import SandboxSpec
+from harnessrl.sandbox.sync import run_sync
 from harnessrl.tasks.files import write_files
 from harnessrl.types import SandboxError, Task, TaskFile
 from harnessrl.verify.command_runner import CommandRunner, RunOutput, checker_env
-from harnessrl.verify.sandboxed import SandboxCommandRunner, run_sync
+from harnessrl.verify.sandboxed import SandboxCommandRunner
 
 
 def _solution_env(task: Task, base: dict[str, str]) -> dict[str, str]:

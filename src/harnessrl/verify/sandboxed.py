@@ -24,17 +24,17 @@ helper thread when the calling thread already runs one.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
 import os
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 from harnessrl.sandbox.bwrap import python_prefixes
 from harnessrl.sandbox.fscopy import copy_untrusted
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import SandboxSpec
+from harnessrl.sandbox.sync import run_sync
 from harnessrl.types import SandboxError, VerifierError
 from harnessrl.verify.command_runner import (
     CheckerJob,
@@ -46,7 +46,6 @@ from harnessrl.verify.command_runner import (
 )
 
 CHECKER_DIR = "/opt/harnessrl/checker"
-T = TypeVar("T")
 
 SYSTEM_ROOTS = tuple(
     Path(p) for p in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev", "/sys")
@@ -217,13 +216,3 @@ def load_workspace(sb: Sandbox, source: Path) -> str:
         return f"the workspace does not fit in the checker's sandbox: {e}"
     sb.hand_over(sb.host_workspace)
     return ""
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run `coro` to completion from synchronous code, in a helper thread if a loop is running here."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
