@@ -206,6 +206,24 @@ def test_a_lockfile_entry_without_integrity_is_refused(tmp_path: Path) -> None:
         python_install(lock, tmp_path / "cache" / "p-1")
 
 
+def test_what_npm_installed_must_be_pinned_by_the_lockfile(tmp_path: Path) -> None:
+    lock, work = tmp_path / "lock", tmp_path / "work"
+    (work / "node_modules").mkdir(parents=True)
+    lock.mkdir()
+    pinned = {"version": "1.0.0", "resolved": "http://127.0.0.1:1/a.tgz", "integrity": "sha512-AAAA"}
+    (lock / "package-lock.json").write_text(json.dumps({"packages": {"": {}, "node_modules/a": pinned}}))
+    hidden = work / "node_modules" / ".package-lock.json"
+    hidden.write_text(json.dumps({"packages": {"node_modules/a": pinned}}))
+    lockfiles.check_installed(lock, work)
+    for extra, said in [
+        ({"node_modules/a": {**pinned, "integrity": "sha512-BBBB"}}, r"a@1\.0\.0 \(sha512-BBBB\)"),
+        ({"node_modules/a": pinned, "node_modules/b": {"version": "2.0.0"}}, r"b@2\.0\.0 \(None\)"),
+    ]:
+        hidden.write_text(json.dumps({"packages": extra}))
+        with pytest.raises(HarnessError, match=rf"^npm installed {said}, which the lockfile .* does not pin"):
+            lockfiles.check_installed(lock, work)
+
+
 def wheel(name: str, version: str, module: str) -> tuple[str, bytes]:
     """A minimal pure-Python wheel: `name` with one module printing nothing, `VALUE = module`."""
     dist = f"{name}-{version}.dist-info"

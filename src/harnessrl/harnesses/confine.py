@@ -128,11 +128,12 @@ def run_in_sandbox(
     *,
     env: Mapping[str, str],
     timeout_s: float,
+    what: str,
     ro_binds: Sequence[Path] = (),
-) -> ExecResult:
+) -> None:
     """Run `sh -c script` inside a sandbox (no network, a uid of its own, no host secrets) with
     `folder` bound read-write at its own path as the working folder; `ro_binds` read-only.
-    HarnessError when no sandbox can be made here."""
+    HarnessError, saying `what` failed, when it fails or no sandbox can be made here."""
 
     async def go() -> ExecResult:
         spec = SandboxSpec(
@@ -144,14 +145,16 @@ def run_in_sandbox(
             start_timeout_s=60.0,
         )
         async with await Sandbox.create(spec) as sb:
-            return await sb.exec(
-                ["/bin/sh", "-c", script], env=dict(env), cwd=str(folder), timeout_s=timeout_s
-            )
+            argv = ["/bin/sh", "-c", script]
+            return await sb.exec(argv, env=dict(env), cwd=str(folder), timeout_s=timeout_s)
 
     try:
-        return run_sync(go())
+        res = run_sync(go())
     except SandboxError as e:
-        raise HarnessError(f"install steps that run package code need a sandbox, and: {e}") from e
+        raise HarnessError(f"{what} needs a sandbox (it runs package code), and: {e}") from e
+    if res.returncode != 0:
+        why = (res.error or res.stderr.strip() or res.stdout.strip())[-2000:]
+        raise HarnessError(f"{what} failed (in a sandbox, exit {res.returncode}): {why}")
 
 
 def seal(root: Path) -> None:

@@ -145,10 +145,8 @@ def _npm_build(lock: Path, work: Path, scripts: Sequence[str], path_prefix: Sequ
     if scripts:
         path = os.pathsep.join([*(str(work / p) for p in path_prefix), SYSTEM_PATH])
         script = "npm rebuild --ignore-scripts=false --foreground-scripts " + shlex.join(scripts)
-        res = run_in_sandbox(work, script, env={"PATH": path}, timeout_s=NPM_TIMEOUT_S)
-        if res.returncode != 0:
-            why = (res.error or res.stderr.strip() or res.stdout.strip())[-2000:]
-            raise HarnessError(f"the install scripts of {', '.join(scripts)} failed (in a sandbox): {why}")
+        what = f"the install scripts of {', '.join(scripts)}"
+        run_in_sandbox(work, script, env={"PATH": path}, timeout_s=NPM_TIMEOUT_S, what=what)
 
 
 def python_install(lock: Path, target: Path, python: str = HOST_PYTHON) -> Path:
@@ -175,22 +173,20 @@ def _pip_build(lock: Path, venv: Path, python: str) -> None:
         if proc.returncode != 0:
             raise HarnessError(lockfiles.pip_failure(lock, proc.stderr))
         seal(wheels)  # ours again, readable by the sandbox's uid
+        offline = ["--no-index", "--find-links", str(wheels), *lockfiles.PIP_STRICT]
         pip = [
-            str(venv / "bin" / "python"),
+            str(venv / "bin/python"),
             "-m",
             "pip",
             "install",
-            "--no-index",
-            "--find-links",
-            str(wheels),
+            *offline,
+            "-r",
+            str(wheels / lockfiles.PIP_FILE),
         ]
-        pip += [*lockfiles.PIP_STRICT, "-r", str(wheels / lockfiles.PIP_FILE)]
         script = f"{shlex.join([python, '-m', 'venv', str(venv)])} && {shlex.join(pip)}"
         env = {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-        res = run_in_sandbox(venv, script, env=env, timeout_s=PIP_TIMEOUT_S, ro_binds=(wheels,))
-        if res.returncode != 0:
-            why = (res.error or res.stderr.strip() or res.stdout.strip())[-2000:]
-            raise HarnessError(f"installing the wheels of {lock} into a venv failed (in a sandbox): {why}")
+        what = f"installing the wheels of {lock} into a venv"
+        run_in_sandbox(venv, script, env=env, timeout_s=PIP_TIMEOUT_S, what=what, ro_binds=(wheels,))
     finally:
         remove_tree(wheels)
         remove_tree(home)
