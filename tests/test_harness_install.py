@@ -166,9 +166,10 @@ def test_npm_install_runs_install_scripts_only_sandboxed_unprivileged_and_withou
 
 @needs_tools
 def test_npm_install_fails_naming_the_package_the_registry_serves_differently(
-    cli_lock: Path, registry: Registry, tmp_path: Path
+    cli_lock: Path, registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     registry.npm("other", {"index.js": "module.exports = 'tampered'"}, scripts=SCRIPT)
+    monkeypatch.setenv("npm_config_fetch_retries", "0")  # npm retries a bad tarball, 2 min by default
     root = tmp_path / "cache" / "harnesses"
     said = r"^other@1\.0\.0 does not match the lockfile .*/lock/package-lock\.json: the registry served a "
     with pytest.raises(HarnessError, match=said + r"tarball with sha512-\S+, the lockfile pins sha512-"):

@@ -36,12 +36,14 @@ REGISTRY_ENV = (
     "NPM_CONFIG_REGISTRY",
     "npm_config_cafile",
     "NPM_CONFIG_CAFILE",
+    "npm_config_fetch_retries",
     "PIP_INDEX_URL",
     "PIP_EXTRA_INDEX_URL",
     "PIP_FIND_LINKS",
     "PIP_TRUSTED_HOST",
     "PIP_CERT",
     "PIP_DEFAULT_TIMEOUT",
+    "PIP_RETRIES",
     "HTTPS_PROXY",
     "https_proxy",
     "HTTP_PROXY",
@@ -52,8 +54,8 @@ REGISTRY_ENV = (
     "SSL_CERT_DIR",
     "NODE_EXTRA_CA_CERTS",
 )
-"""The host variables an install sees (when set): where the registries are and how to reach them.
-Nothing else of the host's environment is passed."""
+"""The host variables an install sees (when set): where the registries are and how to reach them
+(and how often to try). Nothing else of the host's environment is passed."""
 SCRIPT_MEMORY_MB = 4096
 """Memory cap of the sandbox that runs install scripts and wheel installs."""
 
