@@ -17,6 +17,7 @@ import pytest
 
 from harnessrl.doctor import Machine, Result, all_checks
 from harnessrl.doctor.check import run_check, table_lines
+from harnessrl.harnesses import get_harness
 from harnessrl.sandbox.bwrap import bwrap_path
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs: needs root")
@@ -306,7 +307,7 @@ def test_harness_not_installed(tmp_path: Path) -> None:
 @pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap not installed")
 def test_harness_that_prints_another_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An install whose CLI, run in a real sandbox, prints another version than the pinned one."""
-    folder = tmp_path / "harnesses" / "codex-0.171.0"
+    folder = get_harness("codex").install_dir(tmp_path)
     manifest = '{"name": "@openai/codex", "bin": {"codex": "bin/codex.js"}}'
     tree(folder, {".installed": "", "node_modules/@openai/codex/package.json": manifest})
     programs(folder / "node_modules" / ".bin", {"codex": "echo codex-cli 0.170.9"})
