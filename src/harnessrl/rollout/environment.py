@@ -14,7 +14,7 @@ host: the agent environment (python, pytest, numpy) is left out, because the ver
 image alone and an agent that saw more than the tests do would learn on another system. Harnesses
 whose entry is a Node script (`#!/usr/bin/env node`: Codex, Gemini CLI, Copilot, Kilo, Continue)
 would take `node` from the image's PATH, where there is usually none: `launch` runs their script
-with the pinned Node of our cache (`install.NODE_PACKAGE`, installed once beside the harnesses), so
+with the pinned Node of our cache (`install.pinned_node`: its own lockfile, installed once), so
 the harness and what it starts by `process.execPath` run on it, while the agent's own commands keep
 the image's PATH (its `node`, if it has one). The agent's writable layer is kept after the rollout
 (`<rollout>/layer`, bounded) and is what the verifier scores (`verify/harbor_roots.py`); its working
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harnessrl.harnesses.base import LaunchSpec
-from harnessrl.harnesses.install import NODE_BIN, NODE_PACKAGE, npm_install
+from harnessrl.harnesses.install import pinned_node
 from harnessrl.images.resolve import resolve_image
 from harnessrl.images.spec import ImageRoot, ImageSpec, image_of, task_workdir
 from harnessrl.sandbox.config import SandboxConfig
@@ -90,12 +90,6 @@ def layer_workspace(layer: Path, spec: SandboxSpec, workspace: Path) -> None:
         size = (spec.disk_mb or 1 << 20) * 2**20
         copy_untrusted(source, workspace, max_files=spec.max_files, max_bytes=size)
     workspace.mkdir(exist_ok=True)
-
-
-def pinned_node(cache_root: Path | None = None) -> Path:
-    """The `node` of the pinned Node (`install.NODE_PACKAGE`) in the harness cache, installed once."""
-    folder = npm_install(f"node-{NODE_PACKAGE.rsplit('@', 1)[1]}", [[NODE_PACKAGE]], cache_root)
-    return folder / NODE_BIN / "node"
 
 
 def node_script(path: Path) -> bool:
