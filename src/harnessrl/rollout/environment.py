@@ -33,7 +33,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from harnessrl.harnesses.base import LaunchSpec
+from harnessrl.harnesses.adapter import LaunchSpec
 from harnessrl.harnesses.install import pinned_node
 from harnessrl.images.resolve import resolve_image
 from harnessrl.images.spec import ImageRoot, ImageSpec, image_of, task_workdir
