@@ -10,9 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from harnessrl.cli import app
+from harnessrl.rollout.session import reference_command, reference_steps
 from harnessrl.tasks import load_tasks
+from harnessrl.tasks.clawgym_folder import STEPS_MARK
 from harnessrl.tasks.generate import (
     HELD_OUT_FAMILIES,
+    MULTI_STEP_FAMILIES,
+    NAMED_TRAIN_FAMILIES,
     TASK_FAMILIES,
     TRAIN_FAMILIES,
     generate,
@@ -30,6 +34,8 @@ EXPECT = {
     "code_fix": (2 / 3, {"other_function_correct"}),
     "create_file": (0.0, {"file_exists", "content_exact", "single_line"}),
     "json_field": (0.25, {"value_correct"}),
+    "log_triage": (0.0, {"count_correct"}),
+    "config_update": (0.0, {"backup_original"}),
 }
 
 
@@ -44,6 +50,8 @@ def test_registry() -> None:
         "create_file",
     )
     assert HELD_OUT_FAMILIES == ("json_field",)
+    assert MULTI_STEP_FAMILIES == ("log_triage", "config_update")
+    assert NAMED_TRAIN_FAMILIES == (*TRAIN_FAMILIES, *MULTI_STEP_FAMILIES)
     for name, fam in TASK_FAMILIES.items():
         assert fam.name == name and 3 <= len(fam.metrics) <= 5
 
@@ -72,10 +80,36 @@ def test_family_checkers_separate_right_from_wrong(family: str, tmp_path: Path) 
 
 def test_prompts_are_short_and_answers_one_line() -> None:
     for family in TASK_FAMILIES:
+        if family in MULTI_STEP_FAMILIES:
+            continue
         for inst in instances(family, "train", 7, 30):
             assert len(inst.prompt) <= 100, inst.prompt
             assert inst.prompt.count(". ") <= 1
             assert "\n" not in inst.solve and "\n" not in inst.wrong
+
+
+def test_multi_step_families_are_three_ordered_steps(tmp_path: Path) -> None:
+    """A multi-step instance: a prompt naming three numbered steps, three reference commands (one per
+    step, what the scripted engines send one per call) and a wrong sequence of three; its solve.sh is
+    marked, so `reference_command` still runs it whole (as `bash -c`) and one-command families' are not."""
+    for family in MULTI_STEP_FAMILIES:
+        for inst in instances(family, "train", 7, 30):
+            assert inst.prompt.startswith("Three steps: 1. ")
+            assert " 2. " in inst.prompt and " 3. " in inst.prompt
+            assert len(inst.prompt) <= 180, inst.prompt
+            assert len(inst.solve.split("\n")) == 3 and len(inst.wrong.split("\n")) == 3
+    generate(["log_triage", "create_file"], 1, 0, tmp_path)
+    multi, single = sorted(load_tasks(tmp_path).tasks, key=lambda t: t.id != "task_log_triage_train_s0_0000")
+    assert multi.reference is not None and multi.reference.source is not None
+    assert multi.reference.source.read_text().splitlines()[:2] == ["#!/usr/bin/env bash", STEPS_MARK]
+    assert reference_steps(multi) == [
+        "mkdir -p audit",
+        "grep -c ERROR logs/web.log > audit/count.txt",
+        "mv logs/web.log audit/",
+    ]
+    assert reference_command(multi).startswith(f"bash -c '{STEPS_MARK}\nmkdir -p audit\n")
+    one = "mkdir -p notes && echo 'quiet amber 40' > notes/label.txt"
+    assert reference_steps(single) == [reference_command(single)] == [one]
 
 
 def _tree(root: Path) -> dict[str, tuple[bytes, int]]:
@@ -91,7 +125,8 @@ def test_generation_is_byte_deterministic(tmp_path: Path) -> None:
         generate(list(TASK_FAMILIES), 3, 11, tmp_path / out)
         generate(list(TRAIN_FAMILIES), 2, 11, tmp_path / out, split="heldout")
     a, b = _tree(tmp_path / "a"), _tree(tmp_path / "b")
-    assert len(a) == (7 * 3 + 6 * 2) * 6 + 5  # 5 task files + 1 input each; move_file (5 tasks) has 2
+    # 5 task files + 1 input each; move_file (5 tasks) and log_triage (3) have 2 inputs
+    assert len(a) == (9 * 3 + 6 * 2) * 6 + 5 + 3
     assert a == b
     generate(list(TASK_FAMILIES), 3, 12, tmp_path / "c")
     c = _tree(tmp_path / "c")
@@ -137,4 +172,4 @@ def test_generated_set_passes_sandboxed_tasks_check(tmp_path: Path) -> None:
     generate(list(TASK_FAMILIES), 1, 5, tmp_path)
     res = CliRunner().invoke(app, ["tasks", "check", str(tmp_path), "-j", "2"])
     assert res.exit_code == 0, res.output
-    assert res.output.splitlines()[-2:] == ["7 task(s) loaded, 0 rejected", "7 ok, 0 failed (sandboxed)"]
+    assert res.output.splitlines()[-2:] == ["9 task(s) loaded, 0 rejected", "9 ok, 0 failed (sandboxed)"]

@@ -295,3 +295,25 @@ async def test_delegate_runs_a_subagent_with_its_own_context(tmp_path: Path) -> 
         assert [s.kind for s in trace_rollout(r).segments] == ["main", "subagent"]
     assert (fenced.status, fenced.reward) == (RolloutStatus.OK, 1.0)
     assert "delegate" not in prompts(fenced)[0]
+
+
+async def test_multi_step_task_demonstration_delegates_and_compacts(tmp_path: Path) -> None:
+    """The credit experiment's demonstrations (configs/credit.toml): a generated multi-step task
+    through whitebox:00020 with `delegate` and a 200-token window. The reference engine hands step 1
+    to a helper, the context then outgrows the window before every later main step, and each summary
+    carries how far the run got, so steps 2 and 3 follow it: main, helper, then a summary before each
+    of the three main calls after the delegation (step 2, step 3, the final answer)."""
+    from harnessrl.rollout.session import reference_steps
+    from harnessrl.tasks.generate import generate
+
+    generate(["log_triage", "config_update"], 1, 0, tmp_path / "tasks")
+    tasks = sorted(load_tasks(tmp_path / "tasks").tasks, key=lambda t: t.id)
+    engine = ReferenceEngine(FMT, [(t.prompt, reference_steps(t)) for t in tasks])
+    options = {"subagents": True, "compact_tokens": 200, "subagent_steps": 3, "max_steps": 6}
+    jobs = [RolloutJob(t, "whitebox:00020", t.id, options=dict(options)) for t in tasks]
+    for r in await run_jobs(tmp_path / "runs", engine, jobs):
+        assert (r.status, r.reward) == (RolloutStatus.OK, 1.0), r.status_reason
+        kinds = [s.kind for s in trace_rollout(r).segments]
+        assert kinds == ["main", "subagent", "compaction", "main", "compaction", "main", "compaction", "main"]
+        summaries = [p.rsplit("<|im_start|>assistant", 1)[0] for p in prompts(r)]
+        assert sum(context.COMPACT_PROMPT in p for p in summaries) == 3

@@ -34,6 +34,7 @@ from pathlib import Path
 from harnessrl.tasks.generate import (
     HELD_OUT_FAMILIES,
     MAX_CANDIDATES_PER_TASK,
+    NAMED_TRAIN_FAMILIES,
     TASK_FAMILIES,
     TRAIN_FAMILIES,
     Instance,
@@ -98,9 +99,9 @@ def heldout_set(
         raise ValueError(f"seed {seed} made task sets the project trains on; choose another")
     root = Path(out)
     folders: list[Path] = []
-    unknown = sorted(set(families) - set(TRAIN_FAMILIES))
+    unknown = sorted(set(families) - set(NAMED_TRAIN_FAMILIES))
     if unknown:
-        raise ValueError(f"not train families: {unknown} (train families: {list(TRAIN_FAMILIES)})")
+        raise ValueError(f"not train families: {unknown} (train families: {list(NAMED_TRAIN_FAMILIES)})")
     counts = {f: per_family for f in families}
     counts |= {f: per_family if held_out_family is None else held_out_family for f in HELD_OUT_FAMILIES}
     for family, n in counts.items():

@@ -90,12 +90,12 @@ def check(cfg: TransferSections) -> None:
         if name in (COLD, "base") or "/" in name:
             raise ConfigError(f"transfer.arms: {name!r} cannot name an arm")
     from harnessrl.evaluate.heldout import EXCLUDED
-    from harnessrl.tasks.generate import TRAIN_FAMILIES
+    from harnessrl.tasks.generate import NAMED_TRAIN_FAMILIES
 
-    wrong = [f for f in t.families if f not in TRAIN_FAMILIES]
+    wrong = [f for f in t.families if f not in NAMED_TRAIN_FAMILIES]
     if wrong:
         raise ConfigError(
-            f"transfer.families: {wrong} not a train family (train families: {list(TRAIN_FAMILIES)})"
+            f"transfer.families: {wrong} not a train family (train families: {list(NAMED_TRAIN_FAMILIES)})"
         )
 
     if t.heldout_seed in {s for s, _, _ in EXCLUDED} or t.heldout_seed == t.task_seed:

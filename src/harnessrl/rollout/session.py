@@ -8,7 +8,8 @@ The stack owns the engine, the chat format, the proxy server (in this event loop
 when the sessions live in proxy processes (`rollout.backend = "ray"`, or `proxy.processes` > 0), the
 engine server those processes call (`rollout.serving`) instead of the proxy in this loop.
 With `engine.type = "scripted"` and no `engine.script`, every task is answered by its reference
-solution as a single action through the chosen harness's own shell tool, then its way of finishing
+solution as a single action (a multi-step task: one action per step, `reference_steps`) through the
+chosen harness's own shell tool, then its way of finishing
 (the adapter's `reference_engine`: the known-good sequence used to check a harness end to end). The
 `shell` harness runs its own `command` option; a call it makes is answered "done".
 """
@@ -31,20 +32,35 @@ from harnessrl.rollout.config import RolloutSections
 from harnessrl.rollout.environment import prepare_environments
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings
 from harnessrl.rollout.serving import remote_sessions, start_remote
+from harnessrl.tasks.clawgym_folder import STEPS_MARK
 from harnessrl.types import EngineError, HarnessError, Rollout, Task
 from harnessrl.verify.harbor import preflight
 
 
-def reference_command(task: Task) -> str:
-    """The task's reference solution as one shell command line (`bash -c '<solve.sh>'`)."""
+def _reference_lines(task: Task) -> list[str]:
+    """The reference script's lines, the `#!` line and blank lines left out."""
     if task.reference is None:
         raise EngineError(f"task {task.id!r} has no reference solution to script")
     ref = task.reference
     text = ref.content if ref.content is not None else ref.source.read_text() if ref.source else ""
-    body = "\n".join(line for line in text.splitlines() if line.strip() and not line.startswith("#!"))
+    return [line for line in text.splitlines() if line.strip() and not line.startswith("#!")]
+
+
+def reference_command(task: Task) -> str:
+    """The task's reference solution as one shell command line (`bash -c '<solve.sh>'`)."""
+    body = "\n".join(_reference_lines(task))
     if "\n" not in body:
         return body
     return "bash -c " + "'" + body.replace("'", "'\\''") + "'"
+
+
+def reference_steps(task: Task) -> list[str]:
+    """The reference as the commands a scripted engine sends, one per call: each line of a script
+    marked `STEPS_MARK` (multi-step task families), else `[reference_command(task)]`."""
+    lines = _reference_lines(task)
+    if lines and lines[0] == STEPS_MARK:
+        return lines[1:]
+    return [reference_command(task)]
 
 
 def reference_engine(cfg: RolloutSections, tasks: list[Task], harness: str) -> Engine:
@@ -59,7 +75,7 @@ def reference_engine(cfg: RolloutSections, tasks: list[Task], harness: str) -> E
         raise EngineError(f"no reference engine: {e}") from None
     fmt = ChatFormat(load_tokenizer(cfg.engine.model))
     # A harness without a shell tool (`shell`: it runs its own command) needs no reference solution.
-    scripts = [(t.prompt, [reference_command(t)]) for t in tasks] if adapter.shell_tool is not None else []
+    scripts = [(t.prompt, reference_steps(t)) for t in tasks] if adapter.shell_tool is not None else []
     # The proxy's length check, as for a real model.
     return adapter.reference_engine(fmt, scripts, max_context=cfg.engine.context_length)
 

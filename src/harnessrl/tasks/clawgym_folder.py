@@ -16,7 +16,8 @@
 - `reference/solve.sh` (our convention, bundled and generated sets) -> `Task.reference`: a bash script
   run with the workspace as cwd that must make the checker reach 1.0; `reference/wrong.sh` ->
   `Task.wrong_reference`, a plausible wrong solution that must lose a metric. Other files under
-  `reference/` are ignored.
+  `reference/` are ignored. A solve.sh whose second line is `STEPS_MARK` is several steps: each
+  later line one complete command, which the scripted reference engines send one per model call.
 
 Neither `reward/` nor `reference/` is ever part of the workspace. Symlinks anywhere are rejected.
 """
@@ -38,6 +39,9 @@ from harnessrl.types import Checker, Task, TaskError, TaskFile, safe_relpath
 
 GRADING_TYPES = ("automated", "llm_judge", "hybrid")
 DEFAULT_MOUNT = "/root/.openclaw/workspace"
+STEPS_MARK = "# harnessrl: one step per line"
+"""Second line of a `reference/solve.sh` made of steps (module docstring; read by
+`rollout.session.reference_steps`)."""
 
 
 def require_graders(grading: str, has_checker: bool, has_rubric: bool, where: str, line: int | None) -> None:

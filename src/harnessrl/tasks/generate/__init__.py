@@ -13,7 +13,11 @@ wrong answer (`reference/wrong.sh`) that loses at least one metric. `harnessrl t
     harnessrl tasks generate --family json_field --n 10 --seed 0 OUT           # OUT/heldout_family/
 
 Families (`TASK_FAMILIES`, one module each): count_matches, csv_field, move_file, text_transform,
-code_fix, create_file (train) and json_field (held out: never in `--family all`).
+code_fix, create_file (train) and json_field (held out: never in `--family all`). The multi-step
+families log_triage and config_update (`MULTI_STEP_FAMILIES`: a three-sentence prompt, three
+commands whose order matters, one per step: `clawgym_folder.STEPS_MARK`) are train families named
+only (never in `--family all`, so the default sets stay what they were): `--family log_triage`,
+`transfer.families`.
 
 The split, so that nothing evaluated was trained on:
 - an instance is drawn from `random.Random(f"{family}/{seed}/{j}")` for candidates j = 0, 1, ...;
@@ -33,10 +37,12 @@ from pathlib import Path
 
 from harnessrl.tasks.generate import (
     code_fix,
+    config_update,
     count_matches,
     create_file,
     csv_field,
     json_field,
+    log_triage,
     move_file,
     text_transform,
 )
@@ -50,9 +56,15 @@ TASK_FAMILIES: dict[str, Family] = {
     "code_fix": code_fix.FAMILY,
     "create_file": create_file.FAMILY,
     "json_field": json_field.FAMILY,
+    "log_triage": log_triage.FAMILY,
+    "config_update": config_update.FAMILY,
 }
 HELD_OUT_FAMILIES = ("json_field",)
-TRAIN_FAMILIES = tuple(name for name in TASK_FAMILIES if name not in HELD_OUT_FAMILIES)
+MULTI_STEP_FAMILIES = ("log_triage", "config_update")
+TRAIN_FAMILIES = tuple(n for n in TASK_FAMILIES if n not in (*HELD_OUT_FAMILIES, *MULTI_STEP_FAMILIES))
+"""The default train set (`--family all`): the one-command families."""
+NAMED_TRAIN_FAMILIES = (*TRAIN_FAMILIES, *MULTI_STEP_FAMILIES)
+"""Every family a train split can be drawn from, by name."""
 HELD_OUT_EVERY = 5
 SPLITS = ("train", "heldout")
 MAX_CANDIDATES_PER_TASK = 200
@@ -118,6 +130,8 @@ def generate(families: list[str], n: int, seed: int, out: Path, split: str = "tr
 
 __all__ = [
     "HELD_OUT_FAMILIES",
+    "MULTI_STEP_FAMILIES",
+    "NAMED_TRAIN_FAMILIES",
     "TASK_FAMILIES",
     "TRAIN_FAMILIES",
     "Family",

@@ -11,8 +11,9 @@ Folder written for one instance (what `tasks.clawgym_folder` loads):
     task_<id>/input_files/...      the initial workspace
     task_<id>/reward/check.py      grade() + main(), stdlib only, never raises
     task_<id>/reward/reward.sh     ClawGym's canonical wrapper, byte for byte
-    task_<id>/reference/solve.sh   one command line that solves it (run with the workspace as cwd)
-    task_<id>/reference/wrong.sh   one plausible wrong command line that loses at least one metric
+    task_<id>/reference/solve.sh   one command line that solves it (run with the workspace as cwd), or
+                                   for a multi-step family `STEPS_MARK` and one command per step
+    task_<id>/reference/wrong.sh   one plausible wrong command line (or sequence) that loses a metric
 
 Every file is written with sorted keys, fixed indentation and `\\n` line ends, and nothing depends on
 time or the machine, so the same (family, seed, index) gives byte-identical folders.
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnessrl.tasks.clawgym_folder import DEFAULT_MOUNT
+from harnessrl.tasks.clawgym_folder import DEFAULT_MOUNT, STEPS_MARK
 from harnessrl.tasks.reward_sh import CANONICAL_REWARD_SH
 
 
@@ -42,9 +43,9 @@ class Instance:
     expected: dict[str, Any]
     """Data the checker body reads as `E` (JSON-serialisable)."""
     solve: str
-    """The reference: one bash command line."""
+    """The reference: one bash command line (a multi-step family: one per step, joined by newlines)."""
     wrong: str
-    """A plausible wrong answer: one bash command line that loses at least one metric."""
+    """A plausible wrong answer: one bash command line (or sequence) that loses at least one metric."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,7 @@ def write_instance(
         _write(folder / "input_files" / rel, text)
     _write(folder / "reward" / "check.py", checker_source(family, task_id, inst.expected))
     _write(folder / "reward" / "reward.sh", CANONICAL_REWARD_SH, executable=True)
-    _write(folder / "reference" / "solve.sh", f"#!/usr/bin/env bash\n{inst.solve}\n", executable=True)
+    steps = f"{STEPS_MARK}\n" if "\n" in inst.solve else ""
+    _write(folder / "reference" / "solve.sh", f"#!/usr/bin/env bash\n{steps}{inst.solve}\n", executable=True)
     _write(folder / "reference" / "wrong.sh", f"#!/usr/bin/env bash\n{inst.wrong}\n", executable=True)
     return folder
