@@ -74,6 +74,31 @@ async def test_whitebox_two_policies_seeds_failures_and_report(tmp_path: Path) -
     assert (tmp_path / "rollouts" / "b" / f"b-{tasks[0].id}-whitebox_00000-r1" / "rollout.json").is_file()
 
 
+@needs_bwrap
+async def test_per_category_evaluates_a_harness_on_a_subset(tmp_path: Path) -> None:
+    """`eval.per_category`: whitebox:00010 only on the first task of each category, 00000 on all;
+    the report says so, and a harness it names that is not evaluated is an error."""
+    from harnessrl.tasks.generate import generate
+
+    generate(["create_file", "move_file"], 2, 0, tmp_path / "tasks")
+    tasks = load_tasks(tmp_path / "tasks").tasks
+    cfg = config(tmp_path / "eval", runs=1)
+    cfg.eval.per_category = {"whitebox:00010": 1}
+    report = await evaluate(cfg, tasks, harnesses=["whitebox:00000", "whitebox:00010"], echo=lambda _: None)
+    pairs = sorted((o["harness"], o["task_id"]) for o in report["outcomes"])
+    subset = ["task_create_file_train_s0_0000", "task_move_file_train_s0_0000"]
+    assert pairs == sorted(
+        [("whitebox:00000", t.id) for t in tasks] + [("whitebox:00010", t) for t in subset]
+    )
+    assert {o["passed"] for o in report["outcomes"]} == {True}
+    assert report["config"]["per_category"] == {"whitebox:00010": 1}
+    md = write_report(report, tmp_path / "eval")["markdown"].read_text()
+    assert "Through whitebox:00010 only the first 1 tasks of each category." in md
+    cfg.eval.per_category = {"claude-code": 5}
+    with pytest.raises(ValueError, match=r"eval.per_category names \['claude-code'\], not evaluated"):
+        await evaluate(cfg, tasks, harnesses=["whitebox:00000"], echo=lambda _: None)
+
+
 @pytest.mark.harness
 @needs_bwrap
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is needed to install the harnesses")

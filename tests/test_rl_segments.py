@@ -287,10 +287,10 @@ def test_outcome_and_credited_train_the_segments_of_traced_rollouts() -> None:
 
 
 def test_the_experiment_config_differs_only_in_credit(tmp_path: Path) -> None:
-    """configs/credit.toml (`scripts/harness_transfer -c configs/credit.toml`): four arms through one
+    """configs/credit.toml (`scripts/harness_transfer -c configs/credit.toml`): three arms through one
     white-box configuration that delegates and compacts, the same budget, differing only in
-    `train.segments` and (credited) `train.advantage.mode`; multi-step families, 60 held-out
-    instances, two seeds, the policies also evaluated through Claude Code."""
+    `train.segments`; multi-step families, 60 held-out instances, two seeds, the policies also
+    evaluated through Claude Code (on 5 tasks per family)."""
     from harnessrl.config import load_config
     from harnessrl.experiments.transfer import arm_config, check
     from harnessrl.tasks.generate import MULTI_STEP_FAMILIES
@@ -304,7 +304,6 @@ def test_the_experiment_config_differs_only_in_credit(tmp_path: Path) -> None:
         "exclude": ("exclude", "rollout"),
         "outcome": ("outcome", "rollout"),
         "credited": ("credited", "rollout"),
-        "credited-tree": ("credited", "tree"),
     }
     rest = {a: t.model_dump(exclude={"segments", "advantage", "out_dir"}) for a, t in trains.items()}
     assert all(r == rest["exclude"] for r in rest.values())  # same budget, same everything else
@@ -313,4 +312,6 @@ def test_the_experiment_config_differs_only_in_credit(tmp_path: Path) -> None:
     assert set(MULTI_STEP_FAMILIES) <= set(cfg.transfer.families)
     assert cfg.transfer.heldout_per_family * len(cfg.transfer.families) >= 60
     assert len(cfg.transfer.seeds) == 2 and cfg.transfer.eval_harnesses == [w, "claude-code"]
-    assert cfg.eval.harness_options["claude-code"]["bare"] is True
+    assert cfg.eval.harness_options["claude-code"]["bare"] is True and cfg.eval.per_category == {
+        "claude-code": 5
+    }

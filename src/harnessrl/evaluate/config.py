@@ -37,6 +37,10 @@ class EvalConfig(Section):
     interval (`evaluate.paired`; seeded by `seed`, so the same report gives the same interval)."""
     confidence: float = Field(default=0.95, gt=0, lt=1)
     """Coverage of the paired differences' percentile bootstrap intervals."""
+    per_category: dict[str, int] = Field(default_factory=dict)
+    """Harness -> evaluate through it only the first N tasks (in task order) of each task category:
+    an expensive harness on a stated subset. Every policy gets the same subset, so comparisons stay
+    paired; a harness not named gets every task."""
     harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Adapter switches per harness name; the key `whitebox` applies to every `whitebox:<code>`.
     A harness without an entry gets `train.harness_options[name]` (whitebox: the harness space's)."""

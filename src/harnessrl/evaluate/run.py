@@ -19,6 +19,7 @@ hybrid weighting). A rollout that did not end `ok` scores 0 and fails, whatever 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,15 +81,29 @@ def harness_options(cfg: EvalSections, harness: str) -> dict[str, Any]:
     return dict(cfg.train.harness_options.get(harness, {}))
 
 
+def first_per_category(tasks: Sequence[Task], n: int | None) -> list[Task]:
+    """The first `n` tasks of each category, in task order (all of them for None)."""
+    if n is None:
+        return list(tasks)
+    taken: Counter[str] = Counter()
+    kept = []
+    for task in tasks:
+        taken[task.category] += 1
+        if taken[task.category] <= n:
+            kept.append(task)
+    return kept
+
+
 def eval_jobs(
     cfg: EvalSections, tasks: Sequence[Task], harnesses: Sequence[str], label: str
 ) -> list[RolloutJob]:
-    """Run r of every (task, harness): R x tasks x harnesses jobs, each with its seed."""
+    """Run r of every (task, harness): R x tasks x harnesses jobs, each with its seed; a harness in
+    `eval.per_category` gets the first N tasks of each category only."""
     jobs = []
     for harness in harnesses:
         safe = harness.replace(":", "_").replace("/", "_")
         options = harness_options(cfg, harness)
-        for task in tasks:
+        for task in first_per_category(tasks, cfg.eval.per_category.get(harness)):
             for run in range(cfg.eval.runs):
                 seed = eval_seed(cfg.eval.seed, task.id, harness, run)
                 rid = f"{label}-{task.id}-{safe}-r{run}"
@@ -252,6 +267,9 @@ async def evaluate(
     chosen = chosen or [Policy(Path(cfg.engine.model).name, cfg.engine.model)]
     if len({p.label for p in chosen}) != len(chosen):
         raise ValueError(f"policy labels must differ: {[p.label for p in chosen]}")
+    stray = sorted(set(cfg.eval.per_category) - set(names))
+    if stray:
+        raise ValueError(f"eval.per_category names {stray}, not evaluated (harnesses: {names})")
     report: dict[str, Any] = {"config": _header(cfg, tasks, names), "policies": {}, "outcomes": []}
     by_policy: dict[str, list[Outcome]] = {}
     for policy in chosen:
@@ -282,6 +300,7 @@ def _header(cfg: EvalSections, tasks: Sequence[Task], harnesses: Sequence[str]) 
         "split": cfg.tasks.split,
         "num_tasks": len(tasks),
         "harnesses": list(harnesses),
+        "per_category": dict(cfg.eval.per_category),
         "runs": cfg.eval.runs,
         "pass_threshold": cfg.eval.pass_threshold,
         "seed": cfg.eval.seed,

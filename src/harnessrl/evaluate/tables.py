@@ -104,6 +104,13 @@ def markdown(report: dict[str, Any]) -> str:
         f"temperature {c['sampling']['temperature']}, seed {c['seed']}. Pass@1 = mean of the per-run "
         "pass rates, +- its standard error over runs; every rollout that did not end ok scores 0.",
     ]
+    subset = c.get("per_category") or {}
+    if subset:
+        lines[-1] += (
+            " Through "
+            + ", ".join(f"{h} only the first {n} tasks of each category" for h, n in subset.items())
+            + "."
+        )
     for title, header, rows in views(report):
         lines += ["", f"## {title}", ""]
         if title.startswith("Paired differences"):
