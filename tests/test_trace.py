@@ -357,6 +357,7 @@ def test_trace_rollout_and_aggregate_stats() -> None:
     assert agg["ratio_per_call_to_unique"] == 35 / 22
     t3 = build_trace(_moving_tail(), TraceConfig(max_live_leaves=1))
     assert aggregate_stats([t1.stats, t3.stats])["filtered"] == {"over_branching": 1}
+    assert agg["segments_by_kind"] == {"main": 2} and agg["rollouts_with_segment"] == {"main": 2}
 
 
 def test_undelivered_output_is_not_the_final_answer() -> None:

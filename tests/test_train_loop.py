@@ -174,6 +174,7 @@ async def test_one_full_step(tmp_path: Path) -> None:
     assert tree["calls"] == 8 and tree["live_leaves"] == 8 and tree["dead_leaves"] == 0
     assert 0 < tree["model_tokens_kept"] <= 8 * 6
     assert tree["tokens_unique"] == tree["tokens_paths"] == tree["tokens_per_call"]  # one call per rollout
+    assert tree["segments_by_kind"] == tree["rollouts_with_segment"] == {"main": 8}
     t = rec["trainer"]
     assert t["trained_tokens"] == tree["model_tokens_kept"]
     assert t["mismatch/abs_max"] < 1e-4  # the engine sampled with the trainer's weights

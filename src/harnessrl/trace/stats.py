@@ -89,7 +89,8 @@ def tree_stats(tree: TraceTree) -> dict[str, Any]:
 
 
 def aggregate_stats(per_rollout: list[dict[str, Any]]) -> dict[str, Any]:
-    """Sum the counts over rollouts, take maxima of depth and fan-out, count filter reasons."""
+    """Sum the counts over rollouts, take maxima of depth and fan-out, count filter reasons and the
+    rollouts that hold at least one segment of each kind (`rollouts_with_segment`)."""
     out: dict[str, Any] = {"rollouts": len(per_rollout)}
     for key in _SUMMED:
         out[key] = sum(int(s.get(key, 0)) for s in per_rollout)
@@ -97,14 +98,17 @@ def aggregate_stats(per_rollout: list[dict[str, Any]]) -> dict[str, Any]:
         out[key] = max((int(s.get(key, 0)) for s in per_rollout), default=0)
     kinds: Counter[str] = Counter()
     segments: Counter[str] = Counter()
+    holding: Counter[str] = Counter()
     filtered: Counter[str] = Counter()
     for s in per_rollout:
         kinds.update(s.get("calls_by_kind", {}))
         segments.update(s.get("segments_by_kind", {}))
+        holding.update(k for k, n in s.get("segments_by_kind", {}).items() if n)
         if s.get("filter_reason"):
             filtered[str(s["filter_reason"])] += 1
     out["calls_by_kind"] = dict(sorted(kinds.items()))
     out["segments_by_kind"] = dict(sorted(segments.items()))
+    out["rollouts_with_segment"] = dict(sorted(holding.items()))
     out["filtered"] = dict(sorted(filtered.items()))
     _ratios(out)
     return out

@@ -29,6 +29,7 @@ TREE_KEYS = (
     "tokens_unique",
     "model_tokens_kept",
     "segments_by_kind",
+    "rollouts_with_segment",
 )
 """Tree statistics (summed over the trained trees of a step) that go into each metrics line."""
 
