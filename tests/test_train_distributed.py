@@ -38,14 +38,15 @@ advs = [broadcast(L, a) for L, a in zip(layouts, adv)]
 # budget 400: rank 0 packs its trees into 2 micro-batches, rank 1 into 3 (FSDP must pad rank 0)
 cfg = TrainerConfig(lr=1e-3, grad_clip=None, token_budget=400, fsdp=sys.argv[2] == "fsdp")
 tr = Trainer(tiny_causal_lm(vocab_size=53, seed=dp.rank()), cfg)
-m = tr.step(dp.shard(layouts), dp.shard(advs))
+prepared = tr.prepare(dp.shard(layouts), dp.shard(advs))
+m = tr.update(prepared)
 grads = [p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad for p in tr.params]
 weights = tr.weights()
-micro = [m["micro_batches"]] * dp.world_size()
+micro = [len(prepared.micro)] * dp.world_size()
 if dp.active():
-    dist.all_gather_object(micro, m["micro_batches"])
+    dist.all_gather_object(micro, len(prepared.micro))
 if dp.rank() == 0:
-    out = {"grads": grads, "weights": weights, "world": dp.world_size(), "micro": micro}
+    out = {"grads": grads, "weights": weights, "world": dp.world_size(), "micro": micro, "metrics": m}
     torch.save(out, sys.argv[1])
 """
 
@@ -78,6 +79,10 @@ def test_two_ranks_gradient_equals_single_process(tmp_path: Path, mode: str) -> 
     two = run_driver(tmp_path, "two", mode, 2)
     assert one["world"] == 1 and two["world"] == 2
     assert two["micro"] == [2, 3]
+    # the step's metrics are the whole step's on every rank (`distributed.merge_metrics`)
+    assert two["metrics"]["micro_batches"] == 5 and one["metrics"]["micro_batches"] == 5
+    assert two["metrics"]["trained_tokens"] == one["metrics"]["trained_tokens"]
+    assert two["metrics"]["loss/total"] == pytest.approx(one["metrics"]["loss/total"], abs=1e-6)
     worst = max((a - b).abs().max().item() for a, b in zip(one["grads"], two["grads"], strict=True))
     assert worst < 1e-6
     assert max(g.abs().max().item() for g in one["grads"]) > 1e-4

@@ -62,12 +62,13 @@ def broadcast(layout: TreeLayout, value: float) -> torch.Tensor:
     return torch.where(layout.loss_mask, torch.tensor(value, dtype=torch.float32), torch.tensor(0.0))
 
 
-def rollout_token_weights(layouts: Sequence[TreeLayout]) -> list[torch.Tensor]:
+def rollout_token_weights(layouts: Sequence[TreeLayout], total: int | None = None) -> list[torch.Tensor]:
     """[T_i] per tree: 1 / (N * M_i) on its trained tokens (N trees, M_i unique trained tokens of tree i).
 
     Summing weight x per-token loss gives the aggregation of `harnessrl.rl.losses` exactly; a tree
-    with no trained token contributes nothing (and still counts in N)."""
-    n = len(layouts)
+    with no trained token contributes nothing (and still counts in N). `total` is N when `layouts` are
+    one rank's share of the step's N trees (the same weights, bit for bit, as in one process)."""
+    n = len(layouts) if total is None else total
     out = []
     for L in layouts:
         m = L.num_model_tokens

@@ -280,7 +280,7 @@ def share_prefixes(
     for name, arrays in extras.items():
         if len(arrays) != len(layouts):
             raise ValueError(f"extra {name!r}: {len(arrays)} arrays for {len(layouts)} trees")
-    order = sorted(range(len(layouts)), key=lambda i: (layouts[i].input_ids[:256].tolist(), i))
+    order = prefix_order(layouts)
     tries: list[_Forest] = []
     for i in order:
         if not tries or (tries[-1].size and tries[-1].size + tries[-1].added(layouts[i]) > budget):
@@ -294,6 +294,11 @@ def share_prefixes(
         for name, arrays in extras.items():
             out[name].append(_gather(arrays, trees, where))
     return forests, out
+
+
+def prefix_order(layouts: Sequence[TreeLayout]) -> list[int]:
+    """Tree indices by leading tokens (then index): trees with equal prompts come together."""
+    return sorted(range(len(layouts)), key=lambda i: (layouts[i].input_ids[:256].tolist(), i))
 
 
 def _gather(per_tree: Sequence[torch.Tensor], trees: torch.Tensor, where: torch.Tensor) -> torch.Tensor:

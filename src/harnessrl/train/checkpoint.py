@@ -10,8 +10,10 @@ Sharded (FSDP) checkpoints (`save_sharded` / `load_sharded`) have the same folde
 atomic rename, but the model and optimizer go through `torch.distributed.checkpoint`: every rank
 writes its own shards into `shards/` (no rank ever holds the full state), `state.pt` (written by rank
 0) holds the scheduler, the train state and rank 0's RNG streams, and `rng-<rank>.pt` each rank's
-own. Resuming needs the same number of ranks (the RNG streams are per rank; the shards themselves
-could be resharded by DCP).
+own. Resuming under FSDP needs the same number of ranks (the RNG streams are per rank). Without FSDP
+any number of processes reads a sharded checkpoint whole (DCP reshards: one process can resume what
+N ranks wrote), each rank restoring its own RNG streams when the checkpoint has them, rank 0's
+otherwise.
 
 Left out: safetensors export; `Trainer.weights()` is the hand-off for engines.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,10 +62,20 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def checkpoint_path(root: str | Path, state: TrainState) -> Path:
+    """The folder the checkpoint of `state` has under `root`."""
+    return Path(root) / f"step-{state.step:08d}"
+
+
+def is_sharded(path: str | Path) -> bool:
+    """Whether the checkpoint at `path` was written by `save_sharded`."""
+    return read_checkpoint_meta(Path(path)).get("sharded_ranks") is not None
+
+
 def save_checkpoint(root: str | Path, state: TrainState, payload: dict[str, Any]) -> Path:
     """Write `root/step-<n>/` atomically; `payload` holds the state dicts (model, optimizer, ...)."""
     root = Path(root)
-    final = root / f"step-{state.step:08d}"
+    final = checkpoint_path(root, state)
     tmp = root / f".tmp-step-{state.step:08d}-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -129,22 +142,32 @@ def save_sharded(
     return final
 
 
-def load_sharded(path: str | Path, model: Any, optimizer: Any) -> tuple[TrainState, dict[str, Any]]:
-    """Collective: load this rank's shards of a `save_sharded` checkpoint into the (already sharded)
-    model and optimizer, restore this rank's RNG streams; returns (state, the rest of the payload)."""
+def load_sharded(
+    path: str | Path, model: Any, optimizer: Any, *, same_ranks: bool = True
+) -> tuple[TrainState, dict[str, Any]]:
+    """Load a `save_sharded` checkpoint into the model and optimizer (sharded: this rank's shards, a
+    collective; plain: the whole state, also in a process without a group) and this rank's RNG
+    streams; returns (state, the rest of the payload). `same_ranks`: refuse another world size."""
     import torch.distributed as dist
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
     path = Path(path)
     ranks = read_checkpoint_meta(path).get("sharded_ranks")
-    if ranks != dist.get_world_size():
-        raise ValueError(f"{path} was written by {ranks} sharded ranks; this run has {dist.get_world_size()}")
+    rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+    if same_ranks and ranks != world:
+        raise ValueError(f"{path} was written by {ranks} sharded ranks; this run has {world}")
     model_sd, optim_sd = get_state_dict(model, optimizer)  # allocates the optimizer state to load into
-    dcp.load({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(path / "shards"))  # in place
+    alone = not dist.is_initialized()
+    with warnings.catch_warnings():  # DCP warns that it reads in one process, which is what `alone` asks
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
+        dcp.load(
+            {"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(path / "shards"), no_dist=alone
+        )
     set_state_dict(model, optimizer, model_state_dict=model_sd, optim_state_dict=optim_sd)
     payload: dict[str, Any] = torch.load(path / "state.pt", weights_only=False)
-    payload.pop("rng")
-    set_rng_state(torch.load(path / f"rng-{dist.get_rank()}.pt", weights_only=False))
+    own = path / f"rng-{rank}.pt"
+    rng = payload.pop("rng")
+    set_rng_state(torch.load(own, weights_only=False) if own.is_file() else rng)
     ts = payload.pop("train_state")
     return TrainState(step=ts["step"], data_position=ts["data_position"]), payload

@@ -4,17 +4,23 @@ Each rank packs and forwards its own shard of the step's trees; per-token weight
 number of rollouts N, so the all-reduced SUM of the ranks' gradients is exactly the one-process
 gradient. Gradients are all-reduced once per optimizer step (after accumulation), not per micro-batch.
 
-Left out: FSDP (sharded parameters) and overlapping communication with backward (DDP buckets): the
-models we train on CPU fit one process, and one flat all-reduce per step is simple and exact.
+The step's metrics are the whole step's on every rank (`merge_metrics`: sums and counts added, maxima
+taken over ranks). FSDP (sharded parameters) is `train/fsdp.py`; the RL loop across ranks is
+`train/ranks.py`.
+
+Left out: overlapping communication with backward (DDP buckets): one flat all-reduce per step is
+simple and exact.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
+
+from harnessrl.rl.losses import Metrics
 
 T = TypeVar("T")
 
@@ -70,3 +76,29 @@ def broadcast_params(module: torch.nn.Module) -> None:
         return
     for t in module.state_dict().values():
         dist.broadcast(t, src=0)
+
+
+def sum_ints(values: Sequence[int]) -> list[int]:
+    """Each of `values` summed over ranks."""
+    if not active():
+        return list(values)
+    t = torch.tensor(list(values), dtype=torch.long)
+    dist.all_reduce(t)
+    return [int(v) for v in t.tolist()]
+
+
+def merge_metrics(metrics: Metrics) -> Metrics:
+    """The ranks' metrics as one (`Metrics.merge` in rank order: the same on every rank)."""
+    if not active():
+        return metrics
+    parts: list[Any] = [None] * world_size()
+    dist.all_gather_object(parts, (metrics.sums, metrics.counts, metrics.maxima))
+    merged = Metrics()
+    for sums, counts, maxima in parts:
+        merged.merge(Metrics(sums=sums, counts=counts, maxima=maxima))
+    return merged
+
+
+def barrier() -> None:
+    if active():
+        dist.barrier()

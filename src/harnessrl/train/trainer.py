@@ -40,6 +40,8 @@ from harnessrl.train import distributed as dp
 from harnessrl.train import fsdp
 from harnessrl.train.checkpoint import (
     TrainState,
+    checkpoint_path,
+    is_sharded,
     load_checkpoint,
     load_sharded,
     save_checkpoint,
@@ -210,7 +212,7 @@ class Trainer:
             raise ValueError("a trainer with a value model needs value targets (returns)")
         n = dp.global_count(len(layouts))
         if weights is None:
-            weights = [w * len(layouts) / n for w in rollout_token_weights(layouts)]
+            weights = rollout_token_weights(layouts, total=n)
         extras: dict[str, Sequence[torch.Tensor]] = {"adv": advantages, "w": weights}
         if returns is not None:
             extras["ret"] = returns
@@ -274,7 +276,8 @@ class Trainer:
         return loss
 
     def update(self, step: StepBatch) -> dict[str, float]:
-        """One optimizer step over the prepared micro-batches (gradient accumulation, clip, AdamW)."""
+        """One optimizer step over the prepared micro-batches (gradient accumulation, clip, AdamW).
+        Over several ranks a collective; the metrics are the whole step's on every rank."""
         for module in self._modules():
             module.train()
         self.optimizer.zero_grad(set_to_none=True)
@@ -294,15 +297,12 @@ class Trainer:
         self.optimizer.step()
         self.scheduler.step()
         self.state.step += 1
-        result = metrics.result()
         tokens = sum(b.num_tokens for b in step.micro)
         trained = sum(int(b.loss_mask.sum()) for b in step.micro)
+        tokens, trained, micro = dp.sum_ints([tokens, trained, len(step.micro)])  # over all ranks
+        result = dp.merge_metrics(metrics).result()
         result.update(
-            grad_norm=float(grad_norm),
-            lr=lr,
-            tokens=tokens,
-            trained_tokens=trained,
-            micro_batches=len(step.micro),
+            grad_norm=float(grad_norm), lr=lr, tokens=tokens, trained_tokens=trained, micro_batches=micro
         )
         return result
 
@@ -334,8 +334,9 @@ class Trainer:
         return {k: v.detach() for k, v in self.model.state_dict().items()}
 
     def save(self, root: str | Path) -> Path:
-        """Checkpoint everything needed for an exact resume under `root/step-<n>/` (under FSDP a
-        collective: each rank writes its shards, `checkpoint.save_sharded`)."""
+        """Checkpoint everything needed for an exact resume under `root/step-<n>/`. Over several ranks
+        a collective: under FSDP each rank writes its shards (`checkpoint.save_sharded`); replicas
+        leave it to rank 0."""
         if self.cfg.fsdp:
             extra = {"scheduler": self.scheduler.state_dict()}
             return save_sharded(root, self.state, self.model, self.optimizer, extra)
@@ -346,12 +347,21 @@ class Trainer:
         }
         if self.value is not None:
             payload["value"] = self.value.state_dict()
-        return save_checkpoint(root, self.state, payload)
+        if dp.rank() > 0:  # replicas: rank 0 writes the one checkpoint
+            dp.barrier()
+            return checkpoint_path(root, self.state)
+        path = save_checkpoint(root, self.state, payload)
+        dp.barrier()
+        return path
 
     def load(self, path: str | Path) -> None:
-        """Restore a checkpoint written by `save` (also restores the global RNG streams)."""
-        if self.cfg.fsdp:
-            self.state, payload = load_sharded(path, self.model, self.optimizer)
+        """Restore a checkpoint written by `save` (also restores the global RNG streams). Without FSDP
+        a sharded checkpoint loads too (each rank reads the whole state; e.g. one process reading what
+        N ranks wrote), except into a value model (a sharded one holds none)."""
+        if self.cfg.fsdp or is_sharded(path):
+            if self.value is not None:
+                raise ValueError(f"{path} is sharded and holds no value model")
+            self.state, payload = load_sharded(path, self.model, self.optimizer, same_ranks=self.cfg.fsdp)
             self.scheduler.load_state_dict(payload["scheduler"])
             return
         state, payload = load_checkpoint(path)
