@@ -124,6 +124,7 @@ def batch_record(rollouts: list[Rollout], cfg: Config) -> dict[str, Any]:
     from harnessrl.train.batch import collect_trees, drop_small_groups
     from harnessrl.train.build import trainer_config
     from harnessrl.train.loop import TrainLoop
+    from harnessrl.train.ranks import Ranks
     from harnessrl.train.step_record import StepClock
     from harnessrl.train.trainer import Trainer
 
@@ -140,7 +141,7 @@ def batch_record(rollouts: list[Rollout], cfg: Config) -> dict[str, Any]:
     trainer.prepare = capture  # type: ignore[method-assign]
     trainer.update = lambda step: {}  # type: ignore[method-assign]
     trainer.values = _fixed_values  # type: ignore[method-assign]
-    TrainLoop.optimize(SimpleNamespace(cfg=cfg, trainer=trainer), batch, StepClock())  # type: ignore[arg-type]
+    TrainLoop.optimize(SimpleNamespace(cfg=cfg, trainer=trainer, ranks=Ranks(trainer)), batch, StepClock())  # type: ignore[arg-type]
     micro = []
     for b in prepared[0].micro if prepared else []:
         fields = ["input_ids", "position_ids", "pred_index", "subtree_end", "loss_mask", "rollout_logprobs"]

@@ -97,6 +97,7 @@ def test_a_real_ppo_step_trains_the_segments(rollouts: list[Rollout]) -> None:
     from harnessrl.train.batch import collect_trees
     from harnessrl.train.build import trainer_config
     from harnessrl.train.loop import TrainLoop
+    from harnessrl.train.ranks import Ranks
     from harnessrl.train.step_record import StepClock
     from harnessrl.train.trainer import Trainer
 
@@ -107,7 +108,8 @@ def test_a_real_ppo_step_trains_the_segments(rollouts: list[Rollout]) -> None:
     )
     batch = collect_trees(rollouts, cfg)
     model = Trainer(tiny_qwen3()[0], trainer_config(cfg))
-    metrics, skip = TrainLoop.optimize(SimpleNamespace(cfg=cfg, trainer=model), batch, StepClock())  # type: ignore[arg-type]
+    loop = SimpleNamespace(cfg=cfg, trainer=model, ranks=Ranks(model))
+    metrics, skip = TrainLoop.optimize(loop, batch, StepClock())  # type: ignore[arg-type]
     assert skip is None and metrics["grad_norm"] > 0
     assert metrics["trained_tokens"] == len(
         trained(batch_record(rollouts, config(group_size=2, segments="outcome")))

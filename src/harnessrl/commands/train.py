@@ -1,5 +1,8 @@
 """`harnessrl train`: the main job. Parse the config, load the tasks, run `train.loop.train`.
 
+Across ranks: `torchrun --nproc-per-node N -m harnessrl train ...` on every rank, or
+`train.trainer.world_size = N`, which starts this command again under torchrun (`train.ranks`).
+
 With no `--config`, the demo configuration shipped with the package is used (`harnessrl/configs/demo.toml`,
 `configs/demo.toml` in a checkout, found by `config.shipped_config`): SmolLM2-135M on the
 embedded engine, Claude Code `--bare`, the bundled warmup tasks, two short steps on CPU.
@@ -8,6 +11,7 @@ embedded engine, Claude Code `--bare`, the bundled warmup tasks, two short steps
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -74,20 +78,47 @@ def train(
     cfg, applied = bounded_defaults(
         cfg, "train", t.harnesses or ([] if t.harness_space else [cfg.rollout.harness])
     )
+    from harnessrl.train.ranks import RankError
+
     try:
-        task_list = select_tasks(cfg)
-        from harnessrl.train.loop import train as run_training
-
-        typer.echo(
-            f"training {cfg.engine.model} on {len(task_list)} tasks, {cfg.train.steps} steps -> "
-            f"{cfg.train.out_dir}/metrics.jsonl" + applied_text(applied)
-        )
-        from harnessrl.progress import Progress
-
-        with Progress(summary=False) as progress:  # a live panel on a terminal; plain step lines in a log
-            asyncio.run(
-                run_training(cfg, task_list, echo=lambda line: print(line, flush=True), progress=progress)
-            )
-    except (TaskError, EngineError, ConfigError) as e:
+        start_ranks(cfg)
+        run_rank(cfg, applied)
+    except (TaskError, EngineError, ConfigError, RankError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise typer.Exit(2) from None
+
+
+def start_ranks(cfg: Config) -> None:
+    """`train.trainer.world_size` > 1 outside torchrun: this command again under
+    `torch.distributed.run`, one rank per process on this machine (replaces this process)."""
+    from harnessrl.train.ranks import check_size, launch_argv, launched_size
+
+    world = cfg.train.trainer.world_size
+    if world > 1 and launched_size() == 1:
+        argv = launch_argv(world, sys.argv[1:])
+        typer.echo(f"starting {world} ranks: {' '.join(argv)}")
+        sys.stdout.flush()
+        os.execv(argv[0], argv)
+    check_size(cfg.train.trainer)
+
+
+def run_rank(cfg: Config, applied: list[str]) -> None:
+    """The loop on rank 0 (tasks, progress, one line per step, naming the bounded defaults that
+    `applied`); the trainer's part on the others."""
+    from harnessrl.train.loop import train as run_training
+    from harnessrl.train.ranks import launched_rank
+
+    if launched_rank() > 0:  # no tasks, no rollouts, no output of its own (`train.ranks`)
+        asyncio.run(run_training(cfg, [], echo=lambda line: None))
+        return
+    task_list = select_tasks(cfg)
+    typer.echo(
+        f"training {cfg.engine.model} on {len(task_list)} tasks, {cfg.train.steps} steps -> "
+        f"{cfg.train.out_dir}/metrics.jsonl" + applied_text(applied)
+    )
+    from harnessrl.progress import Progress
+
+    with Progress(summary=False) as progress:  # a live panel on a terminal; plain step lines in a log
+        asyncio.run(
+            run_training(cfg, task_list, echo=lambda line: print(line, flush=True), progress=progress)
+        )

@@ -39,14 +39,15 @@ def trainer_config(cfg: TrainSections) -> TrainerConfig:
     return t.model_copy(update=update)
 
 
-def build_trainer(cfg: TrainSections) -> Trainer:
-    """A Trainer on its own float32 copy of `engine.model` (plus critic / reference copies if configured)."""
+def build_trainer(cfg: TrainSections, device: str | None = None) -> Trainer:
+    """A Trainer on its own float32 copy of `engine.model` (plus critic / reference copies if
+    configured), on `device` (default `engine.device`; a rank's own GPU under torchrun)."""
     from harnessrl.engines.models import load_model
 
     tc = trainer_config(cfg)
 
     def copy() -> Any:
-        return load_model(cfg.engine.model, "float32", cfg.engine.device)
+        return load_model(cfg.engine.model, "float32", device or cfg.engine.device)
 
     critic = copy() if tc.value == "critic" else None
     ref = copy() if tc.loss.kl_coef > 0 else None

@@ -72,6 +72,18 @@ class TrainerConfig(Section):
     fsdp: bool = False
     """Shard parameters, gradients and optimizer state over torchrun ranks with FSDP2 (full weights or
     LoRA; not with a value model); checkpoints are then sharded, one set of shards per rank."""
+    world_size: int = Field(default=1, ge=1)
+    """Trainer ranks, one process each (`train/ranks.py`). Rank 0 runs the loop (rollouts, engine,
+    metrics); every rank runs the update on its share of the step's trees (FSDP2 with `fsdp`, else
+    replicated weights). Under torchrun the launcher's WORLD_SIZE is used and this must be 1 or equal
+    to it; `harnessrl train` started without torchrun and this > 1 starts itself under
+    `torch.distributed.run` with this many ranks on this machine."""
+    collective_timeout_s: float = Field(default=600.0, gt=0)
+    """A collective of the update (gradient reductions, FSDP gathers, checkpoint barriers) that has not
+    completed after this many seconds ends the job with an error instead of hanging (a rank died)."""
+    idle_timeout_s: float = Field(default=14400.0, gt=0)
+    """How long ranks other than 0 wait for rank 0's next order (it runs a step's rollouts in
+    between) before ending the job with an error."""
     seed: int = 0
     """Seed of torch / random at construction (the value head's init, dropout)."""
     loss: LossConfig = Field(default_factory=LossConfig)

@@ -41,8 +41,13 @@ its prefix cache (`engine.vllm.weight_sync`). The loop only calls `engine.update
 
 Where the stages live: `train.build` (the trainer and the schedule spec from the config),
 `train.schedule` and `train.dynamic` (schedule), `rollout.producer` (rollouts), `train.staleness`,
-`train.batch` (trees), `harnessrl.rl.algo` (advantages), `train.trainer` (optimize), `train.step_record`
-(log: the metrics line, the console line, the step clock), `train.checkpoint`.
+`train.batch` (trees), `harnessrl.rl.algo` (advantages), `train.trainer` and `train.ranks` (optimize),
+`train.step_record` (log: the metrics line, the console line, the step clock), `train.checkpoint`.
+
+Ranks. Under torchrun (or `train.trainer.world_size`) this loop runs on rank 0 only; the trainer
+stages go through `train.ranks.Ranks`, which splits each step's trees over the ranks by tokens and has
+every rank's trainer step, gather the weights for the engine, save and load together (FSDP2 shards,
+sharded checkpoints); the other ranks start no sandbox, proxy or engine (`train/ranks.py`).
 
 Resume. `train.resume = true` loads the latest checkpoint under `<out_dir>/checkpoints` (model,
 optimizer, scheduler, RNG streams, optimizer step; the loop step is stored as the trainer's
@@ -92,6 +97,7 @@ from harnessrl.train.build import build_trainer, schedule_spec
 from harnessrl.train.config import TrainSections
 from harnessrl.train.dynamic import Fill, fill, informative_groups
 from harnessrl.train.metrics import MetricsSink
+from harnessrl.train.ranks import Ranks, follow, join_ranks
 from harnessrl.train.schedule import schedule_step
 from harnessrl.train.staleness import StalenessReport, apply_bound
 from harnessrl.train.step_record import StepClock, console_line, step_record
@@ -112,6 +118,7 @@ class TrainLoop:
         *,
         echo: Callable[[str], None] = print,
         progress: Progress | None = None,
+        ranks: Ranks | None = None,
     ) -> None:
         if not tasks:
             raise ValueError("no tasks to train on")
@@ -120,6 +127,8 @@ class TrainLoop:
         self.cfg = cfg
         self.tasks = list(tasks)
         self.trainer = trainer
+        self.ranks = ranks or Ranks(trainer)
+        """What the trainer stages call: every rank's trainer together (`train.ranks`), or this one's."""
         self.engine = engine
         self.echo = echo
         self.spec = schedule_spec(cfg)
@@ -265,13 +274,13 @@ class TrainLoop:
             clock.lap("advantages")
             return {}, "zero_advantage"
         clock.lap("advantages")
-        metrics = self.trainer.step(targets.layouts, targets.advantages, returns=targets.returns)
+        metrics = self.ranks.step(targets.layouts, targets.advantages, targets.returns)
         clock.lap("train")
         return metrics, None
 
     async def sync_weights(self) -> None:
         """Stage `sync`: the trainer's weights to the engine (module docstring, Weights)."""
-        await self.engine.update_weights(await asyncio.to_thread(self.trainer.weights))
+        await self.engine.update_weights(await asyncio.to_thread(self.ranks.weights))
 
     def record(
         self,
@@ -306,8 +315,7 @@ class TrainLoop:
         if last or (every > 0 and (step + 1) % every == 0):
             from harnessrl.train.checkpoint import prune_checkpoints
 
-            self.trainer.state.data_position = step + 1
-            self.trainer.save(self.checkpoints)
+            self.ranks.save(self.checkpoints, step + 1)
             prune_checkpoints(self.checkpoints, self.cfg.train.keep_checkpoints)
 
     async def resume(self) -> int:
@@ -319,9 +327,9 @@ class TrainLoop:
             self.echo(f"resume: no checkpoint under {self.checkpoints}; starting at step 0")
             self.metrics_path.write_text("")
             return 0
-        self.trainer.load(path)
+        self.ranks.load(path)
         start = self.trainer.state.data_position
-        await self.engine.update_weights(self.trainer.weights())
+        await self.engine.update_weights(self.ranks.weights())
         truncate_metrics(self.metrics_path, start)
         self.echo(f"resume: {path} (optimizer step {self.trainer.state.step}); next step {start}")
         return start
@@ -336,9 +344,24 @@ async def train(
     echo: Callable[[str], None] = print,
     progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
-    """Build the trainer and engine (unless given) and run the loop; returns the metrics records."""
+    """Build the trainer and engine (unless given) and run the loop; returns the metrics records.
+
+    Under torchrun every rank calls this: rank 0 runs the loop, the others only their trainer's part
+    of each step (`train.ranks`; they build no engine and return no records)."""
     from harnessrl.engines import build_engine
 
-    trainer = trainer if trainer is not None else build_trainer(cfg)
-    engine = engine if engine is not None else build_engine(cfg.engine)
-    return await TrainLoop(cfg, tasks, trainer, engine, echo=echo, progress=progress).run()
+    with join_ranks(cfg.train.trainer, cfg.engine.device) as world:
+        trainer = trainer if trainer is not None else build_trainer(cfg, device=world.device)
+        if world.channel is not None and world.rank > 0:
+            follow(trainer, world.channel)
+            return []
+        ranks = Ranks(trainer, world.channel)
+        try:
+            engine = engine if engine is not None else build_engine(cfg.engine)
+            loop = TrainLoop(cfg, tasks, trainer, engine, echo=echo, progress=progress, ranks=ranks)
+            records = await loop.run()
+        except BaseException as e:
+            ranks.close(e)
+            raise
+        ranks.close()
+        return records
