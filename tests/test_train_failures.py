@@ -103,4 +103,7 @@ def test_groups_under_the_minimum_are_dropped_with_a_label() -> None:
     assert [s.rollout_id for s in batch.samples] == ["a0", "a1"]
     assert batch.labels == {"ok": 1, "timeout": 1, "filtered:small_group": 1, "sandbox_error": 1}
     assert batch.failures_trained == {"timeout": 1} and batch.small_groups == 1
-    assert batch.sample_labels == ["ok", "timeout"] and len(batch.tree_stats) == 2
+    assert [(t.sample.rollout_id, t.label, t.harness) for t in batch.trees] == [
+        ("a0", "ok", "h"),
+        ("a1", "timeout", "h"),
+    ]

@@ -294,8 +294,9 @@ def test_collect_trees_counts_every_rollout_and_keeps_only_ok_trees() -> None:
     cfg = make_cfg(Path("unused"))
     batch = collect_trees([ok, timeout, no_calls, empty], cfg)
     assert batch.labels == {"ok": 1, "timeout": 1, "filtered:no_trainable_calls": 2}
-    assert [s.rollout_id for s in batch.samples] == ["a"] and batch.harness == ["h"]
-    assert batch.tree_stats[0]["model_tokens_kept"] == 3 and batch.tree_stats[0]["tokens_unique"] == 7
+    (kept,) = batch.trees
+    assert (kept.sample.rollout_id, kept.harness, kept.label) == ("a", "h", "ok")
+    assert kept.stats["model_tokens_kept"] == 3 and kept.stats["tokens_unique"] == 7
     strict = cfg.model_copy(update={"trace": cfg.trace.model_copy(update={"max_live_leaves": 0})})
     dropped = collect_trees([ok], strict)
     assert dropped.labels == {"filtered:over_branching": 1} and dropped.samples == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from harnessrl.trace import trace_rollout, with_filter_status
@@ -17,15 +18,24 @@ from harnessrl.train.config import TrainSections
 from harnessrl.types import Rollout, RolloutStatus, TreeSample
 
 
+@dataclass(frozen=True)
+class KeptTree:
+    """One trained rollout's tree and what the step record says of it."""
+
+    sample: TreeSample
+    harness: str
+    label: str
+    """Status label of its rollout (`ok`, or a failure trained with reward 0)."""
+    stats: dict[str, Any]
+    """The tree's statistics (`TraceTree.stats`)."""
+
+
 class TreeBatch:
     """The trainable part of one step's rollouts, with the label of every rollout."""
 
     def __init__(self) -> None:
-        self.samples: list[TreeSample] = []
-        self.harness: list[str] = []
-        """Harness of each kept sample."""
-        self.sample_labels: list[str] = []
-        """Status label of each kept sample's rollout (`ok`, or a failure trained with reward 0)."""
+        self.trees: list[KeptTree] = []
+        """One record per kept tree, in rollout order."""
         self.labels: Counter[str] = Counter()
         """Status label of every rollout: ok (trained) or why not; a failure trained with reward 0
         keeps its own label and is also counted in `failures_trained`."""
@@ -34,7 +44,11 @@ class TreeBatch:
         """Groups dropped whole for being under `train.failures.min_group_size`."""
         self.zero_variance_dropped = 0
         """Samples of groups without reward variance that dynamic sampling left untrained."""
-        self.tree_stats: list[dict[str, Any]] = []
+
+    @property
+    def samples(self) -> list[TreeSample]:
+        """The kept trees' samples, in order (what the trainer stages take)."""
+        return [t.sample for t in self.trees]
 
 
 def trainable_as_failure(r: Rollout, cfg: TrainSections) -> bool:
@@ -69,10 +83,7 @@ def collect_trees(rollouts: Sequence[Rollout], cfg: TrainSections) -> TreeBatch:
         batch.labels[r.status_label] += 1
         if failure:
             batch.failures_trained[r.status_label] += 1
-        batch.samples.append(tree.to_sample())
-        batch.harness.append(r.harness)
-        batch.sample_labels.append(r.status_label)
-        batch.tree_stats.append(tree.stats)
+        batch.trees.append(KeptTree(tree.to_sample(), r.harness, r.status_label, tree.stats))
     return batch
 
 
@@ -87,22 +98,16 @@ def drop_small_groups(batch: TreeBatch, min_size: int) -> None:
 
 def drop_groups(batch: TreeBatch, groups: set[str], label: str) -> int:
     """Take every sample of `groups` out of the batch, relabelled `label`; returns how many."""
-    keep = [i for i, s in enumerate(batch.samples) if s.group_id not in groups]
-    for i, s in enumerate(batch.samples):
-        if s.group_id in groups:
-            old = batch.sample_labels[i]
-            batch.labels[old] -= 1
-            batch.labels[label] += 1
-            if old != "ok":
-                batch.failures_trained[old] -= 1
+    dropped = [t for t in batch.trees if t.sample.group_id in groups]
+    for t in dropped:
+        batch.labels[t.label] -= 1
+        batch.labels[label] += 1
+        if t.label != "ok":
+            batch.failures_trained[t.label] -= 1
     batch.labels = +batch.labels
     batch.failures_trained = +batch.failures_trained
-    dropped = len(batch.samples) - len(keep)
-    batch.samples = [batch.samples[i] for i in keep]
-    batch.harness = [batch.harness[i] for i in keep]
-    batch.sample_labels = [batch.sample_labels[i] for i in keep]
-    batch.tree_stats = [batch.tree_stats[i] for i in keep]
-    return dropped
+    batch.trees = [t for t in batch.trees if t.sample.group_id not in groups]
+    return len(dropped)
 
 
 def group_summary(samples: Sequence[TreeSample]) -> dict[str, int]:

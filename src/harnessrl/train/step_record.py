@@ -61,7 +61,7 @@ def step_record(
     weights_version: int | None,
 ) -> dict[str, Any]:
     """The metrics line of one step: what its rollouts ended as, what was trained and how."""
-    tree = aggregate_stats(batch.tree_stats)
+    tree = aggregate_stats([t.stats for t in batch.trees])
     groups = group_summary(batch.samples)
     groups["scheduled"] = len({r.group_id for r in rollouts})
     groups["dropped_small"] = batch.small_groups
@@ -72,9 +72,9 @@ def step_record(
         "skip_reason": skip,
         "rollouts": len(rollouts),
         "status": dict(sorted(batch.labels.items())),
-        "trained_rollouts": len(batch.samples),
+        "trained_rollouts": len(batch.trees),
         "failures_trained": dict(sorted(batch.failures_trained.items())),
-        "trained_by_harness": dict(sorted(Counter(batch.harness).items())),
+        "trained_by_harness": dict(sorted(Counter(t.harness for t in batch.trees).items())),
         "reward": reward_summary(rollouts),
         "groups": groups,
         "tree": {k: tree.get(k, 0) for k in TREE_KEYS},
