@@ -91,6 +91,7 @@ def test_cli_reports_a_bad_override() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # 1,063 s alone at load 8-12 on two cores
 @pytest.mark.harness
 @needs_bwrap
 def test_demo_runs_two_real_steps(tmp_path: Path) -> None:
