@@ -23,6 +23,7 @@ from harnessrl.formats.calls import CALLS_FILE, append_call, read_calls, write_c
 from harnessrl.formats.eval_report import EVAL_FILE, read_eval
 from harnessrl.formats.metrics import METRICS_FILE, read_metrics, truncate_metrics
 from harnessrl.formats.rollout_dir import ROLLOUT_FILE, read_rollout, read_rollout_head, write_rollout
+from harnessrl.formats.rollout_summary import SUMMARY_FILE, read_summary, summarize, write_summary
 from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.testing import scripted_deps
 from harnessrl.report.runs import load_run
@@ -134,6 +135,33 @@ def test_rollout_json_round_trips_a_real_folder(real_rollout: tuple[Rollout, Pat
     shutil.copytree(rdir, tmp_path / "run" / "rollouts" / "r0", symlinks=True)
     run = load_run(tmp_path / "run")
     assert [(h.rollout_id, h.status, h.reward) for h in run.rollouts] == [("r0", "ok", 1.0)]
+
+
+def test_rollout_summary_round_trip_and_hostile_copies(
+    real_rollout: tuple[Rollout, Path], tmp_path: Path
+) -> None:
+    rollout, _ = real_rollout
+    failed = rollout.model_copy(update={"status": RolloutStatus.TIMEOUT, "reward": None, "calls": []})
+    summary = summarize([rollout, failed])
+    assert summary == {
+        "rollouts": 2,
+        "status": {"ok": 1, "timeout": 1},
+        "mean_reward_ok": 1.0,
+        "calls": 2,
+        "output_tokens": sum(len(c.output_ids) for c in rollout.calls),
+    }
+    path = write_summary(tmp_path, summary)
+    assert path == tmp_path / SUMMARY_FILE
+    assert read_summary(path) == summary
+    for field, value, what in (
+        ("calls", True, "calls is not a count"),
+        ("status", {"ok": "1"}, "status is not an object of counts per status"),
+        ("mean_reward_ok", "1.0", "mean_reward_ok is not a number or null"),
+    ):
+        bad = tmp_path / f"bad-{field}.json"
+        bad.write_text(json.dumps({**summary, field: value}))
+        with pytest.raises(FormatError, match=rf"^{bad}: {what}$"):
+            read_summary(bad)
 
 
 def test_rollout_folder_hostile_copies(real_rollout: tuple[Rollout, Path], tmp_path: Path) -> None:

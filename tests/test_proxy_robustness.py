@@ -21,7 +21,7 @@ from harnessrl.config import ProxyConfig
 from harnessrl.harnesses import HarnessResult
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.testing import scripted_proxy
-from harnessrl.rollout.status import status_from_harness
+from harnessrl.rollout.status import Happened, settle
 from harnessrl.types import Rollout, RolloutStatus
 
 ANTHROPIC = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
@@ -352,14 +352,14 @@ def test_lost_calls_are_counted_and_the_rollout_is_an_engine_error() -> None:
     finally:
         server.stop()
     rollout = Rollout(rollout_id="lossy", task_id="t", harness="claude-code")
-    status_from_harness(rollout, HarnessResult(ok=True, exit_code=0), closed.dropped)
+    settle(rollout, Happened(result=HarnessResult(ok=True, exit_code=0), calls=[], dropped=closed.dropped))
     assert (rollout.status, rollout.fault, rollout.status_reason) == (
         RolloutStatus.ENGINE_ERROR,
         "policy",  # what broke recording came over the rollout's endpoint: trained as a 0, not dropped
         "1 calls could not be recorded (see the proxy's log)",
     )
     whole = Rollout(rollout_id="whole", task_id="t", harness="claude-code")
-    status_from_harness(whole, HarnessResult(ok=True, exit_code=0), 0)
+    settle(whole, Happened(result=HarnessResult(ok=True, exit_code=0), calls=[], dropped=0))
     assert whole.status is RolloutStatus.OK
 
 

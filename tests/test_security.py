@@ -20,6 +20,7 @@ from harnessrl.config import SandboxConfig
 from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.testing import scripted_deps
 from harnessrl.rollout import RolloutJob, RolloutRunner, RunnerSettings
+from harnessrl.rollout.status import Happened
 from harnessrl.sandbox import Sandbox, SandboxSpec, cgroups, identity
 from harnessrl.sandbox.fscopy import copy_untrusted
 from harnessrl.sandbox.protocol import ProtocolError, check_exec_reply, read_reply
@@ -612,8 +613,8 @@ async def test_a_workspace_over_the_caps_is_never_scored(runner) -> None:
     job = RolloutJob(link_task(), "shell", "capped", options={"command": CHAIN})
     rollout = await run.prepare(job)
     rollout.reward_detail["workspace"] = {"truncated": "more than 3 files"}
-    rollout.status, rollout.fault = RolloutStatus.HARNESS_ERROR, "policy"
-    done = await run.complete(job, rollout, None)
+    done = await run.complete(job, rollout, Happened(workspace_over="more than 3 files", calls=[]))
+    assert (done.status, done.fault) == (RolloutStatus.HARNESS_ERROR, "policy")
     assert done.reward is None and "code" not in done.reward_detail
     assert json.loads((Path(done.workdir) / "reward.json").read_text())["reward"] is None
 

@@ -34,9 +34,10 @@ from harnessrl.config import (
     parse_override,
 )
 from harnessrl.evaluate.defaults import applied_text, bounded_defaults
+from harnessrl.formats.rollout_summary import summarize, write_summary
 from harnessrl.harnesses import check_options, get_harness
 from harnessrl.progress import console as make_console
-from harnessrl.rollout.runner import RolloutJob, dump_summary, summarize
+from harnessrl.rollout.runner import RolloutJob
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.tasks import load_tasks
 from harnessrl.types import EngineError, HarnessError, Rollout, RolloutStatus, TaskError
@@ -185,7 +186,7 @@ def show_results(
 ) -> None:
     """`summary.json`, then the table and the summary, or (`--json`) both as one JSON object on stdout."""
     summary = summarize(rollouts)
-    dump_summary(rollouts, out_dir / "summary.json")
+    write_summary(out_dir, summary)
     if as_json:
         print(
             json.dumps(

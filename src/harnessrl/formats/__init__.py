@@ -10,6 +10,7 @@
     sft.py           <sft out_dir>/sft.json      an SFT run's log and model folder
     checkpoints.py   <run>/checkpoints/step-<n>/ which checkpoint folders are complete; their meta.json
     transfer.py      <run>/transfer.json         a harness-transfer experiment's matrices
+    rollout_summary.py  <rollout out_dir>/summary.json  a rollout run's counts per status
     atif.py          <rollout>/trajectory.json   a rollout as Harbor's ATIF v1.8 trajectory (an export)
     untrusted_json.py                            the one decoder for JSON from untrusted bytes (limits)
 

@@ -16,12 +16,11 @@ from pathlib import Path
 
 from harnessrl.harnesses.launch import harness_binds
 from harnessrl.rollout.environment import layer_workspace, task_system
-from harnessrl.rollout.status import set_status
 from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.config import SandboxConfig
 from harnessrl.sandbox.fscopy import TreeReport, sanitize_tree
 from harnessrl.sandbox.pool import SandboxPool
-from harnessrl.types import ImageError, Rollout, RolloutStatus, SandboxError, Task
+from harnessrl.types import ImageError, Rollout, SandboxError, Task
 
 log = logging.getLogger(__name__)
 
@@ -97,14 +96,15 @@ class AgentSandboxes:
             raise SandboxError(f"copying the workspace into sandbox {sandbox.id}: {e}") from e
         return sandbox
 
-    async def finish(self, sandbox: Sandbox, workspace: Path, rollout: Rollout) -> None:
+    async def finish(self, sandbox: Sandbox, workspace: Path, rollout: Rollout) -> str | None:
         """Destroy the agent's sandbox, then make the final workspace safe to score and read on the
         host: a pooled sandbox's is copied out by `fscopy.copy_untrusted`'s rules, a bound one is
         cleaned in place (`sanitize_tree`). Either way links that leave the workspace and special
         files are gone before the checker runs. A workspace over the caps, or one that could not be
-        copied or cleaned at all, is the policy's doing: `harness_error`, never scored, with the
-        report in `reward_detail["workspace"]`. On an image all it changed is kept (its writable
-        layer, `<rollout>/layer`, by the same caps) and its working folder copied from that."""
+        copied or cleaned at all, is the policy's doing (`harness_error`, never scored): why comes
+        back, the report goes in `reward_detail["workspace"]`. On an image all it changed is kept
+        (its writable layer, `<rollout>/layer`, by the same caps) and its working folder copied from
+        that."""
         pooled = sandbox.spec.workspace is None
         layer = Path(rollout.workdir) / "layer" if sandbox.spec.image_root is not None else None
         if pooled:
@@ -126,12 +126,10 @@ class AgentSandboxes:
                 log.exception("cleaning the workspace of rollout %s failed", rollout.rollout_id)
                 report = TreeReport(truncated=f"the final workspace could not be cleaned: {e!r}")
         if report is None:
-            return
+            return None
         if report.skipped_count or report.truncated:
             rollout.reward_detail["workspace"] = report.summary()
-        if report.truncated:
-            why = f"final workspace over the limit: {report.truncated}"
-            set_status(rollout, RolloutStatus.HARNESS_ERROR, why, policy=True)
+        return report.truncated or None
 
     async def close(self) -> None:
         """Destroy the prewarmed sandboxes of every pool (rollouts in flight keep theirs)."""

@@ -6,48 +6,39 @@
 Close the runner (`async with`, or `await runner.close()`) before its event loop ends: it owns the
 pool of prewarmed sandboxes.
 
-For each rollout, in this order (every step's failure becomes a status, never an exception):
+For each rollout, in this order, each stage writing down what happened in a `status.Happened` (no
+stage sets the status: `status.decide` settles it once, before the artifacts are written):
 
     1. materialise the task workspace into <out_dir>/<rollout_id>/workspace    (task files only)
     2. open a proxy session on the runner's session host (`proxy.session_host`: the proxy in this event loop,
        or a proxy process of this worker, which journals the calls into the rollout's folder); the
        harness will get `<endpoint inside>/r/<token>` and the token as key. A proxy process that
-       dies ends the rollout at once: engine_error (infra), its journaled calls kept
+       dies ends the rollout at once (its journaled calls kept)
     3. create the sandbox (workspace bound rw at the task's mount dir, only the model endpoint
        reachable), or, by default, take a prewarmed one from the pool (`sandbox.pool_size`) and
-       copy the workspace in                                         -> sandbox_error (infra)
+       copy the workspace in
     4. launch the harness headless; wait up to `timeout_s`; destroy the agent sandbox; parse the
-       harness's output (in a thread)    -> timeout / harness_error / sandbox_error (it died under
-       the harness: policy). A call whose prompt does not fit the context ends the rollout at once
-       (`_until_overflow`)
+       harness's output (in a thread). A call whose prompt does not fit the context ends the rollout
+       at once (`_until_overflow`)
     5. close the session (nothing inside can call any more): the captured calls (partial ones
-       too: a call still generating is kept as a partial record)    -> engine_error if a call failed
-       in the engine (infra), or its record was lost or it overflowed the context (policy; an
-       overflow of the first call is infra: the harness's own prompt does not fit); this
-       wins over the harness's own account (`status.status_from_calls`)
+       too: a call still generating is kept as a partial record)
     6. score the final workspace with the task's checker in its own sandbox (reward files copied
-       in only now)              -> verifier_error (the checker failed on the workspace: policy;
-       no score could be had: infra)
-    7. write the artifacts: rollout.json, calls.jsonl, harness.stdout/.stderr, workspace.diff,
-       reward.json
+       in only now), unless the rollout already failed other than by the harness's own account
+    7. settle the status; write the artifacts: rollout.json, calls.jsonl, harness.stdout/.stderr,
+       workspace.diff, reward.json
 
 The agent sandbox is destroyed before scoring: nothing the agent started can touch the workspace
-while the checker reads it. Statuses follow DESIGN invariant 3 (exactly one per rollout). `fault`
-says who caused a failure (`Rollout.fault`): whatever untrusted code, its requests or its workspace
-could have caused is the policy's, so that `train.failures` trains it with reward 0 and no failure
-is a way out of an honest 0. The rule fails closed, by stage rather than by exception type: once the
-harness is launched (`AgentOutcome.launched`), any exception while reading what it produced (its
-output, its calls, its workspace, the checker's and the judge's verdicts on it, the artifacts) is
-the policy's failure with reward 0 and the exception's type in the reason (`status.policy_faults`);
-only the typed errors that say no score could be had (VerifierError: an unreachable judge, a
-checker sandbox that could not be made) and what broke before the launch are infrastructure.
+while the checker reads it. Which status each stage's failure earns and whose fault it is
+(`Rollout.fault`) is `status.py`'s to say: whatever untrusted code, its requests or its workspace
+could have caused is the policy's, and the rule fails closed by stage rather than by exception type
+(once the harness is launched, `Happened.launched`, any exception while reading what it produced is
+the policy's failure with reward 0, `status.untrusted_failure`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import shutil
 import time
@@ -55,11 +46,11 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 from harnessrl.formats.calls import CALLS_FILE
 from harnessrl.formats.rollout_dir import write_rollout_head
-from harnessrl.harnesses import Endpoint, HarnessResult, McpServer
+from harnessrl.harnesses import Endpoint, Harness, McpServer
 from harnessrl.harnesses.launch import check_options, configure_harness, exec_harness
 from harnessrl.harnesses.registry import get_harness
 from harnessrl.proxy.session_host import LocalSessions, SessionHost
@@ -67,37 +58,20 @@ from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.agent_sandbox import AgentSandboxes
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.environment import task_system
-from harnessrl.rollout.status import (
-    internal_error,
-    policy_faults,
-    proxy_lost,
-    set_status,
-    settle,
-    untrusted_failure,
-)
+from harnessrl.rollout.scoring import Scoring
+from harnessrl.rollout.status import Happened, crash, decide, internal_error, settle, untrusted_failure
+from harnessrl.sandbox import Sandbox
 from harnessrl.sandbox.agent_env import resolve_agent_env
 from harnessrl.sandbox.config import SandboxConfig
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.tasks import materialize_workspace
-from harnessrl.types import (
-    HarnessError,
-    ModelCall,
-    Rollout,
-    RolloutStatus,
-    SandboxError,
-    SandboxLost,
-    Task,
-    TaskError,
-    VerifierError,
-    group_id,
-)
-from harnessrl.verify import RubricJudge, score_task
+from harnessrl.types import HarnessError, Rollout, RolloutStatus, SandboxError, Task, group_id
+from harnessrl.verify import RubricJudge
 from harnessrl.verify.command_runner import CommandRunner
 from harnessrl.verify.config import VerifyConfig
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -117,16 +91,6 @@ class RolloutJob:
     """Sampling seed of the rollout's calls (`proxy.sessions.Session.seed`); None = the engine's."""
     run: int = 0
     """Which repeat of its (task, harness) pair this is: eval's run index r (0 for a single run)."""
-
-
-@dataclass
-class AgentOutcome:
-    """What the agent phase hands back: the harness's parsed result and its raw output (None when it
-    never ran, or its output could not be read), and whether it was launched (untrusted code ran)."""
-
-    result: HarnessResult | None = None
-    raw: ExecResult | None = None
-    launched: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,28 +186,34 @@ class RolloutRunner:
         if self.host is None:
             raise RuntimeError("this runner has no session host: it only runs phases for a remote driver")
         rollout = await self.prepare(job, rdir)
-        outcome: AgentOutcome | None = AgentOutcome()  # None: stopped at a context overflow or a lost proxy
+        happened = Happened(timeout_s=job.task.timeout_s or self.settings.timeout_s)
         try:
-            opened = await self.host.open(job.rollout_id, job.seed, Path(rollout.workdir) / CALLS_FILE)
-            t0 = time.perf_counter()
-            try:
-                outcome = await _until_overflow(
-                    self.agent(job, rollout, opened.token, opened.server_url), opened.ended
-                )
-            finally:
-                rollout.timings["agent"] = round(time.perf_counter() - t0, 3)
-                closed = await self.host.close(job.rollout_id)
-                if opened.lost is not None:  # before settle: the first failure wins
-                    proxy_lost(rollout, opened.lost)
-                timeout_s = job.task.timeout_s or self.settings.timeout_s
-                result = None if outcome is None else outcome.result
-                settle(rollout, closed, closed.dropped, result, stopped=outcome is None, timeout_s=timeout_s)
+            await self._session(self.host, job, rollout, happened)
         except Exception as e:  # still data: the policy's once its harness ran (it made the calls settled)
-            if outcome is None or outcome.launched:
-                untrusted_failure(rollout, RolloutStatus.HARNESS_ERROR, "settling the rollout", e)
-            else:  # a bug of ours before anything untrusted ran, the traceback kept
-                internal_error(rollout, e)
-        return await self.complete(job, rollout, None if outcome is None else outcome.raw)
+            happened.crashed = crash(rollout, happened, e)
+        return await self.complete(job, rollout, happened)
+
+    async def _session(
+        self, host: SessionHost, job: RolloutJob, rollout: Rollout, happened: Happened
+    ) -> None:
+        """Steps 2-5: open the rollout's proxy session, run the agent until it ends or the session
+        does (`_until_overflow`), close the session and keep what it recorded."""
+        opened = await host.open(job.rollout_id, job.seed, Path(rollout.workdir) / CALLS_FILE)
+        t0 = time.perf_counter()
+        try:
+            agent = self.agent(job, rollout, opened.token, opened.server_url, happened)
+            if not await _until_overflow(agent, opened.ended):
+                happened.stopped = True  # at a context overflow or a lost proxy: what it printed is not read
+                happened.raw = happened.result = None
+        finally:
+            rollout.timings["agent"] = round(time.perf_counter() - t0, 3)
+            closed = await host.close(job.rollout_id)
+            happened.proxy_lost = opened.lost
+            happened.calls, happened.dropped = list(closed), closed.dropped
+            rollout.calls = happened.calls
+            if happened.result is not None:
+                rollout.exit_code = happened.result.exit_code
+                rollout.final_message = happened.result.final_message
 
     async def prepare(self, job: RolloutJob, rdir: Path | None = None) -> Rollout:
         """Step 1: a fresh rollout folder (`out_dir/<rollout id>` unless given) with the task's
@@ -259,109 +229,111 @@ class RolloutRunner:
             workdir=str(rdir),
         )
 
-    async def complete(self, job: RolloutJob, rollout: Rollout, raw: ExecResult | None) -> Rollout:
-        """Steps 6-7 on a settled rollout: score it (unless it failed before the harness finished, or
-        its final workspace was over the caps), then write its artifacts. Never raises for the
-        rollout's own failures."""
-        rdir = Path(rollout.workdir)
-        workspace, initial = rdir / "workspace", rdir / ".initial"
+    async def complete(self, job: RolloutJob, rollout: Rollout, happened: Happened) -> Rollout:
+        """Steps 6-7 once the session is closed: score the rollout (unless it failed before the
+        harness finished, or its final workspace was over the caps), settle its status (`settle`),
+        then write its artifacts. Never raises for the rollout's own failures."""
         try:
-            scorable = rollout.status in (RolloutStatus.OK, RolloutStatus.HARNESS_ERROR)
+            failure = decide(happened)
+            scorable = failure is None or failure.status is RolloutStatus.HARNESS_ERROR
             # a workspace over the caps was not walked to the end: links past the cap were never
             # checked, so the checker must not see it
             truncated = bool(rollout.reward_detail.get("workspace", {}).get("truncated"))
             if scorable and not truncated and "traceback" not in rollout.reward_detail:
-                t0 = time.perf_counter()
-                # the checker and the judge read the policy's workspace: whatever breaks them is its
-                # failure (reward 0); only a verdict that could not be had at all is infra
-                with policy_faults(rollout, RolloutStatus.VERIFIER_ERROR, "scoring", infra=(TaskError,)):
-                    await self._score(job.task, workspace, rollout)
-                rollout.timings["verify"] = round(time.perf_counter() - t0, 3)
+                scoring = Scoring(self.settings.verify, self.judge, self._checker_runner, self.agent_env)
+                await scoring.score(job.task, rollout, happened)
         except Exception as e:
-            internal_error(rollout, e)
+            failure = internal_error(rollout, e)
+            happened.scoring = happened.scoring or failure
         finally:
             rollout.ended_at = time.time()
-            await self._write_artifacts(rdir, rollout, raw, initial, workspace)
+            settle(rollout, happened)
+            await self._write_artifacts(rollout, happened)
         return rollout
 
-    async def _write_artifacts(
-        self, rdir: Path, rollout: Rollout, raw: ExecResult | None, initial: Path, workspace: Path
-    ) -> None:
+    async def _write_artifacts(self, rollout: Rollout, happened: Happened) -> None:
         """Step 7, in a thread (the diff reads the agent's files). A failure becomes this rollout's
         status (the record is written again without the diff); it never reaches the other rollouts."""
+        rdir = Path(rollout.workdir)
+        initial = rdir / ".initial"
         try:
-            await asyncio.to_thread(write_artifacts, rdir, rollout, raw, initial, workspace)
+            await asyncio.to_thread(write_artifacts, rdir, rollout, happened.raw, initial, rdir / "workspace")
         except Exception as e:
             log.exception("rollout %s: writing artifacts failed", rollout.rollout_id)
-            # the diff reads the agent's files: whatever breaks it is the policy's to answer for
-            why = f"artifacts could not be written: {e!r}"
-            set_status(rollout, RolloutStatus.HARNESS_ERROR, why, policy=True)
+            happened.artifacts = repr(e)
+            settle(rollout, happened)
             with contextlib.suppress(Exception):
                 write_rollout_head(rdir, rollout)
         finally:
             await asyncio.to_thread(shutil.rmtree, initial, True)
 
-    async def agent(self, job: RolloutJob, rollout: Rollout, token: str, server_url: str) -> AgentOutcome:
-        """Steps 2-4 against an open session (`token`): sandbox, harness, sandbox teardown, reading the
-        harness's output. Sets the status of sandbox and harness failures; the caller closes the
-        session and `settle`s. Raises only for a bug of ours before the harness was launched: after
-        that, any exception is the policy's failure (`untrusted_failure`)."""
-        outcome = AgentOutcome()
+    async def agent(
+        self, job: RolloutJob, rollout: Rollout, token: str, server_url: str, happened: Happened
+    ) -> None:
+        """Steps 3-4 against an open session (`token`): sandbox, harness, sandbox teardown, reading the
+        harness's output, written down in `happened`; the caller closes the session. Raises only for a
+        bug of ours before the harness was launched: after that, any exception is the policy's
+        failure (`untrusted_failure`)."""
         try:
-            await self._agent(job, rollout, token, server_url, outcome)
+            await self._agent(job, rollout, token, server_url, happened)
         except Exception as e:
-            if not outcome.launched:
+            if not happened.launched:
                 raise
-            untrusted_failure(rollout, RolloutStatus.HARNESS_ERROR, "the agent phase", e)
-        return outcome
+            happened.unreadable = untrusted_failure(
+                rollout, RolloutStatus.HARNESS_ERROR, "the agent phase", e
+            )
 
     async def _agent(
-        self, job: RolloutJob, rollout: Rollout, token: str, server_url: str, outcome: AgentOutcome
+        self, job: RolloutJob, rollout: Rollout, token: str, server_url: str, h: Happened
     ) -> None:
         try:
             harness = get_harness(job.harness)
         except (KeyError, HarnessError) as e:
-            set_status(rollout, RolloutStatus.HARNESS_ERROR, f"unknown harness {job.harness!r}: {e}")
+            h.unknown_harness = f"unknown harness {job.harness!r}: {e}"
             return
         try:  # options it cannot take: before any sandbox is made
             check_options(harness, job.options)
         except HarnessError as e:
-            set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
+            h.setup_error = e
             return
         workspace = Path(rollout.workdir) / "workspace"
         try:
             sandbox = await self.sandboxes.open(job.task, workspace)
         except SandboxError as e:
-            set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
+            h.setup_error = e
             return
+        h.sandbox_made = True
+        inside = sandbox.endpoint_url or server_url
+        endpoint = Endpoint(base_url=f"{inside}/r/{token}", api_key=token, model=self.settings.model_name)
         try:
-            inside = sandbox.endpoint_url or server_url
-            endpoint = Endpoint(base_url=f"{inside}/r/{token}", api_key=token, model=self.settings.model_name)
-            launch = await configure_harness(
-                harness,
-                sandbox,
-                endpoint,
-                job.task.prompt,
-                mcp_servers=job.mcp_servers,
-                options=job.options,
-                cache_root=self.settings.harness_cache,
-            )
-            launch = await asyncio.to_thread(
-                task_system(job.task).launch, launch, self.settings.harness_cache
-            )
-            outcome.launched = True  # from here on, untrusted code runs
-            outcome.raw = await exec_harness(sandbox, launch, job.task.timeout_s or self.settings.timeout_s)
-        except SandboxLost as e:  # it died under the harness: a command can end its own sandbox
-            set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e), policy=True)
-        except SandboxError as e:
-            set_status(rollout, RolloutStatus.SANDBOX_ERROR, str(e))
-        except HarnessError as e:  # it could not be installed or configured
-            set_status(rollout, RolloutStatus.HARNESS_ERROR, str(e))
+            h.raw = await self._launch(job, harness, sandbox, endpoint, h)
+        except (SandboxError, HarnessError) as e:  # its sandbox died under it, or it could not be set up
+            h.setup_error = e
         finally:
-            await self.sandboxes.finish(sandbox, workspace, rollout)
-        if outcome.raw is not None:  # commands can write into the harness's output: read it as theirs
-            with policy_faults(rollout, RolloutStatus.HARNESS_ERROR, "reading the harness's output"):
-                outcome.result = await asyncio.to_thread(harness.parse, outcome.raw)
+            h.workspace_over = await self.sandboxes.finish(sandbox, workspace, rollout)
+        if h.raw is not None:  # commands can write into the harness's output: read it as theirs
+            try:
+                h.result = await asyncio.to_thread(harness.parse, h.raw)
+            except Exception as e:
+                what = "reading the harness's output"
+                h.unreadable = untrusted_failure(rollout, RolloutStatus.HARNESS_ERROR, what, e)
+
+    async def _launch(
+        self, job: RolloutJob, harness: Harness, sandbox: Sandbox, endpoint: Endpoint, h: Happened
+    ) -> ExecResult:
+        """Configure the harness in its sandbox for `endpoint`, on the task's system, and run it."""
+        launch = await configure_harness(
+            harness,
+            sandbox,
+            endpoint,
+            job.task.prompt,
+            mcp_servers=job.mcp_servers,
+            options=job.options,
+            cache_root=self.settings.harness_cache,
+        )
+        launch = await asyncio.to_thread(task_system(job.task).launch, launch, self.settings.harness_cache)
+        h.launched = True  # from here on, untrusted code runs
+        return await exec_harness(sandbox, launch, job.task.timeout_s or self.settings.timeout_s)
 
     async def close(self) -> None:
         """Destroy the prewarmed sandboxes of every pool (rollouts in flight keep theirs)."""
@@ -375,31 +347,6 @@ class RolloutRunner:
     ) -> None:
         await self.close()
 
-    async def _score(self, task: Task, workspace: Path, rollout: Rollout) -> None:
-        """Step 6: the checker (and judge) on the final workspace; failures -> verifier_error: the
-        policy's when the checker ran and failed on its workspace (garbage can make a checker raise,
-        hang or die), the infrastructure's when no score could be had at all (VerifierError)."""
-        changes, root = task_system(task).scoring(Path(rollout.workdir), self.agent_env)
-        try:
-            score = await score_task(
-                task,
-                changes,
-                self.settings.verify,
-                judge=self.judge,
-                transcript=_transcript(rollout.calls),
-                runner=self._checker_runner(),
-                root=root,
-            )
-        except VerifierError as e:
-            rollout.reward = 0.0
-            set_status(rollout, RolloutStatus.VERIFIER_ERROR, str(e))
-            return
-        rollout.reward = score.reward
-        rollout.reward_detail.update(score.detail)
-        code = score.detail.get("code") or {}
-        if code.get("error") and rollout.status is RolloutStatus.OK:
-            set_status(rollout, RolloutStatus.VERIFIER_ERROR, f"checker: {code['error']}", policy=True)
-
 
 def _prepare_folder(task: Task, rdir: Path) -> None:
     """A fresh `rdir` with the task's `workspace/` and a pristine copy of it (`.initial/`, for the diff)."""
@@ -410,10 +357,10 @@ def _prepare_folder(task: Task, rdir: Path) -> None:
     shutil.copytree(rdir / "workspace", rdir / ".initial", symlinks=True)
 
 
-async def _until_overflow(launched: Coroutine[Any, Any, T], overflow: asyncio.Event) -> T | None:
-    """Run the harness until it ends, or until its session ended (`OpenSession.ended`: a call
+async def _until_overflow(launched: Coroutine[Any, Any, None], overflow: asyncio.Event) -> bool:
+    """Run the harness until it ends (True), or until its session ended (`OpenSession.ended`: a call
     overflowed the context, or the proxy process serving it died): then the harness is cancelled (its
-    sandbox is destroyed by the caller) and None comes back. A harness would otherwise retry the 400
+    sandbox is destroyed by the caller) and False comes back. A harness would otherwise retry the 400
     (or give up only after many calls): a prompt that does not fit will not fit on the next try
     either; and a dead proxy answers nothing."""
     task = asyncio.ensure_future(launched)
@@ -427,32 +374,6 @@ async def _until_overflow(launched: Coroutine[Any, Any, T], overflow: asyncio.Ev
             with contextlib.suppress(asyncio.CancelledError):
                 await task
     if task.cancelled():
-        return None
-    return task.result()
-
-
-def _transcript(calls: list[ModelCall]) -> list[dict[str, Any]]:
-    """What ClawGym checkers get as `transcript`: the assistant turns, in order."""
-    return [
-        {"role": "assistant", "content": c.text, "tool_calls": [t.model_dump() for t in c.tool_calls]}
-        for c in calls
-    ]
-
-
-def summarize(rollouts: Sequence[Rollout]) -> dict[str, Any]:
-    """Counts per status label, mean reward over ok rollouts, calls and tokens (for logs and tables)."""
-    counts: dict[str, int] = {}
-    for r in rollouts:
-        counts[r.status_label] = counts.get(r.status_label, 0) + 1
-    ok = [r.reward for r in rollouts if r.status is RolloutStatus.OK and r.reward is not None]
-    return {
-        "rollouts": len(rollouts),
-        "status": counts,
-        "mean_reward_ok": sum(ok) / len(ok) if ok else None,
-        "calls": sum(len(r.calls) for r in rollouts),
-        "output_tokens": sum(len(c.output_ids) for r in rollouts for c in r.calls),
-    }
-
-
-def dump_summary(rollouts: Sequence[Rollout], path: Path) -> None:
-    path.write_text(json.dumps(summarize(rollouts), indent=2) + "\n", encoding="utf-8")
+        return False
+    task.result()
+    return True
