@@ -226,9 +226,20 @@ def run_checker(
     if not ws.is_dir():
         raise VerifierError(f"workspace {workspace} is not a directory")
     limit = timeout_s if timeout_s is not None else task.checker.timeout_s
+    started = time.monotonic()
+    out, raw = _run_staged(task, ws, limit, transcript, runner or LocalRunner(), python or sys.executable)
+    return _answer(out, raw, limit, started)
+
+
+def _run_staged(
+    task: Task, ws: Path, limit: float, transcript: list[Any] | None, runner: CommandRunner, python: str
+) -> tuple[RunOutput, bytes | None]:
+    """Run the checker on `ws` from a folder of its own (its files, the driver, the transcript), with
+    the reward files placed in the workspace for a `reward.sh`; both are removed afterwards.
+    (process outcome, its raw report)."""
+    assert task.checker is not None
     placed: list[str] = []
     tmp = Path(tempfile.mkdtemp(prefix="harnessrl-check-")).resolve()
-    started = time.monotonic()
     try:
         if tmp.is_relative_to(ws):
             raise VerifierError(f"checker folder {tmp} would be inside the workspace")
@@ -240,15 +251,19 @@ def run_checker(
         entry = task.checker.shell_entry or task.checker.entry
         if task.checker.shell_entry:
             placed = _place_reward(task, ws)
-        job = CheckerJob(tmp, entry, ws, task.input_mount_dir, python or sys.executable, limit)
-        out, raw = (runner or LocalRunner()).run_checker(job)
+        return runner.run_checker(CheckerJob(tmp, entry, ws, task.input_mount_dir, python, limit))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if task.checker.shell_entry:
             _remove_entries(ws, placed)
+
+
+def _answer(out: RunOutput, raw: bytes | None, limit: float, started: float) -> CheckResult:
+    """The checker's answer read: the checker ran on the agent's workspace, so whatever its answer
+    does here is the policy's (a score of 0 and the error), never an exception."""
     report: Any = None
     metrics: dict[str, float] = {}
-    try:  # the checker ran on the agent's workspace: whatever its answer does here is the policy's
+    try:
         report = _parse_report(raw)
         value, mode, error = _interpret(out, report, limit)
         if error is None:
