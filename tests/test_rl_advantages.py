@@ -84,6 +84,7 @@ def test_ppo_advantages_do_not_cross_branch_points() -> None:
 def test_grpo_and_ppo_targets_from_samples() -> None:
     from harnessrl.config import AdvantageConfig, TrainConfig
     from harnessrl.rl.algo import ALGORITHMS, build_algorithm
+    from harnessrl.rl.config import ALGORITHM_NAMES, AlgorithmName
 
     a = two_branch_tree()
     b = two_branch_tree()
@@ -102,8 +103,10 @@ def test_grpo_and_ppo_targets_from_samples() -> None:
         ppo.targets([a, b], layouts)
     with pytest.raises(ValueError, match="unknown algorithm"):
         build_algorithm("reinforce")
-    # The config's literal names exactly the registry.
-    assert set(TrainConfig.model_fields["algorithm"].annotation.__args__) == set(ALGORITHMS)
+    # The config's literal is the torch-free list of names, which names exactly the registry.
+    assert TrainConfig.model_fields["algorithm"].annotation == AlgorithmName
+    assert tuple(ALGORITHMS) == ALGORITHM_NAMES == ("grpo", "ppo")
+    assert all(cls.name == name for name, cls in ALGORITHMS.items())
 
 
 def test_grpo_groups_are_separate_and_equal_rewards_give_zero() -> None:

@@ -6,9 +6,16 @@ pydantic, `Section` and other section modules, so `harnessrl.config` never impor
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from harnessrl.config_section import Section
+
+AlgorithmName = Literal["grpo", "ppo"]
+"""The advantage estimators, one class each in `harnessrl.rl.algo.ALGORITHMS` (registered under its
+`name`; a test holds the two equal). The one list of algorithm names, torch-free, so that the
+config's `train.algorithm` takes its Literal from here. Adding one: its class in `rl/algo/`, its
+name here."""
+ALGORITHM_NAMES: tuple[str, ...] = get_args(AlgorithmName)
 
 
 class LossConfig(Section):

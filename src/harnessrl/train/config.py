@@ -12,7 +12,7 @@ from pydantic import Field
 
 from harnessrl.config_section import Section
 from harnessrl.report.config import TrackingConfig
-from harnessrl.rl.config import AdvantageConfig, LossConfig
+from harnessrl.rl.config import AdvantageConfig, AlgorithmName, LossConfig
 from harnessrl.rollout.config import RolloutSections
 from harnessrl.scaling.config import HarnessSpaceConfig
 from harnessrl.trace.config import TraceConfig
@@ -120,8 +120,9 @@ class FailurePolicyConfig(Section):
 
 
 class TrainConfig(Section):
-    algorithm: Literal["grpo", "ppo"] = "grpo"
-    """Advantage estimator: a name in `harnessrl.rl.algo.ALGORITHMS` (ppo adds a value head unless
+    algorithm: AlgorithmName = "grpo"
+    """Advantage estimator: a name in `harnessrl.rl.config.AlgorithmName`, the class registered under
+    it in `harnessrl.rl.algo.ALGORITHMS` (ppo adds a value head unless
     `trainer.value` names one)."""
     advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
     """Settings of the estimator (GRPO std normalisation and eps; PPO gamma and lambda; `mode`:

@@ -1,6 +1,7 @@
 """RL algorithms: a literal registry of small classes over one seam (`base.Algorithm`).
 
-Adding an estimator = one module with a `group` and/or `rollout` hook + one line here.
+Adding an estimator = one module with a `group` and/or `rollout` hook, its class in the tuple here and
+its name in `harnessrl.rl.config.AlgorithmName` (the torch-free list the config's Literal comes from).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from harnessrl.rl.algo.grpo import Grpo
 from harnessrl.rl.algo.ppo import Ppo
 from harnessrl.rl.config import AdvantageConfig
 
-ALGORITHMS: dict[str, type[Algorithm]] = {"grpo": Grpo, "ppo": Ppo}
+ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (Grpo, Ppo)}
+"""Each algorithm class under its `name`: exactly the names of `rl.config.ALGORITHM_NAMES`, in order."""
 
 
 def build_algorithm(
