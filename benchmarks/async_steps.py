@@ -30,38 +30,15 @@ from statistics import fmean
 from typing import Any
 
 from harnessrl.config import Config
+from harnessrl.rollout.testing import SCORE_FROM_KEY, checked_task, curl_call
 from harnessrl.train.loop import train
-from harnessrl.types import Checker, Task, TaskFile
-
-CHECK = """
-import json, sys
-from pathlib import Path
-def grade(transcript, workspace_path):
-    p = Path(workspace_path) / "score.txt"
-    return {"score": int(p.read_text().split()[0][:8], 16) / 0xFFFFFFFF if p.is_file() else 0.0}
-if __name__ == "__main__":
-    print(json.dumps(grade([], sys.argv[1])))
-"""
 
 
 def command(sleep: float, max_tokens: int) -> str:
-    body = f'{{"model":"m","max_tokens":{max_tokens},"messages":[{{"role":"user","content":"say hi"}}]}}'
-    return (
-        'curl -sf -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
-        f"-H \"authorization: Bearer $HARNESSRL_API_KEY\" -d '{body}' > reply.json && sleep {sleep} "
-        '&& printf %s "$HARNESSRL_API_KEY" | md5sum > score.txt'
-    )
+    return f"{curl_call(max_tokens=max_tokens)} && sleep {sleep} && {SCORE_FROM_KEY}"
 
 
-TASKS = [
-    Task(
-        id=f"t{i}",
-        prompt="write a score",
-        workspace=[TaskFile(path="README.md", content="task\n")],
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=CHECK)]),
-    )
-    for i in range(4)
-]
+TASKS = [checked_task(f"t{i}", "write a score") for i in range(4)]
 
 
 def make_cfg(out: Path, args: argparse.Namespace, lag: int) -> Config:

@@ -44,7 +44,7 @@ from harnessrl.engines.models import load_tokenizer
 from harnessrl.engines.scripted import ScriptedEngine
 from harnessrl.rollout.runner import RolloutJob
 from harnessrl.rollout.session import RolloutStack
-from harnessrl.types import Checker, Task, TaskFile
+from harnessrl.rollout.testing import checked_task, curl_call
 
 CHECK = """
 import json, sys
@@ -54,20 +54,11 @@ def grade(transcript, workspace_path):
 if __name__ == "__main__":
     print(json.dumps(grade([], sys.argv[1])))
 """
-CURL = (
-    'curl -sf -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
-    '-H "authorization: Bearer $HARNESSRL_API_KEY" '
-    '-d \'{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"say hi"}]}\' > reply.json'
-)
+CURL = curl_call(max_tokens=8)
 
 
 def make_jobs(n: int, sleep: float) -> list[RolloutJob]:
-    task = Task(
-        id="trivial",
-        prompt="say hi",
-        workspace=[TaskFile(path="README.md", content="task\n")],
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=CHECK)]),
-    )
+    task = checked_task("trivial", "say hi", CHECK)
     command = f"{CURL} && sleep {sleep}"
     return [RolloutJob(task, "shell", rollout_id=f"r{i:04d}", options={"command": command}) for i in range(n)]
 

@@ -28,9 +28,10 @@ from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.testing import scripted_deps
 from harnessrl.report.runs import load_run
 from harnessrl.rollout import RolloutJob, RolloutRunner, RunnerSettings
+from harnessrl.rollout.testing import checked_task, curl_call
 from harnessrl.trace.load import TraceInputError, load_rollout
 from harnessrl.train.metrics import MetricsSink
-from harnessrl.types import Checker, Rollout, RolloutStatus, Task, TaskFile
+from harnessrl.types import Rollout, RolloutStatus
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
@@ -43,23 +44,13 @@ def main():
 if __name__ == "__main__":
     main()
 """
-CURL = (
-    'curl -sf -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
-    '-H "authorization: Bearer $HARNESSRL_API_KEY" '
-    '-d \'{"model":"m","messages":[{"role":"user","content":"say hi"}]}\' > reply.json'
-)
+CURL = curl_call()
 
 
 @pytest.fixture
 async def real_rollout(tmp_path: Path) -> tuple[Rollout, Path]:
     """One finished rollout with two model calls, written by the real runner: (its record, its folder)."""
-    task = Task(
-        id="t0",
-        prompt="write out.txt",
-        workspace=[TaskFile(path="README.md", content="task\n")],
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=CHECK)]),
-        source=str(tmp_path),
-    )
+    task = checked_task("t0", "write out.txt", CHECK, source=str(tmp_path))
     settings = RunnerSettings(out_dir=tmp_path / "runs", timeout_s=30.0, sandbox=SandboxConfig(pool_size=0))
     async with ProxyServer(scripted_deps(["hi\u2028there", "bye"]), port=0) as server:
         runner = RolloutRunner(server.deps.sessions, ("127.0.0.1", server.port), settings)

@@ -39,31 +39,12 @@ from typing import Any
 import pytest
 
 from harnessrl.rollout.netsim import HEAD_IP, WORKER_IP, Nodes, kill_raylet, run_in, two_node_cluster, why_not
+from harnessrl.rollout.testing import SCORE_FROM_KEY, checked_task, curl_call
 
 PY = sys.executable
-CHECK = """
-import json, sys
-from pathlib import Path
-def grade(transcript, workspace_path):
-    p = Path(workspace_path) / "score.txt"
-    if not p.is_file():
-        return {"score": 0.0}
-    return {"score": int(p.read_text().split()[0][:8], 16) / 0xFFFFFFFF}
-if __name__ == "__main__":
-    print(json.dumps(grade([], sys.argv[1])))
-"""
-
-
-def curl(content: str, out: str) -> str:
-    body = json.dumps({"model": "m", "max_tokens": 6, "messages": [{"role": "user", "content": content}]})
-    return (
-        'curl -sf -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
-        f"-H \"authorization: Bearer $HARNESSRL_API_KEY\" -d '{body}' > {out}"
-    )
-
-
-SCORE = 'printf %s "$HARNESSRL_API_KEY" | md5sum > score.txt'
-VARIED = f"{curl('first call', 'a.json')} && {curl('second call', 'b.json')} && {SCORE}"
+FIRST = curl_call("first call", max_tokens=6, out="a.json")
+SECOND = curl_call("second call", max_tokens=6, out="b.json")
+VARIED = f"{FIRST} && {SECOND} && {SCORE_FROM_KEY}"
 """Two model calls, then a score derived from the rollout's token: groups have reward variance."""
 
 
@@ -232,11 +213,8 @@ def train_loop(out_dir: Path, address: str, engine: Any) -> Any:
     from harnessrl.config import Config
     from harnessrl.train.build import build_trainer
     from harnessrl.train.loop import TrainLoop
-    from harnessrl.types import Checker, Task, TaskFile
 
-    reward = Checker(files=[TaskFile(path="reward/check.py", content=CHECK)])
-    readme = [TaskFile(path="README.md", content="task\n")]
-    tasks = [Task(id=f"t{i}", prompt="write a score", workspace=readme, checker=reward) for i in range(2)]
+    tasks = [checked_task(f"t{i}", "write a score") for i in range(2)]
     ray = {"address": address, "workers": 2, "worker_cpus": 1, "retries": 1, "max_restarts": 0}
     cfg = Config.model_validate(
         {

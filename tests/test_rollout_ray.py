@@ -24,7 +24,8 @@ from harnessrl.engines.models import load_model, load_tokenizer
 from harnessrl.engines.scripted import Script, ScriptedEngine
 from harnessrl.rollout.runner import RolloutJob
 from harnessrl.rollout.session import RolloutStack
-from harnessrl.types import Checker, Rollout, Task, TaskFile
+from harnessrl.rollout.testing import checked_task
+from harnessrl.types import Rollout, Task
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
@@ -36,12 +37,7 @@ COMMAND = (
 
 
 def task(task_id: str, prompt: str) -> Task:
-    return Task(
-        id=task_id,
-        prompt=prompt,
-        workspace=[TaskFile(path="README.md", content="task\n")],
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=CHECK)]),
-    )
+    return checked_task(task_id, prompt, CHECK)
 
 
 def jobs(prompts: list[str]) -> list[RolloutJob]:

@@ -14,7 +14,8 @@ from harnessrl.config import SandboxConfig
 from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.testing import scripted_deps
 from harnessrl.rollout import RolloutJob, RolloutRunner, RunnerSettings, read_rollout, summarize
-from harnessrl.types import Checker, RolloutStatus, Task, TaskFile
+from harnessrl.rollout.testing import checked_task, curl_call
+from harnessrl.types import RolloutStatus, Task
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
@@ -32,21 +33,12 @@ if __name__ == "__main__":
 """
 
 # One model call through the endpoint the sandbox forwards (curl is the "harness" here).
-CURL = (
-    'curl -sf -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
-    '-H "authorization: Bearer $HARNESSRL_API_KEY" '
-    '-d \'{"model":"m","messages":[{"role":"user","content":"say hi"}]}\' > reply.json'
-)
+CURL = curl_call()
 
 
 def make_task(tmp: Path) -> Task:
-    return Task(
-        id="t0",
-        prompt="write hi to out.txt",
-        workspace=[TaskFile(path="README.md", content="task\n")],
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=CHECK)]),
-        input_mount_dir="/root/.openclaw/workspace",
-        source=str(tmp),
+    return checked_task(
+        "t0", "write hi to out.txt", CHECK, input_mount_dir="/root/.openclaw/workspace", source=str(tmp)
     )
 
 

@@ -24,39 +24,18 @@ from harnessrl.engines.models import load_model, load_tokenizer
 from harnessrl.engines.scripted import ScriptedEngine
 from harnessrl.formats.calls import read_calls
 from harnessrl.rollout.producer import StepProducer
+from harnessrl.rollout.testing import SCORE_FROM_KEY, checked_task, curl_call
 from harnessrl.train.build import build_trainer
 from harnessrl.train.loop import TrainLoop, train
 from harnessrl.train.staleness import apply_bound, staleness
 from harnessrl.train.trainer import Trainer
-from harnessrl.types import Checker, ModelCall, Rollout, RolloutStatus, Task, TaskFile
+from harnessrl.types import ModelCall, Rollout, RolloutStatus
 
 torch.set_num_threads(1)
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
-CHECK = """
-import json, sys
-from pathlib import Path
-def grade(transcript, workspace_path):
-    p = Path(workspace_path) / "score.txt"
-    return {"score": int(p.read_text().split()[0][:8], 16) / 0xFFFFFFFF if p.is_file() else 0.0}
-if __name__ == "__main__":
-    print(json.dumps(grade([], sys.argv[1])))
-"""
-CURL = (
-    'curl -sf -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
-    '-H "authorization: Bearer $HARNESSRL_API_KEY" '
-    '-d \'{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"say hi"}]}\' > reply.json'
-    ' && printf %s "$HARNESSRL_API_KEY" | md5sum > score.txt'
-)
-TASKS = [
-    Task(
-        id=f"t{i}",
-        prompt="write a score",
-        workspace=[TaskFile(path="README.md", content="task\n")],
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=CHECK)]),
-    )
-    for i in range(2)
-]
+CURL = f"{curl_call(max_tokens=8)} && {SCORE_FROM_KEY}"
+TASKS = [checked_task(f"t{i}", "write a score") for i in range(2)]
 
 
 def make_cfg(out: Path, model: str = "tiny-qwen3", **train: Any) -> Config:

@@ -21,11 +21,12 @@ import torch
 
 from harnessrl.config import Config, ConfigError
 from harnessrl.rollout.runner import RolloutJob
+from harnessrl.rollout.testing import SCORE_FROM_KEY, checked_task, curl_call
 from harnessrl.train.build import build_trainer
 from harnessrl.train.dynamic import fill, informative_groups
 from harnessrl.train.loop import TrainLoop
 from harnessrl.train.schedule import ScheduleSpec, schedule_step
-from harnessrl.types import Checker, Rollout, RolloutStatus, Task, TaskFile
+from harnessrl.types import Rollout, RolloutStatus, Task
 
 torch.set_num_threads(1)
 S = RolloutStatus
@@ -126,31 +127,14 @@ def test_informative_counts_what_would_train() -> None:
     assert informative_groups(rollouts, never) == {"a": False, "b": False, "c": False, "d": False}
 
 
-CHECK = """
-import json, sys
-from pathlib import Path
-def grade(transcript, workspace_path):
-    p = Path(workspace_path) / "score.txt"
-    return {"score": int(p.read_text().split()[0][:8], 16) / 0xFFFFFFFF if p.is_file() else 0.0}
-if __name__ == "__main__":
-    print(json.dumps(grade([], sys.argv[1])))
-"""
 CURL = (
-    'curl -sf -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
-    '-H "authorization: Bearer $HARNESSRL_API_KEY" '
-    '-d \'{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"say hi"}]}\' > reply.json && '
-    'case "$HARNESSRL_PROMPT" in flat*) echo 00000000 > score.txt;; '
-    '*) printf %s "$HARNESSRL_API_KEY" | md5sum > score.txt;; esac'
+    f"{curl_call(max_tokens=8)} && "
+    f'case "$HARNESSRL_PROMPT" in flat*) echo 00000000 > score.txt;; *) {SCORE_FROM_KEY};; esac'
 )
 
 
 def real_task(i: int, kind: str) -> Task:
-    return Task(
-        id=f"t{i}",
-        prompt=f"{kind}: write a score",
-        workspace=[TaskFile(path="README.md", content="task\n")],
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=CHECK)]),
-    )
+    return checked_task(f"t{i}", f"{kind}: write a score")
 
 
 def make_cfg(out: Path, **train: Any) -> Config:

@@ -26,49 +26,21 @@ from harnessrl.protocols import SamplingParams
 from harnessrl.report.tbevents import read_scalars
 from harnessrl.rl.packing import layout_tree
 from harnessrl.rollout.session import RolloutStack
+from harnessrl.rollout.testing import SCORE_FROM_KEY, checked_task, curl_call
 from harnessrl.train.batch import collect_trees
 from harnessrl.train.build import build_trainer, trainer_config
 from harnessrl.train.loop import TrainLoop
 from harnessrl.train.schedule import ScheduleSpec, schedule_step
 from harnessrl.train.trainer import Trainer
-from harnessrl.types import Checker, ModelCall, Rollout, RolloutStatus, Task, TaskFile, TreeNode, TreeSample
+from harnessrl.types import ModelCall, Rollout, RolloutStatus, TreeNode, TreeSample
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 torch.set_num_threads(1)
 
-CHECK = """
-import json, sys
-from pathlib import Path
-def grade(transcript, workspace_path):
-    p = Path(workspace_path) / "score.txt"
-    if not p.is_file():
-        return {"score": 0.0}
-    return {"score": int(p.read_text().split()[0][:8], 16) / 0xFFFFFFFF}
-def main():
-    print(json.dumps(grade([], sys.argv[1])))
-if __name__ == "__main__":
-    main()
-"""
-
-CURL = (
-    'curl -sf -X POST "$HARNESSRL_BASE_URL/v1/chat/completions" -H "content-type: application/json" '
-    '-H "authorization: Bearer $HARNESSRL_API_KEY" '
-    '-d \'{"model":"m","max_tokens":6,"messages":[{"role":"user","content":"say hi"}]}\' > reply.json'
-)
-VARIED = f'{CURL} && printf %s "$HARNESSRL_API_KEY" | md5sum > score.txt'
+CURL = curl_call(max_tokens=6)
+VARIED = f"{CURL} && {SCORE_FROM_KEY}"
 CONSTANT = f'{CURL} && case "$HARNESSRL_PROMPT" in *crash*) exit 3;; esac; echo 00000000 > score.txt'
-
-
-def make_task(task_id: str, prompt: str) -> Task:
-    return Task(
-        id=task_id,
-        prompt=prompt,
-        workspace=[TaskFile(path="README.md", content="task\n")],
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=CHECK)]),
-    )
-
-
-TASKS = [make_task("t0", "write a score"), make_task("t1", "crash after the call")]
+TASKS = [checked_task("t0", "write a score"), checked_task("t1", "crash after the call")]
 
 
 def make_cfg(out: Path, **train: Any) -> Config:
@@ -206,7 +178,7 @@ async def test_one_full_step(tmp_path: Path) -> None:
 
 
 def test_schedule_groups_and_determinism() -> None:
-    tasks = [make_task(f"t{i}", "p") for i in range(5)]
+    tasks = [checked_task(f"t{i}", "p") for i in range(5)]
     spec = ScheduleSpec(
         harnesses=("claude-code", "codex", "openclaw"), tasks_per_step=2, group_size=3, seed=7
     )
@@ -225,7 +197,7 @@ def test_schedule_groups_and_determinism() -> None:
     assert sorted(firsts[:5]) == [f"t{i}" for i in range(5)]
     assert sorted(firsts[5:]) == [f"t{i}" for i in range(5)]
     # An epoch boundary drawing one task twice in a step: one group of twice the size, unique ids.
-    two = [make_task("a", "p"), make_task("b", "p")]
+    two = [checked_task("a", "p"), checked_task("b", "p")]
     small = ScheduleSpec(harnesses=("shell",), tasks_per_step=3, group_size=2, seed=0)
     merged = schedule_step(two, small, step=0)
     sizes: dict[str, int] = {}
