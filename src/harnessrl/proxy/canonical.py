@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +107,29 @@ def join_text(parts: list[str]) -> str:
     """Join the text blocks of one message. Blocks are joined with a newline, always the same way, so
     that a string and its one-block list form (Claude Code switches between them) render identically."""
     return "\n".join(parts)
+
+
+def text_parts(
+    content: Any,
+    where: str,
+    kinds: Mapping[str, str | None],
+    unsupported: str = "is not supported (text only)",
+) -> str:
+    """A message's content as text: a string as it is, or a list of typed parts joined (`join_text`).
+    `kinds` maps each part type taken to the field holding its text, or to None for an image
+    (IMAGE_PLACEHOLDER: the model reads text only); any other type is a 400,
+    `<where>[j].type=<type> <unsupported>`."""
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for j, part in enumerate(expect(content, list, where)):
+        pw = f"{where}[{j}]"
+        kind = expect(part, dict, pw).get("type")
+        if not isinstance(kind, str) or kind not in kinds:
+            raise RequestError(f"{pw}.type={kind!r} {unsupported}", param=f"{pw}.type")
+        key = kinds[kind]
+        texts.append(IMAGE_PLACEHOLDER if key is None else expect(part.get(key, ""), str, f"{pw}.{key}"))
+    return join_text(texts)
 
 
 def field_json(text: str, where: str) -> Any:

@@ -36,6 +36,7 @@ from harnessrl.proxy.canonical import (
     join_text,
     optional_int,
     reject_forced_tool_choice,
+    text_parts,
     typed_images,
 )
 from harnessrl.proxy.dialects.base import Endpoint
@@ -58,19 +59,8 @@ ERROR_PREFIX = "Error: "
 def _text_of(content: Any, where: str, images: bool = False) -> str:
     """A string, or a list of text blocks, -> text. With `images`, an image block becomes
     IMAGE_PLACEHOLDER (user turns and tool results); other block types are a 400."""
-    if isinstance(content, str):
-        return content
-    parts: list[str] = []
-    for j, block in enumerate(expect(content, list, where)):
-        bw = f"{where}[{j}]"
-        kind = expect(block, dict, bw).get("type")
-        if kind == "image" and images:
-            parts.append(IMAGE_PLACEHOLDER)
-            continue
-        if kind != "text":
-            raise RequestError(f"{bw}.type={kind!r} is not supported here (text only)", param=f"{bw}.type")
-        parts.append(expect(block.get("text", ""), str, f"{bw}.text"))
-    return join_text(parts)
+    kinds: dict[str, str | None] = {"text": "text", "image": None} if images else {"text": "text"}
+    return text_parts(content, where, kinds, "is not supported here (text only)")
 
 
 def _assistant(content: Any, where: str) -> ChatMessage:

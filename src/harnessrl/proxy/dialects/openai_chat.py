@@ -21,15 +21,14 @@ from typing import Any
 
 from harnessrl.proxy import sse
 from harnessrl.proxy.canonical import (
-    IMAGE_PLACEHOLDER,
     CanonicalRequest,
     Completion,
     expect,
     fit_advice,
-    join_text,
     optional_int,
     parse_arguments,
     reject_forced_tool_choice,
+    text_parts,
     typed_images,
 )
 from harnessrl.proxy.dialects.base import Endpoint
@@ -92,22 +91,12 @@ def freeform_parameters(description: str) -> dict[str, Any]:
     return {"type": "object", "properties": {"input": {"type": "string", "description": description}}}
 
 
+_PARTS: dict[str, str | None] = {"text": "text", "refusal": "refusal", "image_url": None}
+"""The content parts a message may hold: each type's text field (None: an image)."""
+
+
 def _content(content: Any, where: str) -> str:
-    if content is None or isinstance(content, str):
-        return content or ""
-    parts: list[str] = []
-    for j, part in enumerate(expect(content, list, where)):
-        pw = f"{where}[{j}]"
-        kind = expect(part, dict, pw).get("type")
-        if kind == "text":
-            parts.append(expect(part.get("text", ""), str, f"{pw}.text"))
-        elif kind == "refusal":
-            parts.append(expect(part.get("refusal", ""), str, f"{pw}.refusal"))
-        elif kind == "image_url":
-            parts.append(IMAGE_PLACEHOLDER)
-        else:
-            raise RequestError(f"{pw}.type={kind!r} is not supported (text only)", param=f"{pw}.type")
-    return join_text(parts)
+    return text_parts("" if content is None else content, where, _PARTS)
 
 
 def _tool_call(raw: Any, where: str) -> ToolCall:

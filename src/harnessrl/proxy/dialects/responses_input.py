@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessrl.proxy.canonical import IMAGE_PLACEHOLDER, expect, join_text, parse_arguments
+from harnessrl.proxy.canonical import expect, join_text, parse_arguments, text_parts
 from harnessrl.proxy.dialects.openai_chat import freeform_parameters
 from harnessrl.types import ChatMessage, RequestError, ToolCall, ToolSpec
 
@@ -55,22 +55,16 @@ _HOSTED_TOOLS = {
 _ASSISTANT_ITEMS = {"reasoning", "function_call", "custom_tool_call", "local_shell_call"}
 
 
+_PARTS: dict[str, str | None] = {
+    **dict.fromkeys(("input_text", "output_text", "text", "summary_text"), "text"),
+    "refusal": "refusal",
+    "input_image": None,
+}
+"""The content parts an item may hold: each type's text field (None: an image)."""
+
+
 def _parts(content: Any, where: str) -> str:
-    if isinstance(content, str):
-        return content
-    texts: list[str] = []
-    for j, part in enumerate(expect(content, list, where)):
-        pw = f"{where}[{j}]"
-        kind = expect(part, dict, pw).get("type")
-        if kind in ("input_text", "output_text", "text", "summary_text"):
-            texts.append(expect(part.get("text", ""), str, f"{pw}.text"))
-        elif kind == "refusal":
-            texts.append(expect(part.get("refusal", ""), str, f"{pw}.refusal"))
-        elif kind == "input_image":
-            texts.append(IMAGE_PLACEHOLDER)
-        else:
-            raise RequestError(f"{pw}.type={kind!r} is not supported (text only)", param=f"{pw}.type")
-    return join_text(texts)
+    return text_parts(content, where, _PARTS)
 
 
 def _output_text(raw: Any, where: str) -> str:
