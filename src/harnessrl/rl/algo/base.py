@@ -8,8 +8,9 @@
 `harnessrl.types.group_id`), calls `group` once per group with the group's rewards, then `rollout`
 once per sample with its layout, the per-rollout scalar `group` gave it, (if the algorithm needs
 them) the value model's [T] values and, under `mode = "tree"`, the credit of its group's merged tree
-(`rl.credit.tree_credit`); with `segments = "credited"`, `credit_segments` then gives compaction and
-sub-agent tokens their own credit. The trainer stays algorithm-blind: it only sees [T] arrays.
+(`rl.credit.tree_credit`), all in one `OneRollout`; with `segments = "credited"`, `credit_segments`
+then gives compaction and sub-agent tokens their own credit. The trainer stays algorithm-blind: it
+only sees [T] arrays.
 """
 
 from __future__ import annotations
@@ -44,6 +45,20 @@ class Targets:
         return all(not bool(a.any()) for a in self.advantages)
 
 
+@dataclass(frozen=True)
+class OneRollout:
+    """What the per-rollout hook gets for one tree."""
+
+    sample: TreeSample
+    layout: TreeLayout
+    scalar: float
+    """What `group` gave this rollout."""
+    values_T: torch.Tensor | None
+    """The value model's [T] values (algorithms with `needs_values` only)."""
+    credit: TokenCredit | None = None
+    """Its group's merged-tree credit under `mode = "tree"` (None otherwise)."""
+
+
 class Algorithm:
     """Base class: override `group` and/or `rollout`; `needs_values` asks the loop for a value model."""
 
@@ -61,16 +76,8 @@ class Algorithm:
         """Per-group hook: the G rewards of one group -> one scalar per rollout (default: the reward)."""
         return list(rewards_G)
 
-    def rollout(
-        self,
-        sample: TreeSample,
-        layout: TreeLayout,
-        scalar: float,
-        values_T: torch.Tensor | None,
-        credit: TokenCredit | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Per-rollout hook: (advantages [T], returns [T] or None) for one tree; `credit` is its
-        group's merged-tree credit under `mode = "tree"` (None otherwise)."""
+    def rollout(self, one: OneRollout) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Per-rollout hook: (advantages [T], returns [T] or None) for one tree (`OneRollout`)."""
         raise NotImplementedError
 
     def targets(
@@ -97,7 +104,9 @@ class Algorithm:
         adv: list[torch.Tensor] = []
         ret: list[torch.Tensor] = []
         for i, (s, L) in enumerate(zip(samples, layouts, strict=True)):
-            a, r = self.rollout(s, L, scalars[i], values[i] if values is not None else None, credit[i])
+            a, r = self.rollout(
+                OneRollout(s, L, scalars[i], values[i] if values is not None else None, credit[i])
+            )
             adv.append(a)
             if r is not None:
                 ret.append(r)

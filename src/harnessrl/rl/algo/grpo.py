@@ -15,8 +15,8 @@ from typing import Any
 import torch
 
 from harnessrl.rl.advantages import broadcast, grpo_advantages
-from harnessrl.rl.algo.base import Algorithm, Targets
-from harnessrl.rl.credit import TokenCredit, credited_advantages
+from harnessrl.rl.algo.base import Algorithm, OneRollout, Targets
+from harnessrl.rl.credit import credited_advantages
 from harnessrl.rl.packing import TreeLayout
 from harnessrl.types import TreeSample
 
@@ -35,17 +35,10 @@ class Grpo(Algorithm):
         scale = float(r.std(unbiased=False)) + self.cfg.eps
         return scale if self.cfg.normalize_std and scale > 0 else 1.0
 
-    def rollout(
-        self,
-        sample: TreeSample,
-        layout: TreeLayout,
-        scalar: float,
-        values_T: torch.Tensor | None,
-        credit: TokenCredit | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        if credit is None:
-            return broadcast(layout, scalar), None
-        return (credit.advantage / self._scales[sample.group_id]).float(), None
+    def rollout(self, one: OneRollout) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if one.credit is None:
+            return broadcast(one.layout, one.scalar), None
+        return (one.credit.advantage / self._scales[one.sample.group_id]).float(), None
 
     def targets(
         self, samples: Sequence[TreeSample], layouts: Sequence[TreeLayout], values: Any = None

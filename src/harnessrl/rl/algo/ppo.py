@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from harnessrl.rl.advantages import ppo_advantages
-from harnessrl.rl.algo.base import Algorithm
+from harnessrl.rl.algo.base import Algorithm, OneRollout
 from harnessrl.rl.credit import TokenCredit, segment_of_tokens, segment_used
 from harnessrl.rl.packing import TreeLayout
 from harnessrl.types import TreeSample
@@ -23,18 +23,12 @@ class Ppo(Algorithm):
     name = "ppo"
     needs_values = True
 
-    def rollout(
-        self,
-        sample: TreeSample,
-        layout: TreeLayout,
-        scalar: float,
-        values_T: torch.Tensor | None,
-        credit: TokenCredit | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def rollout(self, one: OneRollout) -> tuple[torch.Tensor, torch.Tensor | None]:
+        sample, layout, scalar, values_T = one.sample, one.layout, one.scalar, one.values_T
         assert values_T is not None  # checked by Algorithm.targets
         own = segment_used(sample) if self.segments == "credited" and sample.segments else None
-        if credit is not None:
-            return self._tree(sample, layout, values_T, credit, own)
+        if one.credit is not None:
+            return self._tree(sample, layout, values_T, one.credit, own)
         rewards = [scalar] * len(layout.path_tokens)
         if own is not None:
             rewards = [scalar if own[sample.nodes[p[-1]].segment] else 0.0 for p in sample.paths]
