@@ -76,17 +76,28 @@ def ensure_converted(dest: Path, convert: Callable[[Path], None], source: str) -
     with _file_lock(dest.parent / f".{dest.name}.lock"):
         if (dest / MARKER).is_file():
             return dest
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-        try:
+
+        def fill(tmp: Path) -> None:
             convert(tmp)
             (tmp / MARKER).write_text(json.dumps({"source": source}) + "\n", encoding="utf-8")
-            tmp.chmod(0o755)  # mkdtemp makes it private; the cache is shared like any other
-            if dest.exists():
-                shutil.rmtree(dest)
-            os.rename(tmp, dest)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+
+        return publish_folder(dest, fill)
+
+
+def publish_folder(dest: Path, fill: Callable[[Path], None]) -> Path:
+    """Make the folder `dest` whole or not at all: `fill(tmp)` writes a fresh folder beside it, which
+    then replaces `dest` (mode 755: mkdtemp makes it private, and the cache is shared like any other);
+    a failure leaves `dest` as it was and no temporary folder behind."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        fill(tmp)
+        tmp.chmod(0o755)
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.rename(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return dest
 
 

@@ -24,10 +24,7 @@ tokens (never trained).
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -232,21 +229,14 @@ def sft_trainer_config(cfg: TrainSections) -> TrainerConfig:
 
 def export_model(trainer: Trainer, model_name: str, dest: Path) -> Path:
     """Write the policy as a model folder (config, safetensors, tokenizer), atomically."""
-    from harnessrl.engines.models import load_tokenizer
+    from harnessrl.engines.models import load_tokenizer, publish_folder
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
+    def fill(tmp: Path) -> None:
         trainer.model.save_pretrained(tmp)
         load_tokenizer(model_name).save_pretrained(tmp)
-        tmp.chmod(0o755)
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.rename(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return dest
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return publish_folder(dest, fill)
 
 
 def train_sft(
