@@ -23,7 +23,7 @@ from harnessrl.proxy.dialects import owner, resolve
 from harnessrl.proxy.dialects.gemini import GeminiDialect
 from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.testing import scripted_proxy
-from harnessrl.types import ChatMessage, ModelCall, ToolCall, ToolSpec
+from harnessrl.types import ChatMessage, ToolCall, ToolSpec
 
 ARGS = {"command": "ls -la"}
 TURNS = [
@@ -48,17 +48,6 @@ def server() -> Iterator[ThreadedProxyServer]:
     s.stop()
 
 
-_ids = iter(range(10**6))
-
-
-def session(server: ThreadedProxyServer) -> Any:
-    return server.server.deps.sessions.open(f"gemini{next(_ids)}")
-
-
-def recorded(server: ThreadedProxyServer, rollout_id: str) -> list[ModelCall]:
-    return server.server.deps.sessions.calls(rollout_id)
-
-
 def sdk(base_url: str) -> genai.Client:
     options = types.HttpOptions(base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1))
     return genai.Client(api_key="unused", http_options=options)
@@ -74,7 +63,7 @@ def config(**kw: Any) -> types.GenerateContentConfig:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_sdk_function_call_round_trip_is_spliced(server: ThreadedProxyServer, stream: bool) -> None:
-    info = session(server)
+    info = server.open_session("gemini")
     client = sdk(info.base_url)
     cfg = config(thinking_config=types.ThinkingConfig(include_thoughts=True, thinking_budget=8192))
     contents: list[Any] = [types.Content(role="user", parts=[types.Part(text="list files")])]
@@ -107,7 +96,7 @@ def test_sdk_function_call_round_trip_is_spliced(server: ThreadedProxyServer, st
     )
     second = client.models.generate_content(model="gemini-x", contents=contents, config=cfg)
     assert second.text == "There are 3 files."
-    calls = recorded(server, info.rollout_id)
+    calls = server.calls(info.rollout_id)
     one, two = calls
     assert (one.render, two.render, two.spliced_from, two.dialect) == (
         "rendered",
@@ -130,7 +119,7 @@ def test_sdk_function_call_round_trip_is_spliced(server: ThreadedProxyServer, st
 
 def test_sdk_chat_session_streams_and_splices(server: ThreadedProxyServer) -> None:
     """The SDK's chat object keeps the history itself (thought parts and all) and sends it back."""
-    info = session(server)
+    info = server.open_session("gemini")
     client = sdk(info.base_url)  # kept: the SDK closes its HTTP client when the Client is collected
     chat = client.chats.create(model="gemini-x", config=config())
     first = list(chat.send_message_stream("list files"))
@@ -139,12 +128,12 @@ def test_sdk_chat_session_streams_and_splices(server: ThreadedProxyServer) -> No
     reply = types.Part(function_response=types.FunctionResponse(name="exec", response={"output": "a b c"}))
     second = "".join(c.text or "" for c in chat.send_message_stream(reply))
     assert second == "There are 3 files."
-    one, two = recorded(server, info.rollout_id)
+    one, two = server.calls(info.rollout_id)
     assert (two.render, two.spliced_from) == ("spliced", one.call_id)
 
 
 def test_sdk_sees_api_errors(server: ThreadedProxyServer) -> None:
-    info = session(server)
+    info = server.open_session("gemini")
     client = sdk(info.base_url)
     cfg = types.GenerateContentConfig(candidate_count=2)
     with pytest.raises(errors.ClientError) as e:
@@ -193,7 +182,7 @@ def test_engine_error_after_the_stream_started_ends_it_in_googles_shape() -> Non
         with pytest.raises(errors.ServerError) as e:
             list(client.models.generate_content_stream(model="m", contents="hi again"))
         assert (e.value.code, e.value.status) == (500, "INTERNAL")
-        assert [c.error is not None for c in recorded(s, "fault")] == [True, True]
+        assert [c.error is not None for c in s.calls("fault")] == [True, True]
     finally:
         s.stop()
 
@@ -262,7 +251,7 @@ def test_wire_json_and_streams_exact() -> None:
 
 
 def test_live_wire_json_exact(server: ThreadedProxyServer) -> None:
-    info = session(server)
+    info = server.open_session("gemini")
     body = {
         "contents": [{"role": "user", "parts": [{"text": "list files"}]}],
         "tools": [{"functionDeclarations": [DECL]}],
@@ -273,7 +262,7 @@ def test_live_wire_json_exact(server: ThreadedProxyServer) -> None:
     assert r.status_code == 200 and r.headers["content-type"] == "application/json"
     out = r.json()
     call_id = out["candidates"][0]["content"]["parts"][0]["functionCall"]["id"]
-    (call,) = recorded(server, info.rollout_id)
+    (call,) = server.calls(info.rollout_id)
     assert re.fullmatch(r"call_[0-9a-f]{24}", call_id) and HEX24.fullmatch(out["responseId"])
     assert out == {
         "candidates": [
@@ -357,7 +346,7 @@ BAD: list[tuple[dict[str, Any], str]] = [
 def test_unsupported_fields_are_a_400_naming_the_field(
     server: ThreadedProxyServer, body: dict[str, Any], field: str
 ) -> None:
-    url = f"{session(server).base_url}/v1beta/models/m:generateContent"
+    url = f"{server.open_session('gemini').base_url}/v1beta/models/m:generateContent"
     r = httpx.post(url, json=body, timeout=30)
     assert r.status_code == 400, r.text
     error = r.json()["error"]
@@ -549,7 +538,7 @@ def test_real_gemini_cli_calls_splice(tmp_path: Path) -> None:
         events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         assert events[-1]["type"] == "result" and events[-1]["status"] == "success"
         assert (workspace / "hello.txt").read_text() == "hi"
-        calls = recorded(s, "gemini-cli")
+        calls = s.calls("gemini-cli")
         assert [(c.render, c.error) for c in calls] == [
             ("rendered", None),
             ("spliced", None),

@@ -36,17 +36,6 @@ def server() -> Iterator[ThreadedProxyServer]:
     s.stop()
 
 
-_ids = iter(range(10**6))
-
-
-def session(server: ThreadedProxyServer) -> Any:
-    return server.server.deps.sessions.open(f"sdk{next(_ids)}")
-
-
-def recorded(server: ThreadedProxyServer, rollout_id: str) -> list[ModelCall]:
-    return server.server.deps.sessions.calls(rollout_id)
-
-
 def assert_spliced(calls: list[ModelCall]) -> None:
     first, second = calls
     assert (first.render, second.render, second.spliced_from) == ("rendered", "spliced", first.call_id)
@@ -56,7 +45,7 @@ def assert_spliced(calls: list[ModelCall]) -> None:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_anthropic_sdk_tool_call_then_answer(server: ThreadedProxyServer, stream: bool) -> None:
-    info = session(server)
+    info = server.open_session("sdk")
     client = anthropic.Anthropic(base_url=info.base_url, api_key="unused", max_retries=0)
     tools: Any = [{"name": "exec", "description": "Run a command.", "input_schema": SCHEMA}]
     messages: list[Any] = [{"role": "user", "content": "list files"}]
@@ -85,7 +74,7 @@ def test_anthropic_sdk_tool_call_then_answer(server: ThreadedProxyServer, stream
         ("thinking", None),
         ("text", "There are 3 files."),
     ]
-    calls = recorded(server, info.rollout_id)
+    calls = server.calls(info.rollout_id)
     assert_spliced(calls)
     assert second.usage.input_tokens == len(calls[1].prompt_ids)
     assert second.usage.output_tokens == len(calls[1].output_ids)
@@ -95,7 +84,7 @@ def test_anthropic_sdk_tool_call_then_answer(server: ThreadedProxyServer, stream
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_chat_sdk_tool_call_then_answer(server: ThreadedProxyServer, stream: bool) -> None:
-    info = session(server)
+    info = server.open_session("sdk")
     client = openai.OpenAI(base_url=info.openai_base_url, api_key="unused", max_retries=0)
     tools: Any = [
         {
@@ -140,13 +129,13 @@ def test_openai_chat_sdk_tool_call_then_answer(server: ThreadedProxyServer, stre
     second = client.chat.completions.create(model="gpt-x", messages=messages, tools=tools)
     assert second.choices[0].message.content == "There are 3 files."
     assert second.choices[0].finish_reason == "stop"
-    assert_spliced(recorded(server, info.rollout_id))
+    assert_spliced(server.calls(info.rollout_id))
     assert [m.id for m in client.models.list()] == ["harnessrl"]
 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_responses_sdk_tool_call_then_answer(server: ThreadedProxyServer, stream: bool) -> None:
-    info = session(server)
+    info = server.open_session("sdk")
     client = openai.OpenAI(base_url=info.openai_base_url, api_key="unused", max_retries=0)
     tools: Any = [
         {
@@ -173,7 +162,7 @@ def test_openai_responses_sdk_tool_call_then_answer(server: ThreadedProxyServer,
     second = client.responses.create(input=inputs, **kwargs)
     assert second.output_text == "There are 3 files."
     assert second.status == "completed"
-    assert_spliced(recorded(server, info.rollout_id))
+    assert_spliced(server.calls(info.rollout_id))
 
 
 def test_sdk_sees_engine_errors_as_api_errors() -> None:

@@ -37,17 +37,6 @@ def server() -> Iterator[ThreadedProxyServer]:
     s.stop()
 
 
-_counter = iter(range(10**6))
-
-
-def open_session(server: ThreadedProxyServer) -> Any:
-    return server.server.deps.sessions.open(f"r{next(_counter)}")
-
-
-def calls(server: ThreadedProxyServer, rollout_id: str) -> list[ModelCall]:
-    return server.server.deps.sessions.calls(rollout_id)
-
-
 # -- probes, sessions, auth ----------------------------------------------------------------------------
 
 
@@ -60,7 +49,7 @@ def test_probes_and_models(server: ThreadedProxyServer) -> None:
     assert httpx.get(server.url + "/v1/models/claude-x").status_code == 401
     assert httpx.get(server.url + "/r/nope/v1/models").status_code == 401
     assert httpx.get(server.url + "/v1/models", headers={"x-api-key": "nope"}).status_code == 401
-    info = open_session(server)
+    info = server.open_session()
     key = {"authorization": f"Bearer {info.token}"}
     models = httpx.get(server.url + "/v1/models", headers=key).json()
     assert [m["id"] for m in models["data"]] == ["harnessrl"]
@@ -84,7 +73,7 @@ def test_unknown_tokens_get_401_in_each_api_shape(server: ThreadedProxyServer) -
 
 
 def test_token_as_api_key_reaches_only_its_own_session(server: ThreadedProxyServer) -> None:
-    a, b = open_session(server), open_session(server)
+    a, b = server.open_session(), server.open_session()
     r = httpx.post(server.url + "/v1/messages", json=ANTHROPIC, headers={"x-api-key": a.token})
     assert r.status_code == 200 and r.json()["content"] == [{"type": "text", "text": "done"}]
     r = httpx.post(
@@ -96,9 +85,9 @@ def test_token_as_api_key_reaches_only_its_own_session(server: ThreadedProxyServ
         b.openai_base_url + "/responses", json=RESPONSES, headers={"authorization": f"Bearer {a.token}"}
     )
     assert r.status_code == 200
-    assert [c.dialect for c in calls(server, a.rollout_id)] == ["anthropic"]
-    assert [c.dialect for c in calls(server, b.rollout_id)] == ["openai_chat", "openai_responses"]
-    assert [c.index for c in calls(server, b.rollout_id)] == [0, 1]
+    assert [c.dialect for c in server.calls(a.rollout_id)] == ["anthropic"]
+    assert [c.dialect for c in server.calls(b.rollout_id)] == ["openai_chat", "openai_responses"]
+    assert [c.index for c in server.calls(b.rollout_id)] == [0, 1]
 
 
 def test_closed_session_flushes_jsonl_and_then_401(tmp_path: Path) -> None:
@@ -187,12 +176,12 @@ def test_open_mode_maps_any_key_to_the_default_session() -> None:
 
 
 def test_body_limit_is_413(server: ThreadedProxyServer) -> None:
-    info = open_session(server)
+    info = server.open_session()
     big = {**ANTHROPIC, "messages": [{"role": "user", "content": "x" * 5000}]}
     r = httpx.post(info.base_url + "/v1/messages", json=big)
     assert r.status_code == 413
     assert r.json()["error"]["type"] == "request_too_large"
-    assert calls(server, info.rollout_id) == []
+    assert server.calls(info.rollout_id) == []
 
 
 BAD: list[tuple[str, Any, str | None]] = [
@@ -245,7 +234,7 @@ BAD: list[tuple[str, Any, str | None]] = [
 def test_bad_requests_are_400_naming_the_field(
     server: ThreadedProxyServer, route: str, body: Any, param: str | None
 ) -> None:
-    info = open_session(server)
+    info = server.open_session()
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
     r = httpx.post(info.base_url + route, content=content, headers={"content-type": "application/json"})
     assert r.status_code == 400, r.text
@@ -255,11 +244,11 @@ def test_bad_requests_are_400_naming_the_field(
             assert param in r.json()["error"]["message"]
     else:
         assert r.json()["error"]["param"] == param
-    assert calls(server, info.rollout_id) == []
+    assert server.calls(info.rollout_id) == []
 
 
 def test_wrong_content_type_is_400(server: ThreadedProxyServer) -> None:
-    info = open_session(server)
+    info = server.open_session()
     r = httpx.post(
         info.base_url + "/v1/messages", content=json.dumps(ANTHROPIC), headers={"content-type": "text/plain"}
     )
@@ -394,16 +383,16 @@ def test_retry_is_replayed_without_sampling() -> None:
 
 
 def test_count_tokens_equals_the_rendered_prompt(server: ThreadedProxyServer) -> None:
-    info = open_session(server)
+    info = server.open_session()
     body = {**ANTHROPIC, "system": [{"type": "text", "text": "be brief"}]}
     count = httpx.post(info.base_url + "/v1/messages/count_tokens", json=body).json()
     httpx.post(info.base_url + "/v1/messages", json=body)
-    (call,) = calls(server, info.rollout_id)
+    (call,) = server.calls(info.rollout_id)
     assert count == {"input_tokens": len(call.prompt_ids)}
 
 
 def test_compaction_request_is_tagged(server: ThreadedProxyServer) -> None:
-    info = open_session(server)
+    info = server.open_session()
     ask = "Your task is to create a detailed summary of the conversation so far, paying close attention to..."
     body = {
         **ANTHROPIC,
@@ -412,7 +401,7 @@ def test_compaction_request_is_tagged(server: ThreadedProxyServer) -> None:
     body["messages"].append({"role": "user", "content": ask})
     httpx.post(info.base_url + "/v1/messages", json=body)
     httpx.post(info.base_url + "/v1/messages", json=ANTHROPIC)
-    tagged, plain = calls(server, info.rollout_id)
+    tagged, plain = server.calls(info.rollout_id)
     assert tagged.tags == ["compaction_request"] and plain.tags == []
     assert tagged.render == "retokenized" and plain.render == "rendered"
 
@@ -482,7 +471,7 @@ def test_malformed_or_truncated_output_still_streams_valid_events(max_tokens: in
 
 
 def test_gzip_bodies_are_decoded_within_the_limit(server: ThreadedProxyServer) -> None:
-    info = open_session(server)
+    info = server.open_session()
     url = info.base_url + "/v1/messages"
     headers = {"content-type": "application/json", "content-encoding": "gzip"}
     r = httpx.post(url, content=gzip.compress(json.dumps(ANTHROPIC).encode()), headers=headers)
@@ -495,7 +484,7 @@ def test_gzip_bodies_are_decoded_within_the_limit(server: ThreadedProxyServer) -
     assert r.status_code == 400 and "not valid gzip" in r.json()["error"]["message"]
     r = httpx.post(url, content=b"{}", headers={**headers, "content-encoding": "zstd"})
     assert r.status_code == 400 and "content-encoding 'zstd'" in r.json()["error"]["message"]
-    assert len(calls(server, info.rollout_id)) == 1
+    assert len(server.calls(info.rollout_id)) == 1
 
 
 def test_stop_returns_while_a_stream_is_in_flight() -> None:

@@ -32,6 +32,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from harnessrl.engines.serve import start_uvicorn, stop_uvicorn, tcp_listener
 from harnessrl.proxy.app import make_app
 from harnessrl.proxy.deps import ProxyDeps
+from harnessrl.proxy.sessions import SessionInfo
+from harnessrl.types import ModelCall
 
 T = TypeVar("T")
 _heap_settled = False
@@ -181,6 +183,7 @@ class ThreadedProxyServer:
         self.server = ProxyServer(deps, host, port)
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="harnessrl-proxy", daemon=True)
+        self._opened = 0
 
     @property
     def url(self) -> str:
@@ -190,6 +193,15 @@ class ThreadedProxyServer:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(timeout=30)
         return self
+
+    def open_session(self, prefix: str = "r") -> SessionInfo:
+        """A session under a rollout id of its own, `<prefix><n>` (n counts the sessions opened so)."""
+        self._opened += 1
+        return self.server.deps.sessions.open(f"{prefix}{self._opened}")
+
+    def calls(self, rollout_id: str) -> list[ModelCall]:
+        """The calls recorded for `rollout_id` so far."""
+        return self.server.deps.sessions.calls(rollout_id)
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the server's loop and wait for it (e.g. to touch sessions safely)."""
