@@ -117,6 +117,18 @@ def test_seeds_combine_paired_within_each_run(tmp_path: Path) -> None:
         combine([tmp_path / "missing"])
 
 
+ONE_STEP_EACH = [
+    'engine.model="tiny-qwen3"',
+    "sft.steps=1",
+    "sft.batch_size=2",
+    "sft.heldout_every=0",
+    "train.steps=1",
+    "train.tasks_per_step=1",
+    "train.group_size=2",
+]
+"""The toy-scale experiments' model and their one SFT and one RL step on one task (also test_transfer)."""
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 async def test_ablation_toy_scale_and_reuse(tmp_path: Path) -> None:
@@ -129,13 +141,7 @@ async def test_ablation_toy_scale_and_reuse(tmp_path: Path) -> None:
         "ablation.heldout_per_family=1",
         "ablation.eval_configs=2",
         "ablation.out_of_space=[]",
-        'engine.model="tiny-qwen3"',
-        "sft.steps=1",
-        "sft.batch_size=2",
-        "sft.heldout_every=0",
-        "train.steps=1",
-        "train.tasks_per_step=1",
-        "train.group_size=2",
+        *ONE_STEP_EACH,
         "train.harness_space.options.max_steps=2",  # the demonstrations: the command, then "done"
         "eval.harness_options.whitebox.max_steps=2",
     ]

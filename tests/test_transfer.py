@@ -33,6 +33,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from test_ablation import ONE_STEP_EACH  # the same toy-scale steps
 
 from harnessrl.commands.transfer import TRANSFER_CONFIG as TRANSFER_NAME
 from harnessrl.config import ConfigError, load_config, shipped_config
@@ -279,13 +280,7 @@ async def test_claude_code_recipe_end_to_end_and_reuse(tmp_path: Path) -> None:
         "transfer.heldout_per_family=1",
         "transfer.heldout_family=1",
         "transfer.base_model_row=false",
-        'engine.model="tiny-qwen3"',
-        "sft.steps=1",
-        "sft.batch_size=2",
-        "sft.heldout_every=0",
-        "train.steps=1",
-        "train.tasks_per_step=1",
-        "train.group_size=2",
+        *ONE_STEP_EACH,
         "train.harness_options.claude-code.max_turns=2",
         "eval.harness_options.claude-code.max_turns=2",
         "eval.harness_options.whitebox.max_steps=2",
