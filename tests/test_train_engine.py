@@ -19,15 +19,22 @@ torch.set_num_threads(1)
 VOCAB = 71
 
 
-async def two_call_rollout(engine: HFEngine, temperature: float, seed: int) -> TreeSample:
-    """Call 1 from a prompt; call 2 from call 1's prompt + output + some environment tokens."""
-    sp = SamplingParams(temperature=temperature, max_tokens=12, seed=seed)
-    prompt = [3, 14, 15, 9, 2, 6, 5, 35]
+async def two_call_rollout(
+    engine: HFEngine,
+    temperature: float,
+    seed: int,
+    prompt_ids: tuple[int, ...] = (3, 14, 15, 9, 2, 6, 5, 35),
+    env_ids: tuple[int, ...] = (8, 9, 7, 9),
+    max_tokens: int = 12,
+) -> TreeSample:
+    """Call 1 from `prompt_ids`; call 2 from call 1's prompt + output + the environment tokens."""
+    prompt, env = list(prompt_ids), list(env_ids)
+    sp = SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed)
     first = await engine.generate(prompt, sp)
-    env = [8, 9, 7, 9]
     second = await engine.generate(prompt + first.output_ids + env, sp)
+    p, e = len(prompt), len(env)
     nodes = [
-        TreeNode(node_id=0, parent=-1, tokens=prompt, model_mask=[False] * 8, logprobs=[0.0] * 8),
+        TreeNode(node_id=0, parent=-1, tokens=prompt, model_mask=[False] * p, logprobs=[0.0] * p),
         TreeNode(
             node_id=1,
             parent=0,
@@ -39,8 +46,8 @@ async def two_call_rollout(engine: HFEngine, temperature: float, seed: int) -> T
             node_id=2,
             parent=1,
             tokens=env + second.output_ids,
-            model_mask=[False] * 4 + [True] * len(second.output_ids),
-            logprobs=[0.0] * 4 + second.output_logprobs,
+            model_mask=[False] * e + [True] * len(second.output_ids),
+            logprobs=[0.0] * e + second.output_logprobs,
         ),
     ]
     return TreeSample(rollout_id=f"r{seed}", group_id="g", reward=1.0, nodes=nodes, paths=[[0, 1, 2]])

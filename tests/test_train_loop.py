@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 import torch
+from test_train_engine import two_call_rollout  # the same two calls, on Qwen3 token ids
 
 from harnessrl.config import Config, ConfigError
 from harnessrl.engines import build_engine
 from harnessrl.engines.hf import HFEngine
 from harnessrl.harnesses.registry import HARNESSES
 from harnessrl.harnesses.shell import Shell
-from harnessrl.protocols import SamplingParams
 from harnessrl.report.tbevents import read_scalars
 from harnessrl.rl.packing import layout_tree
 from harnessrl.rollout.session import RolloutStack
@@ -32,7 +32,7 @@ from harnessrl.train.build import build_trainer, trainer_config
 from harnessrl.train.loop import TrainLoop
 from harnessrl.train.schedule import ScheduleSpec, schedule_step
 from harnessrl.train.trainer import Trainer
-from harnessrl.types import ModelCall, Rollout, RolloutStatus, TreeNode, TreeSample
+from harnessrl.types import ModelCall, Rollout, RolloutStatus
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 torch.set_num_threads(1)
@@ -75,30 +75,9 @@ def snapshot(trainer: Trainer) -> dict[str, torch.Tensor]:
 
 async def engine_vs_trainer_gap(engine: HFEngine, trainer: Trainer) -> float:
     """Largest |engine sampling log-prob - trainer log-prob| over a fresh two-call rollout."""
-    prompt = [151644, 872, 198, 14990, 151645, 198, 151644, 77091, 198]
-    sp = SamplingParams(temperature=1.0, max_tokens=8, seed=5)
-    first = await engine.generate(prompt, sp)
-    env = [151645, 198, 151644, 872, 198]
-    second = await engine.generate(prompt + first.output_ids + env, sp)
-    n1, n2 = len(first.output_ids), len(second.output_ids)
-    nodes = [
-        TreeNode(node_id=0, parent=-1, tokens=prompt, model_mask=[False] * 9, logprobs=[0.0] * 9),
-        TreeNode(
-            node_id=1,
-            parent=0,
-            tokens=first.output_ids,
-            model_mask=[True] * n1,
-            logprobs=first.output_logprobs,
-        ),
-        TreeNode(
-            node_id=2,
-            parent=1,
-            tokens=env + second.output_ids,
-            model_mask=[False] * 5 + [True] * n2,
-            logprobs=[0.0] * 5 + second.output_logprobs,
-        ),
-    ]
-    layout = layout_tree(TreeSample(rollout_id="x", group_id="g", reward=0.0, nodes=nodes, paths=[[0, 1, 2]]))
+    prompt = (151644, 872, 198, 14990, 151645, 198, 151644, 77091, 198)
+    env = (151645, 198, 151644, 872, 198)
+    layout = layout_tree(await two_call_rollout(engine, 1.0, 5, prompt, env, max_tokens=8))
     ours = trainer.logprobs([layout])[0]
     mask = layout.loss_mask
     return float((ours[mask] - layout.rollout_logprobs[mask]).abs().max())

@@ -52,7 +52,13 @@ def openai_error(
 
 
 class OpenAIModels:
-    """What both OpenAI dialects answer alike: OpenAI's model list, and no header of their own."""
+    """What both OpenAI dialects answer alike: OpenAI's model list and error body, and no header of
+    their own."""
+
+    def error_json(
+        self, status: int, message: str, param: str | None = None, code: str | None = None
+    ) -> dict[str, Any]:
+        return openai_error(status, message, param, code)
 
     def recognises(self, headers: Mapping[str, str], query: bytes) -> bool:
         """OpenAI's clients send nothing only they send (a bearer key is everyone's): OpenAI's shape is
@@ -318,11 +324,6 @@ class OpenAIChatDialect(OpenAIModels):
             out.append(sse.event({**usage, "choices": [], "usage": self._usage(c)}))
         out.append(sse.DONE)
         return out
-
-    def error_json(
-        self, status: int, message: str, param: str | None = None, code: str | None = None
-    ) -> dict[str, Any]:
-        return openai_error(status, message, param, code)
 
     def stream_error(self, req: CanonicalRequest, response_id: str, status: int, message: str) -> list[bytes]:
         return [sse.event(openai_error(status, message))]

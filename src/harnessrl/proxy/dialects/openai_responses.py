@@ -25,7 +25,7 @@ from harnessrl.proxy.canonical import (
     typed_images,
 )
 from harnessrl.proxy.dialects.base import Endpoint
-from harnessrl.proxy.dialects.openai_chat import OpenAIModels, openai_error, openai_overflow
+from harnessrl.proxy.dialects.openai_chat import OpenAIModels, openai_overflow
 from harnessrl.proxy.dialects.responses_input import LOCAL_SHELL, parse_input, parse_tools
 from harnessrl.types import RequestError
 
@@ -196,11 +196,6 @@ class OpenAIResponsesDialect(OpenAIModels):
             ev["sequence_number"] = seq
             out.append(sse.event(ev, ev["type"]))
         return out
-
-    def error_json(
-        self, status: int, message: str, param: str | None = None, code: str | None = None
-    ) -> dict[str, Any]:
-        return openai_error(status, message, param, code)
 
     def stream_error(self, req: CanonicalRequest, response_id: str, status: int, message: str) -> list[bytes]:
         body = _response(req, response_id, int(time.time()), "failed")
