@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_verify_judge import FakeJudge, judge_server, rule  # noqa: F401  (judge_server: a fixture)
@@ -36,21 +37,30 @@ def task(tid: str, kind: str, rules: list[str], weights: dict[str, float] | None
     )
 
 
+async def eval_judged(
+    tasks: list[Task], out: Path, judge: JudgeConfig, threshold: float = 1.0
+) -> dict[str, Any]:
+    """One whitebox run of each task by the scripted engine (its reference), judged by `judge`."""
+    cfg = Config()
+    cfg.engine.type, cfg.engine.model = "scripted", "tiny-qwen3"
+    cfg.eval.runs, cfg.eval.out_dir, cfg.eval.pass_threshold = 1, str(out), threshold
+    cfg.verify.judge = judge
+    harness = "whitebox:00000"
+    return await evaluate(
+        cfg, tasks, harnesses=[harness], policies=[Policy("p", "tiny-qwen3")],
+        engine=demo_engine(cfg, tasks, harness), echo=lambda _: None,
+    )  # fmt: skip
+
+
 async def test_eval_rubric_and_hybrid_scores(judge_server: tuple[FakeJudge, str], tmp_path: Path) -> None:  # noqa: F811
     fake, url = judge_server
     tasks = [
         task("judged", "llm_judge", ["good", "bare"]),  # mean of 1 and 0.25
         task("hybrid", "hybrid", ["good"], {"automated": 0.5, "llm_judge": 0.5}),  # 0.5*0.5 + 0.5*1
     ]
-    cfg = Config()
-    cfg.engine.type, cfg.engine.model = "scripted", "tiny-qwen3"
-    cfg.eval.runs, cfg.eval.out_dir, cfg.eval.pass_threshold = 1, str(tmp_path), 0.7
-    cfg.verify.judge = JudgeConfig(base_url=url, model="judge-x", max_retries=1)
-    harness = "whitebox:00000"
-    report = await evaluate(
-        cfg, tasks, harnesses=[harness], policies=[Policy("p", "tiny-qwen3")],
-        engine=demo_engine(cfg, tasks, harness), echo=lambda _: None,
-    )  # fmt: skip
+    report = await eval_judged(
+        tasks, tmp_path, JudgeConfig(base_url=url, model="judge-x", max_retries=1), 0.7
+    )
     by_task = report["policies"]["p"]["by_task"]
     assert by_task["judged"]["mean_score"] == pytest.approx(0.625)
     assert by_task["hybrid"]["mean_score"] == pytest.approx(0.75)
@@ -63,15 +73,8 @@ async def test_eval_rubric_and_hybrid_scores(judge_server: tuple[FakeJudge, str]
 
 async def test_eval_without_a_judge_endpoint_is_a_verifier_error(tmp_path: Path) -> None:
     tasks = [task("judged", "llm_judge", ["good"])]
-    cfg = Config()
-    cfg.engine.type, cfg.engine.model = "scripted", "tiny-qwen3"
-    cfg.eval.runs, cfg.eval.out_dir = 1, str(tmp_path)
-    cfg.verify.judge = JudgeConfig(base_url="http://127.0.0.1:9/v1", model="judge-x", max_retries=0)
-    harness = "whitebox:00000"
-    report = await evaluate(
-        cfg, tasks, harnesses=[harness], policies=[Policy("p", "tiny-qwen3")],
-        engine=demo_engine(cfg, tasks, harness), echo=lambda _: None,
-    )  # fmt: skip
+    unreachable = JudgeConfig(base_url="http://127.0.0.1:9/v1", model="judge-x", max_retries=0)
+    report = await eval_judged(tasks, tmp_path, unreachable)
     s = report["policies"]["p"]["summary"]
     # an unreachable judge is not the policy's fault: counted by status, scored 0, kept in the denominator
     assert s["rollouts"] == 1 and s["pass1"] == 0.0 and s["statuses"] == {"verifier_error": 1}

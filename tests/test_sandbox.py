@@ -17,6 +17,7 @@ from harnessrl.sandbox import Sandbox, SandboxSpec, cgroups
 from harnessrl.sandbox.bwrap import agent_python, bwrap_path
 from harnessrl.sandbox.folders import sweep_stale
 from harnessrl.sandbox.outputs import read_output_fd
+from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import SandboxError
 
 pytestmark = [
@@ -343,26 +344,28 @@ async def bridge_server() -> asyncio.Server:
     return await asyncio.start_server(handle, "127.0.0.1", 0)
 
 
-async def test_bridge_carries_parallel_connections_intact(sb_base: Path, tmp_path: Path) -> None:
+async def through_bridge(sb_base: Path, client: str) -> tuple[ExecResult, int]:
+    """Run the python `client` in a sandbox whose model endpoint is `bridge_server`: (its result, the
+    connections the sandbox's forwarder carried)."""
     server = await bridge_server()
     port = server.sockets[0].getsockname()[1]
     async with (
         server,
         await Sandbox.create(SandboxSpec(base_dir=sb_base, endpoint=("127.0.0.1", port))) as sb,
     ):
-        res = await sb.exec(["python3", "-c", PARALLEL_CLIENT], timeout_s=60)
-        assert sb.forwarder is not None and sb.forwarder.connections == 16
+        res = await sb.exec(["python3", "-c", client], timeout_s=60)
+        assert sb.forwarder is not None
+        return res, sb.forwarder.connections
+
+
+async def test_bridge_carries_parallel_connections_intact(sb_base: Path, tmp_path: Path) -> None:
+    res, connections = await through_bridge(sb_base, PARALLEL_CLIENT)
+    assert connections == 16
     assert res.stdout.split() == [hashlib.sha256(blob(i)).hexdigest() for i in range(16)], res.stderr
 
 
 async def test_bridge_streams_without_buffering(sb_base: Path, tmp_path: Path) -> None:
-    server = await bridge_server()
-    port = server.sockets[0].getsockname()[1]
-    async with (
-        server,
-        await Sandbox.create(SandboxSpec(base_dir=sb_base, endpoint=("127.0.0.1", port))) as sb,
-    ):
-        res = await sb.exec(["python3", "-c", STREAM_CLIENT], timeout_s=60)
+    res, _ = await through_bridge(sb_base, STREAM_CLIENT)
     first, rest, t_first, t_all = json.loads(res.stdout)
     assert (first, rest) == ("data: one\n", "\ndata: two\n\n"), res.stderr
     assert t_first < 1.0  # the first event arrived while the server was still holding the second
