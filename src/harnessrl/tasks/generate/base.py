@@ -102,6 +102,28 @@ if __name__ == "__main__":
 '''
 
 
+def answer_body(unchanged: str, present: str, checks: str, var: str = "answer") -> str:
+    """A `check_body` for a family whose answer is one file, `E["out"]` made from `E["input"]`: the
+    input kept (metric `unchanged`), the answer there (`present`, read into `var`), then `checks`
+    (more lines of `_score`, indented four spaces, reading `var`)."""
+    return f"""
+def _score(ws, s, E):
+    s["{unchanged}"] = float(_read(ws / E["input"]) == E["original"])
+    {var} = _read(ws / E["out"])
+    if {var} is None:
+        return
+    s["{present}"] = 1.0
+{checks.strip(chr(10))}
+"""
+
+
+ONE_VALUE_CHECKS = """
+    s["single_line"] = float(answer.strip() != "" and answer.rstrip("\\n").count("\\n") == 0)
+    s["value_correct"] = float(answer.strip() == E["value"])
+"""
+"""The checks of an answer that is one value alone on one line (`E["value"]`)."""
+
+
 def checker_source(family: Family, task_id: str, expected: dict[str, Any]) -> str:
     """The full `reward/check.py` of one instance."""
     data = json.dumps(expected, sort_keys=True, ensure_ascii=False)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from harnessrl.tasks.generate.base import Family, Instance
+from harnessrl.tasks.generate.base import Family, Instance, answer_body
 
 WORDS = ("ERROR", "WARN", "FAIL", "TIMEOUT", "DENIED")
 FILES = ("log.txt", "server.log", "events.txt", "app.log")
@@ -16,16 +16,14 @@ OUTS = ("count.txt", "answer.txt", "total.txt")
 OTHER_LEVELS = ("INFO", "DEBUG", "OK")
 MESSAGES = ("disk check", "user login", "cache refresh", "job started", "job done", "backup", "sync")
 
-BODY = """
-def _score(ws, s, E):
-    s["input_unchanged"] = float(_read(ws / E["input"]) == E["original"])
-    answer = _read(ws / E["out"])
-    if answer is None:
-        return
-    s["answer_exists"] = 1.0
+BODY = answer_body(
+    "input_unchanged",
+    "answer_exists",
+    """
     s["answer_is_number"] = float(answer.strip().isdigit())
     s["count_correct"] = float(answer.strip() == str(E["count"]))
-"""
+""",
+)
 
 
 def make(rng: random.Random) -> Instance:

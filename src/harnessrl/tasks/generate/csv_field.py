@@ -7,23 +7,14 @@ from __future__ import annotations
 
 import random
 
-from harnessrl.tasks.generate.base import Family, Instance
+from harnessrl.tasks.generate.base import ONE_VALUE_CHECKS, Family, Instance, answer_body
 
 FILES = ("people.csv", "members.csv", "staff.csv")
 NAMES = ("Ada", "Bram", "Chen", "Dana", "Emil", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lena")
 CITIES = ("Oslo", "Lima", "Pune", "Kyiv", "Nice", "Cork", "Graz", "Bern", "Riga", "Fez")
 FIELDS = {"city": 2, "age": 3}
 
-BODY = """
-def _score(ws, s, E):
-    s["csv_unchanged"] = float(_read(ws / E["input"]) == E["original"])
-    answer = _read(ws / E["out"])
-    if answer is None:
-        return
-    s["answer_exists"] = 1.0
-    s["single_line"] = float(answer.strip() != "" and answer.rstrip("\\n").count("\\n") == 0)
-    s["value_correct"] = float(answer.strip() == E["value"])
-"""
+BODY = answer_body("csv_unchanged", "answer_exists", ONE_VALUE_CHECKS)
 
 
 def make(rng: random.Random) -> Instance:

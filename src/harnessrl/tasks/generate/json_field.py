@@ -10,22 +10,13 @@ from __future__ import annotations
 import json
 import random
 
-from harnessrl.tasks.generate.base import Family, Instance
+from harnessrl.tasks.generate.base import ONE_VALUE_CHECKS, Family, Instance, answer_body
 
 FILES = ("config.json", "settings.json", "app.json")
 HOSTS = ("alpha.local", "db.internal", "edge-1", "cache-2", "api.test")
 REGIONS = ("eu-west", "us-east", "ap-south", "sa-east")
 
-BODY = """
-def _score(ws, s, E):
-    s["json_unchanged"] = float(_read(ws / E["input"]) == E["original"])
-    answer = _read(ws / E["out"])
-    if answer is None:
-        return
-    s["answer_exists"] = 1.0
-    s["single_line"] = float(answer.strip() != "" and answer.rstrip("\\n").count("\\n") == 0)
-    s["value_correct"] = float(answer.strip() == E["value"])
-"""
+BODY = answer_body("json_unchanged", "answer_exists", ONE_VALUE_CHECKS)
 
 
 def _config(rng: random.Random) -> dict[str, object]:

@@ -9,23 +9,22 @@ from __future__ import annotations
 import itertools
 import random
 
-from harnessrl.tasks.generate.base import Family, Instance
+from harnessrl.tasks.generate.base import Family, Instance, answer_body
 
 FILES = ("words.txt", "names.txt", "items.txt")
 WORDS = ("apple", "cedar", "maple", "lemon", "olive", "peach", "plum", "basil", "thyme", "mint", "fig")
 CAPITALISE = "awk '{print toupper(substr($0,1,1)) substr($0,2)}'"
 
-BODY = """
-def _score(ws, s, E):
-    s["input_unchanged"] = float(_read(ws / E["input"]) == E["original"])
-    text = _read(ws / E["out"])
-    if text is None:
-        return
-    s["output_exists"] = 1.0
+BODY = answer_body(
+    "input_unchanged",
+    "output_exists",
+    """
     lines = text.splitlines()
     s["line_count_correct"] = float(len(lines) == len(E["lines"]))
     s["lines_correct"] = float(lines == E["lines"])
-"""
+""",
+    var="text",
+)
 
 
 def _words(rng: random.Random, op: str) -> list[str]:
