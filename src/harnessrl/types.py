@@ -192,6 +192,8 @@ class ModelCall(BaseModel):
     """Digest of the system prompt (sub-agent detection)."""
     tools_digest: str = ""
     """Digest of the tool set (sub-agent detection)."""
+    tool_names: list[str] = Field(default_factory=list)
+    """Names of the tools offered, in order (what a changed tool set added or removed)."""
     request_digest: str = ""
     """Digest of the request body (retry de-duplication)."""
     replay_of: str | None = None

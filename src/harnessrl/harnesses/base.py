@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from harnessrl.harnesses import install, lockfiles
 from harnessrl.harnesses.adapter import HarnessContext, Installer, McpServer, Mode, ShellTool
-from harnessrl.sandbox.sandbox import SYSTEM_PATH
+from harnessrl.sandbox.programs import PROGRAMS_DIR
 from harnessrl.types import ChatMessage
 
 if TYPE_CHECKING:
@@ -115,9 +115,10 @@ class HarnessBase:
         return str(bin_dir / self.command)
 
     def launch_path(self, ctx: HarnessContext) -> str:
-        """PATH for its launch: the sandbox's system PATH, after the pinned Node when it has one."""
+        """PATH for its launch: the sandbox's programs (`sandbox/programs.py`: the same on every
+        machine), after the pinned Node when it has one."""
         node = [str(ctx.install_dir / install.NODE_BIN)] if self.pinned_node else []
-        return os.pathsep.join([*node, SYSTEM_PATH])
+        return os.pathsep.join([*node, PROGRAMS_DIR])
 
     def model(self, ctx: HarnessContext) -> str:
         """The model name to ask for: the endpoint's, else `default_model`."""

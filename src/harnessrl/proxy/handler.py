@@ -335,6 +335,7 @@ def _model_call(call: Call, outcome: CallOutcome) -> ModelCall:
         spliced_from=prompt.spliced_from if prompt is not None else None,
         system_digest=capture.system_digest(req.messages),
         tools_digest=capture.tools_digest(req.tools),
+        tool_names=[t.name for t in req.tools],
         request_digest=call.request_digest,
         replay_of=outcome.replay_of,
         headers=capture.headers_of_interest(call.headers),

@@ -7,6 +7,7 @@
 <rollout_dir>/workspace/        the final workspace
 <rollout_dir>/workspace.diff    unified diff initial -> final (text files; binary files named only)
 <rollout_dir>/reward.json       reward and the checker's per-metric detail (`formats/rollout_dir.py`)
+<rollout_dir>/prompt.json       the first prompt's digest: system prompt, tools (`prompt_check.py`)
 
 The final workspace is the agent's: the diff walks it without following links (`os.walk` plus
 `lstat`), reads only regular files through `fscopy.read_bounded` (no FIFO blocks it, no link to
@@ -19,8 +20,10 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from harnessrl.formats.first_prompt import write_first_prompt
 from harnessrl.formats.rollout_dir import read_rollout as read_rollout  # the reader lives beside the writer
 from harnessrl.formats.rollout_dir import write_reward, write_rollout
+from harnessrl.rollout.prompt_check import first_prompt
 from harnessrl.sandbox.fscopy import MAX_DEPTH, read_bounded, walk
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import Rollout
@@ -102,3 +105,6 @@ def write_artifacts(
     (rdir / "harness.stderr").write_text((raw.stderr or raw.error) if raw else "", encoding="utf-8")
     (rdir / "workspace.diff").write_text(workspace_diff(initial, workspace), encoding="utf-8")
     write_reward(rdir, rollout)
+    prompt = first_prompt(rollout)
+    if prompt is not None:
+        write_first_prompt(rdir, prompt)

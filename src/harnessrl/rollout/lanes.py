@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 from harnessrl.proxy.node import NodeSpec
 from harnessrl.proxy.process import ProxyProcess
+from harnessrl.rollout.prompt_check import PromptCheck
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings, run_all
 from harnessrl.types import Rollout
 
@@ -35,6 +36,7 @@ class ProcessLanes:
         self.runners = [RolloutRunner(p, p.endpoint, share) for p in self.proxies]
         self._load = [0] * processes
         self._slots = asyncio.Semaphore(max(1, settings.concurrency))
+        self.prompts = PromptCheck()
 
     async def start(self) -> None:
         await asyncio.gather(*(p.start() for p in self.proxies))
@@ -53,7 +55,7 @@ class ProcessLanes:
         self, jobs: Sequence[RolloutJob], on_done: Callable[[Rollout], None] | None = None
     ) -> list[Rollout]:
         """Run jobs over the lanes (at most `concurrency` at once in all); results in job order."""
-        return await run_all(self.run, jobs, self._slots, on_done)
+        return await run_all(self.run, jobs, self._slots, on_done, self.prompts)
 
     async def close(self) -> None:
         """Destroy the lanes' sandbox pools and stop their proxy processes."""

@@ -45,6 +45,7 @@ from harnessrl.proxy.node import NodeSpec
 from harnessrl.proxy.process import ProxyLost, ProxyProcess, read_journal
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.config import RayConfig
+from harnessrl.rollout.prompt_check import PromptCheck
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings, run_all
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.types import WORKER_LOST, Rollout, RolloutStatus, group_id
@@ -131,6 +132,8 @@ class RayRolloutRunner:
         """Worker index -> the address of the node it runs on (asked again when a worker comes back)."""
         self._owns_cluster = False
         self._slots = asyncio.Semaphore(max(1, settings.concurrency) * cfg.workers)
+        self.prompts = PromptCheck()
+        """Each harness's first prompt in this run (`prompt_check.py`)."""
 
     def join(self) -> str:
         """Join or start the cluster (`rollout.ray.address`); returns this node's address on it."""
@@ -170,7 +173,7 @@ class RayRolloutRunner:
     ) -> list[Rollout]:
         """Run jobs over the workers (at most `concurrency` per worker at once); results in job order."""
 
-        return await run_all(self.run, jobs, self._slots, on_done)
+        return await run_all(self.run, jobs, self._slots, on_done, self.prompts)
 
     async def run(self, job: RolloutJob) -> Rollout:
         """One rollout to exactly one status; a dead worker's rollout is retried or `sandbox_error`."""

@@ -58,6 +58,7 @@ from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.agent_sandbox import AgentSandboxes
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.environment import task_system
+from harnessrl.rollout.prompt_check import PromptCheck
 from harnessrl.rollout.scoring import Scoring
 from harnessrl.rollout.status import Happened, crash, decide, internal_error, settle, untrusted_failure
 from harnessrl.sandbox import Sandbox
@@ -114,8 +115,10 @@ async def run_all(
     jobs: Sequence[RolloutJob],
     slots: asyncio.Semaphore,
     on_done: Callable[[Rollout], None] | None,
+    prompts: PromptCheck | None = None,
 ) -> list[Rollout]:
-    """`run` every job, at most `slots` at once, calling `on_done` as each ends; results in job order."""
+    """`run` every job, at most `slots` at once, calling `on_done` as each ends; results in job order.
+    `prompts`: the run's check of each harness's first prompt (PromptChanged once all have ended)."""
 
     async def one(job: RolloutJob) -> Rollout:
         async with slots:
@@ -124,7 +127,8 @@ async def run_all(
             on_done(rollout)
         return rollout
 
-    return list(await asyncio.gather(*(one(j) for j in jobs)))
+    rollouts = list(await asyncio.gather(*(one(j) for j in jobs)))
+    return rollouts if prompts is None else prompts.observe(rollouts)
 
 
 class RolloutRunner:
@@ -163,6 +167,7 @@ class RolloutRunner:
             settings.harness_cache,
         )
         """The agents' sandboxes: made (pooled) and destroyed with what they leave kept."""
+        self.prompts = PromptCheck()  # each harness's first prompt in this run
 
     def _default_checker_runner(self) -> CommandRunner | None:
         if self.settings.sandbox.backend != "bwrap":
@@ -176,7 +181,7 @@ class RolloutRunner:
     ) -> list[Rollout]:
         """Run jobs concurrently (at most `concurrency` at once); results in job order."""
 
-        return await run_all(self.run, jobs, self._slots, on_done)
+        return await run_all(self.run, jobs, self._slots, on_done, self.prompts)
 
     async def run(self, job: RolloutJob, rdir: Path | None = None) -> Rollout:
         """Run one rollout to exactly one status (in `rdir`, default `out_dir/<rollout id>`); never

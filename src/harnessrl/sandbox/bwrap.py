@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from harnessrl.sandbox.identity import staged
+from harnessrl.sandbox.programs import link_args
 from harnessrl.sandbox.spec import SandboxSpec
 
 AGENT_DIR = "/opt/harnessrl"
@@ -156,7 +157,7 @@ def build_argv(
     if image:  # the overlay holds its own /etc/{hosts,passwd,group} (etc_files), writable
         argv += ["--bind", str(root / "merged"), "/"]
     else:
-        argv += system_args()
+        argv += system_args() + link_args()
         for name in etc_files(spec.home_dir):  # written per sandbox (Sandbox.start)
             argv += ["--ro-bind", str(root / name), f"/etc/{name}"]
     # bwrap covers /proc/sys only where the sandbox could write it; namespaced sysctls (IPC limits,

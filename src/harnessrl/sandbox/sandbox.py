@@ -47,12 +47,12 @@ from harnessrl.sandbox.fscopy import TreeReport
 from harnessrl.sandbox.identity import UidLease
 from harnessrl.sandbox.outputs import read_outputs
 from harnessrl.sandbox.portforward import UnixToTcpForwarder
+from harnessrl.sandbox.programs import PROGRAMS_DIR, SYSTEM_PATH, inside_path
 from harnessrl.sandbox.protocol import ProtocolError, check_exec_reply, encode_request, read_reply
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec, command_rlimits
 from harnessrl.types import SandboxError, SandboxLost
 
 log = logging.getLogger(__name__)
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SETPRIV = shutil.which("setpriv") or "/usr/bin/setpriv"
 """util-linux `setpriv`: starts bwrap as the sandbox's uid (an exec costs ~1 ms; Popen(user=...)
 would fork the whole host process instead of vfork)."""
@@ -270,14 +270,25 @@ class Sandbox:
         if self.isolated and hello.get("dumpable") is not False:
             raise SandboxError(f"sandbox {self.id}: the agent could not make itself non-dumpable")
 
+    def system_path(self) -> str:
+        """What `programs.PROGRAMS_DIR` in a command's PATH stands for: itself on the host's root (the
+        fixed list of programs, `programs.py`), the standard folders on an image, the host's PATH on
+        the local backend."""
+        if self.spec.backend == "local":
+            return os.environ.get("PATH", SYSTEM_PATH)
+        return SYSTEM_PATH if self.spec.image_root is not None else PROGRAMS_DIR
+
     def base_env(self) -> dict[str, str]:
         """Environment every command gets before `spec.extra_env` and its own `env`."""
-        path = os.environ.get("PATH", SYSTEM_PATH) if self.spec.backend == "local" else SYSTEM_PATH
+        path = self.system_path()
         return {"PATH": path, "HOME": self.home, "TMPDIR": self.tmp, "LANG": "C.UTF-8", "TERM": "dumb"}
 
     def command_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
-        """`base_env`, then `spec.extra_env`, then the command's own; `spec.path_prefix` before PATH."""
+        """`base_env`, then `spec.extra_env`, then the command's own (a PATH naming `PROGRAMS_DIR`, as
+        harness launches do, gets `system_path()` there); `spec.path_prefix` before PATH."""
         full_env = {**self.base_env(), **self.spec.extra_env, **(env or {})}
+        if "PATH" in full_env:
+            full_env["PATH"] = inside_path(full_env["PATH"], self.system_path())
         if self.spec.path_prefix:
             full_env["PATH"] = os.pathsep.join([*self.spec.path_prefix, full_env.get("PATH", "")])
         return full_env
