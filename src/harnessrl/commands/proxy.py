@@ -38,8 +38,23 @@ def serve(
     override: list[str] = typer.Option(
         [], "--override", "-o", help="Dotted override, e.g. -o proxy.keepalive_s=1"
     ),
+    print_config: str | None = typer.Option(
+        None,
+        "--print-config",
+        metavar="HARNESS",
+        help="Print a bash script that configures and runs HARNESS (gemini-cli, claude-code, codex, "
+        "hermes, ...) against this server, as every rollout does, and exit without serving.",
+    ),
+    home: Path | None = typer.Option(
+        None, help="With --print-config: the HOME its config goes to (default <cache>/by-hand/HARNESS)."
+    ),
 ) -> None:
-    """Serve the model behind the Anthropic / OpenAI APIs; point any harness at it by hand."""
+    """Serve the model behind the Anthropic Messages, OpenAI Chat / Responses and Gemini APIs; point
+    any harness at it by hand (`--print-config gemini-cli` prints the exact env vars, config files and
+    command line; docs/serve.md)."""
+    if print_config is not None:
+        _print_config(print_config, host, port, home)
+        return
     try:
         overrides = [*override, f"engine.type={json.dumps(engine)}", f"engine.model={json.dumps(model)}"]
         overrides += [f"proxy.port={port}", f"proxy.host={json.dumps(host)}"]
@@ -59,6 +74,24 @@ def serve(
     except HarnessRLError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
+
+
+def _print_config(name: str, host: str, port: int, home: Path | None) -> None:
+    from harnessrl.cache import cache_root
+    from harnessrl.harnesses import get_harness
+    from harnessrl.harnesses.by_hand import hand_config, render_script
+
+    if port == 0:
+        raise typer.BadParameter("--print-config needs the --port the server will listen on, not 0")
+    client_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    try:
+        harness = get_harness(name)
+        where = (home or cache_root() / "by-hand" / harness.name).absolute()
+        config = hand_config(harness, f"http://{client_host}:{port}", where, str(Path.cwd()))
+    except (HarnessRLError, ValueError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(render_script(config), nl=False)
 
 
 async def _serve(cfg: Any) -> None:
