@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -28,9 +29,11 @@ HARNESSRL = str(Path(sys.executable).parent / "harnessrl")
 class Serve:
     """`harnessrl serve` as a subprocess; stderr is read by a thread so nothing waits on a pipe."""
 
-    def __init__(self, tmp_path: Path, *, ignore_sigint: bool = False) -> None:
+    def __init__(
+        self, tmp_path: Path, *, ignore_sigint: bool = False, turns: list[Any] | None = None
+    ) -> None:
         script = tmp_path / "script.json"
-        script.write_text(json.dumps(["hello there"]))
+        script.write_text(json.dumps(turns or ["hello there"]))
         cmd = [HARNESSRL, "serve", "--engine", "scripted", "--model", "tiny-qwen3"]
         cmd += ["--script", str(script), "--port", "0", "--capture-dir", str(tmp_path / "cap")]
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
