@@ -3,6 +3,7 @@
     calls.py         <rollout>/calls.jsonl       one ModelCall per line (also the proxy's capture journal)
     rollout_dir.py   <rollout>/rollout.json      the Rollout without its calls; the rollout folder
                      <rollout>/reward.json       its reward, status and the checker's detail
+    first_prompt.py  <rollout>/prompt.json       its harness's first prompt: system and tool digests, tools
     metrics.py       <run>/metrics.jsonl         one record per training step; its flat scalars
     eval_report.py   <eval out_dir>/eval.json    one evaluation report
     stage.py         <experiment>/<stage>/stage.json  an experiment stage's inputs digest, time, result
