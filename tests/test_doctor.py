@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessrl.doctor import Machine, Result, all_checks
+from harnessrl.doctor import Machine, Result, all_checks, tools
 from harnessrl.doctor.check import run_check, table_lines
 from harnessrl.harnesses import get_harness
 from harnessrl.sandbox.bwrap import bwrap_path
@@ -262,11 +262,29 @@ def test_agent_env(tmp_path: Path) -> None:
         ("cc", "sudo apt-get install -y gcc libc6-dev"),
         ("image-tools", "sudo apt-get install -y podman buildah skopeo umoci mmdebstrap"),
         ("iproute2", "sudo apt-get install -y iproute2"),
+        ("sandbox-programs", tools.PROGRAMS_FIX),
     ],
 )
 def test_programs_on_path(tmp_path: Path, name: str, fix: str) -> None:
     r = result(name, Machine(path=str(tmp_path)))
     assert (r.status, r.fix) == ("warn", fix)
+
+
+def test_sandbox_programs_names_the_missing_ones(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in tools.program_names():
+        if name not in ("git", "jq"):
+            (bin_dir / name).write_text("")
+            (bin_dir / name).chmod(0o755)
+    r = result("sandbox-programs", Machine(path=str(bin_dir)))
+    assert (r.status, r.detail) == ("warn", "2 of the sandbox's programs are not on this machine: git, jq")
+    (bin_dir / "git").write_text("")
+    (bin_dir / "git").chmod(0o755)
+    (bin_dir / "jq").write_text("")
+    (bin_dir / "jq").chmod(0o755)
+    ok = result("sandbox-programs", Machine(path=str(bin_dir)))
+    assert (ok.status, ok.detail) == ("ok", "all 403 programs of a sandbox's PATH (sandbox/programs.txt)")
 
 
 def test_node(tmp_path: Path) -> None:

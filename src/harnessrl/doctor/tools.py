@@ -15,6 +15,7 @@ from harnessrl.doctor.check import Check, Machine, Outcome, fail, ok, run_progra
 from harnessrl.images.store import missing_tools
 from harnessrl.sandbox.agent_env import agent_env_python, built_from
 from harnessrl.sandbox.folders import c_compiler
+from harnessrl.sandbox.programs import missing_programs, program_names
 from harnessrl.types import EngineError
 
 NODE_MIN = (20, 6)
@@ -27,6 +28,11 @@ NODE_FIX = (
 IMAGE_FIX = "sudo apt-get install -y podman buildah skopeo umoci mmdebstrap"
 """What `scripts/setup` installs for task images (skopeo and umoci handle OCI layouts by hand)."""
 SETUP = "scripts/setup"
+PROGRAMS_FIX = (
+    "sudo apt-get install -y git make gcc g++ patch file less zip unzip xz-utils bzip2 zstd curl wget jq "
+    "sqlite3 bc ed psmisc time"
+)
+"""The Debian packages of `sandbox/programs.txt` beyond a base system, python3, perl and Node."""
 
 
 def compiler(m: Machine) -> Outcome:
@@ -86,6 +92,17 @@ def image_tools(m: Machine) -> Outcome:
     return ok("podman, buildah and mmdebstrap for task images")
 
 
+def sandbox_programs(m: Machine) -> Outcome:
+    """The listed programs a sandbox shows on PATH (`sandbox/programs.py`) that this host lacks
+    (in the standard system folders the sandbox links them from, or in `m.path` when set)."""
+    dirs = m.path.split(":") if m.path is not None else None
+    missing = missing_programs(dirs)
+    if missing:
+        shown = ", ".join(missing[:12]) + (f" and {len(missing) - 12} more" if len(missing) > 12 else "")
+        return warn(f"{len(missing)} of the sandbox's programs are not on this machine: {shown}")
+    return ok(f"all {len(program_names())} programs of a sandbox's PATH (sandbox/programs.txt)")
+
+
 def iproute2(m: Machine) -> Outcome:
     found = shutil.which("ip", path=m.path)
     return ok(found) if found else warn("no `ip` (iproute2): the two-node Ray simulation (multinode) skips")
@@ -133,6 +150,7 @@ def tool_checks(m: Machine) -> list[Check]:
         Check("cc", partial(compiler, m), "sudo apt-get install -y gcc libc6-dev"),
         Check("image-tools", partial(image_tools, m), IMAGE_FIX),
         Check("iproute2", partial(iproute2, m), "sudo apt-get install -y iproute2"),
+        Check("sandbox-programs", partial(sandbox_programs, m), PROGRAMS_FIX),
         Check("node", partial(node, m), NODE_FIX, slow=True),
         Check("python3", partial(system_python, m), "sudo apt-get install -y python3-venv", slow=True),
     ]

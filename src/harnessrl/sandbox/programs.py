@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Sequence
 from importlib import resources
 
 PROGRAMS_DIR = "/opt/harnessrl/bin"
@@ -38,8 +39,8 @@ def program_names() -> tuple[str, ...]:
     return tuple(line for line in lines if line and not line.startswith("#"))
 
 
-def _host_copy(name: str) -> str | None:
-    for folder in HOST_DIRS:
+def _host_copy(name: str, dirs: Sequence[str] = HOST_DIRS) -> str | None:
+    for folder in dirs:
         path = os.path.join(folder, name)
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
@@ -54,10 +55,13 @@ def host_programs() -> tuple[tuple[str, str], ...]:
     return tuple((name, path) for name, path in found if path is not None)
 
 
-def missing_programs() -> list[str]:
-    """The listed programs this host does not have (they are then missing from PATH inside)."""
-    have = {name for name, _ in host_programs()}
-    return [name for name in program_names() if name not in have]
+def missing_programs(dirs: Sequence[str] | None = None) -> list[str]:
+    """The listed programs this host does not have in `dirs` (default `HOST_DIRS`: they are then
+    missing from PATH inside)."""
+    if dirs is None:
+        have = {name for name, _ in host_programs()}
+        return [name for name in program_names() if name not in have]
+    return [name for name in program_names() if _host_copy(name, dirs) is None]
 
 
 def link_args() -> list[str]:
