@@ -9,7 +9,14 @@ from pathlib import Path
 from harness_solve import adapter_context, harness_test, solve_and_fail
 
 from harnessrl.harnesses import get_harness
+from harnessrl.rollout.prompt_check import first_prompt
 from harnessrl.sandbox import ExecResult
+
+HERMES_TOOLS = [
+    "clarify", "cronjob", "delegate_task", "execute_code", "memory", "patch", "process", "read_file",
+    "search_files", "session_search", "skill_manage", "skill_view", "skills_list", "terminal", "todo",
+    "vision_analyze", "write_file",
+]  # fmt: skip
 
 
 def test_hermes_config_and_launch(tmp_path: Path) -> None:
@@ -43,3 +50,7 @@ async def test_hermes_solves_task_and_wrong_sequence_fails(tmp_path: Path) -> No
     good, _ = await solve_and_fail("hermes", tmp_path)  # 1.0; the wrong one < 1.0
     assert [c.dialect for c in good.calls] == ["openai_chat", "openai_chat"]
     assert good.calls[1].render == "spliced" and good.calls[1].spliced_from == good.calls[0].call_id
+    # the same 17 tools on every machine: no `browser_*` ones, whether or not the host has a chromium
+    # (the sandbox's PATH is the fixed list of `sandbox/programs.txt`)
+    prompt = first_prompt(good)
+    assert prompt is not None and prompt.tools == HERMES_TOOLS

@@ -1,4 +1,4 @@
-"""The first prompt of each harness stays the same within a run, or the run stops and says what changed.
+"""The first prompt of each harness keeps its tools within a run, or the run stops and says what changed.
 
 A harness builds its prompt from what it finds on the machine: Hermes adds 10 `browser_*` tools when
 a `chromium` is on PATH. `sandbox/programs.py` makes what the sandbox shows the same everywhere; this
@@ -6,19 +6,27 @@ check catches what still differs. Each rollout's first main-thread call (`first_
 thread as `trace.classify` finds it, so a side call made first does not count) is written to
 `<rollout>/prompt.json` (`formats/first_prompt.py`), and every backend's `run_many` hands its
 rollouts to the run's `PromptCheck`: the first rollout of a harness that made a call fixes that
-harness's system prompt and tool set for the run, and a later one with another raises
-`PromptChanged` naming the harness, the two rollouts, the tools added and removed, and whether the
-system prompt or the tools' text changed. Rollouts that made no call are not compared.
+harness's tool set for the run. A later one that adds or removes a tool raises `PromptChanged` (an
+error: the run stops) naming the harness, the two rollouts, the tools added and removed, and whether
+the system prompt and the tools' text changed too. A system prompt or tools' text that changed with
+the same tool names is logged as a warning, once per harness and prompt: harnesses put things there
+that legitimately change within a run on one machine (the date: Claude Code, pi, OpenClaw,
+Continue; the workspace's own files: OpenClaw's AGENTS.md and SOUL.md; the working folder),
+so an error there would stop a run at midnight. Rollouts that made no call are not compared.
 
     check = PromptCheck()
-    check.observe(rollouts)      # PromptChanged after a batch whose prompts differ from the first
+    check.observe(rollouts)      # PromptChanged after a batch whose tool sets differ from the first
 """
 
 from __future__ import annotations
 
+import logging
+
 from harnessrl.formats.first_prompt import FirstPrompt
 from harnessrl.trace.classify import choose_main_group, group_key
 from harnessrl.types import HarnessError, Rollout
+
+log = logging.getLogger(__name__)
 
 
 class PromptChanged(HarnessError):
@@ -64,10 +72,12 @@ class PromptCheck:
     def __init__(self) -> None:
         self.first: dict[str, tuple[str, FirstPrompt]] = {}
         """harness -> (the rollout that fixed it, its first prompt)."""
+        self.warned: set[tuple[str, str, str]] = set()
+        """(harness, system digest, tools digest) of the changed prompts already logged."""
 
     def observe(self, rollouts: list[Rollout]) -> list[Rollout]:
         """Compare each rollout's first prompt with its harness's in this run; PromptChanged, naming
-        every harness whose prompt changed, once all of `rollouts` are seen; else `rollouts`."""
+        every harness whose tool set changed, once all of `rollouts` are seen; else `rollouts`."""
         problems: list[str] = []
         for rollout in rollouts:
             prompt = first_prompt(rollout)
@@ -75,11 +85,15 @@ class PromptCheck:
                 continue
             seen = self.first.setdefault(rollout.harness, (rollout.rollout_id, prompt))
             said = differences(seen[1], prompt)
-            if said:
-                where = f"rollout {rollout.rollout_id} against {seen[0]}"
-                problems.append(
-                    f"harness {rollout.harness}: first prompt changed ({where}): {'; '.join(said)}"
-                )
+            if not said:
+                continue
+            where = f"rollout {rollout.rollout_id} against {seen[0]}"
+            line = f"harness {rollout.harness}: first prompt changed ({where}): {'; '.join(said)}"
+            if set(prompt.tools) != set(seen[1].tools):
+                problems.append(line)
+            elif (key := (rollout.harness, prompt.system_digest, prompt.tools_digest)) not in self.warned:
+                self.warned.add(key)
+                log.warning("%s (the same tools: a date or the task's files, most likely)", line)
         if problems:
             raise PromptChanged(
                 "\n".join(problems) + "\n(the sandbox should show every machine the same programs: "
