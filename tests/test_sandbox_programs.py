@@ -36,7 +36,7 @@ def unlisted_host_program() -> str:
 
 def test_the_list_is_read_and_found_on_this_host() -> None:
     names = program_names()
-    assert len(names) == len(set(names)) == 403
+    assert len(names) == len(set(names)) == 460
     assert {"sh", "bash", "python3", "git", "grep", "node", "awk", "which"} <= set(names)
     assert not {"chromium", "google-chrome", "firefox", "docker", "agent-browser"} & set(names)
     found = dict(host_programs())

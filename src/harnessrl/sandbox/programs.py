@@ -24,7 +24,7 @@ import os
 from collections.abc import Sequence
 from importlib import resources
 
-PROGRAMS_DIR = "/opt/harnessrl/bin"
+PROGRAMS_DIR = "/opt/programs"
 """Inside a sandbox on the host's root: the folder of links that is PATH (after the agent env)."""
 HOST_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """Where the host's copies are looked for, in this order (the standard system PATH)."""
