@@ -41,6 +41,7 @@ class HandConfig:
     harness: str
     package: str
     dialects: tuple[str, ...]
+    """The APIs of its modes, the default's first (the script runs the default mode)."""
     base_url: str
     home: Path
     files: dict[str, str]
@@ -117,7 +118,7 @@ def render_script(config: HandConfig) -> str:
         "#!/usr/bin/env bash",
         f"# {config.harness} ({config.package}) against `harnessrl serve` at {config.base_url}, configured",
         "# as harnessrl configures it in every rollout (the adapter's own launch).",
-        f"# API: {', '.join(config.dialects)}. Usage: bash THIS_FILE 'your prompt'",
+        f"# API: {config.dialects[0]} (its default mode). Usage: bash THIS_FILE 'your prompt'",
         f"# The pinned CLI ({where}) is {config.executable};",
         f"# HARNESSRL_CLI=$(command -v {config.command}) runs your own instead.",
         "set -euo pipefail",
