@@ -106,3 +106,19 @@ def test_serve_help_names_gemini_and_print_config() -> None:
     res = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "200"})
     assert "Gemini" in res.stdout
     assert "--print-config" in res.stdout
+
+
+def test_adapter_switches_reach_the_launch() -> None:
+    args = ["serve", "--print-config", "claude-code", "--port", "8123", "--option", "bare=true"]
+    res = CliRunner().invoke(app, [*args, "--option", "max_turns=3"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[-1] == (
+        '"$CLI" -p "$PROMPT" --output-format stream-json --verbose --dangerously-skip-permissions '
+        "--model claude-sonnet-4-5 --bare --max-turns 3"
+    )
+    for bad, said in [
+        ("max_turns=0", "error: harness option max_turns must be a whole number >= 1, got 0"),
+        ("a.b=1", "error: --option 'a.b=1' must look like key=value (no dots)"),
+    ]:
+        res = CliRunner().invoke(app, [*args[:5], "--option", bad])
+        assert (res.exit_code, res.stderr.strip()) == (2, said)

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from harnessrl.config import ConfigError, load_config
+from harnessrl.config import ConfigError, load_config, parse_override
 from harnessrl.formats.calls import read_calls
 from harnessrl.types import HarnessRLError, ModelCall
 
@@ -48,12 +48,15 @@ def serve(
     home: Path | None = typer.Option(
         None, help="With --print-config: the HOME its config goes to (default <cache>/by-hand/HARNESS)."
     ),
+    option: list[str] = typer.Option(
+        [], "--option", help="With --print-config: an adapter switch key=value (claude-code bare=true)."
+    ),
 ) -> None:
     """Serve the model behind the Anthropic Messages, OpenAI Chat / Responses and Gemini APIs; point
     any harness at it by hand (`--print-config gemini-cli` prints the exact env vars, config files and
     command line; docs/serve.md)."""
     if print_config is not None:
-        _print_config(print_config, host, port, home)
+        _print_config(print_config, host, port, home, option)
         return
     try:
         overrides = [*override, f"engine.type={json.dumps(engine)}", f"engine.model={json.dumps(model)}"]
@@ -76,7 +79,7 @@ def serve(
         raise typer.Exit(1) from None
 
 
-def _print_config(name: str, host: str, port: int, home: Path | None) -> None:
+def _print_config(name: str, host: str, port: int, home: Path | None, options: list[str]) -> None:
     from harnessrl.cache import cache_root
     from harnessrl.harnesses import get_harness
     from harnessrl.harnesses.by_hand import hand_config, render_script
@@ -85,9 +88,15 @@ def _print_config(name: str, host: str, port: int, home: Path | None) -> None:
         raise typer.BadParameter("--print-config needs the --port the server will listen on, not 0")
     client_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     try:
+        switches = {}
+        for text in options:
+            parts, value = parse_override(text)
+            if len(parts) != 1:
+                raise ConfigError(f"--option {text!r} must look like key=value (no dots)")
+            switches[parts[0]] = value
         harness = get_harness(name)
         where = (home or cache_root() / "by-hand" / harness.name).absolute()
-        config = hand_config(harness, f"http://{client_host}:{port}", where, str(Path.cwd()))
+        config = hand_config(harness, f"http://{client_host}:{port}", where, str(Path.cwd()), switches)
     except (HarnessRLError, ValueError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None

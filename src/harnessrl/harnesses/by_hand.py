@@ -20,8 +20,10 @@ from __future__ import annotations
 import os
 import shlex
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harnessrl.harnesses.adapter import Endpoint, Harness, HarnessContext
 from harnessrl.harnesses.base import HarnessBase
@@ -59,12 +61,19 @@ class HandConfig:
 
 
 def hand_config(
-    harness: Harness, base_url: str, home: Path, workspace: str, cache_root: Path | None = None
+    harness: Harness,
+    base_url: str,
+    home: Path,
+    workspace: str,
+    options: Mapping[str, Any] | None = None,
+    cache_root: Path | None = None,
 ) -> HandConfig:
-    """The adapter's launch of `harness` against `base_url`, with HOME at `home` (module docstring).
-    ValueError for a harness that is not a CLI one can run by hand (`shell`, `whitebox`)."""
+    """The adapter's launch of `harness` with `options` against `base_url`, with HOME at `home`
+    (module docstring). ValueError for a harness that is not a CLI one can run by hand (`shell`,
+    `whitebox`) or options it cannot take."""
     if not isinstance(harness, HarnessBase) or harness.installer not in ("npm", "pypi"):
         raise ValueError(f"{harness.name} is not a CLI to run by hand (only the npm and PyPI harnesses are)")
+    harness.check_options(options or {})
     with tempfile.TemporaryDirectory(prefix="hrl-hand-") as tmp:
         host_home = Path(tmp)
         ctx = HarnessContext(
@@ -74,6 +83,7 @@ def hand_config(
             home=str(home),
             host_home=host_home,
             install_dir=harness.install_dir(cache_root),
+            options=dict(options or {}),
         )
         launch = harness.prepare(ctx)
         files = {
