@@ -25,7 +25,7 @@ stage sets the status: `status.decide` settles it once, before the artifacts are
     6. score the final workspace with the task's checker in its own sandbox (reward files copied
        in only now), unless the rollout already failed other than by the harness's own account
     7. settle the status; write the artifacts: rollout.json, calls.jsonl, harness.stdout/.stderr,
-       workspace.diff, reward.json
+       workspace.diff, reward.json, prompt.json (`prompt_check.py`)
 
 The agent sandbox is destroyed before scoring: nothing the agent started can touch the workspace
 while the checker reads it. Which status each stage's failure earns and whose fault it is
