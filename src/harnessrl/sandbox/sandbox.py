@@ -54,8 +54,7 @@ from harnessrl.types import SandboxError, SandboxLost
 
 log = logging.getLogger(__name__)
 SETPRIV = shutil.which("setpriv") or "/usr/bin/setpriv"
-"""util-linux `setpriv`: starts bwrap as the sandbox's uid (an exec costs ~1 ms; Popen(user=...)
-would fork the whole host process instead of vfork)."""
+"""util-linux `setpriv` starts bwrap as the sandbox's uid (~1 ms; Popen(user=) forks, no vfork)."""
 _ids = itertools.count()
 
 
@@ -271,9 +270,7 @@ class Sandbox:
             raise SandboxError(f"sandbox {self.id}: the agent could not make itself non-dumpable")
 
     def system_path(self) -> str:
-        """What `programs.PROGRAMS_DIR` in a command's PATH stands for: itself on the host's root (the
-        fixed list of programs, `programs.py`), the standard folders on an image, the host's PATH on
-        the local backend."""
+        """`PROGRAMS_DIR` in PATH: itself on the host root, std folders on an image, host PATH locally."""
         if self.spec.backend == "local":
             return os.environ.get("PATH", SYSTEM_PATH)
         return SYSTEM_PATH if self.spec.image_root is not None else PROGRAMS_DIR
@@ -284,8 +281,7 @@ class Sandbox:
         return {"PATH": path, "HOME": self.home, "TMPDIR": self.tmp, "LANG": "C.UTF-8", "TERM": "dumb"}
 
     def command_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
-        """`base_env`, then `spec.extra_env`, then the command's own (a PATH naming `PROGRAMS_DIR`, as
-        harness launches do, gets `system_path()` there); `spec.path_prefix` before PATH."""
+        """`base_env`, `spec.extra_env`, the command's own (PROGRAMS_DIR -> `system_path()`), path_prefix."""
         full_env = {**self.base_env(), **self.spec.extra_env, **(env or {})}
         if "PATH" in full_env:
             full_env["PATH"] = inside_path(full_env["PATH"], self.system_path())
