@@ -169,3 +169,21 @@ def test_harness_list_finds_every_install_and_is_complete_when_piped(tmp_path: P
         "folder": str(hermes),
     }
     assert [n for n, r in rows.items() if r["installed"]] == ["hermes", "shell"]
+
+
+def test_harness_install_prints_each_harness_seconds_and_the_total(tmp_path: Path) -> None:
+    """`harnessrl harness install` says how long each harness took and the total (CI's log shows what
+    the installs cost); an unknown name is a failed line and exit status 1, the others still run."""
+    hermes = get_harness("hermes").install_dir(tmp_path)
+    hermes.mkdir(parents=True)
+    (hermes / ".installed").touch()
+    env = dict(os.environ, HARNESSRL_CACHE=str(tmp_path), PYTHONPATH=str(SRC.parent))
+    harnessrl = str(Path(sys.executable).parent / "harnessrl")
+    run = subprocess.run(
+        [harnessrl, "harness", "install", "nope", "hermes"], capture_output=True, text=True, env=env
+    )
+    lines = run.stdout.splitlines()
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert re.fullmatch(r"nope: unknown harness 'nope'; known: .* \(\d+\.\d s\)", lines[0]), lines
+    assert re.fullmatch(rf"hermes: {re.escape(str(hermes))} \(\d+\.\d s\)", lines[1]), lines
+    assert re.fullmatch(r"1 of 2 harnesses in \d+\.\d s", lines[2]), lines

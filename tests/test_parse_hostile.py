@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from harnessrl.harnesses import HarnessResult, get_harness
 from harnessrl.harnesses.mini_swe_agent import MARK as MSWEA_MARK
+from harnessrl.harnesses.parsing import outcome
 from harnessrl.harnesses.registry import HARNESSES as REGISTERED
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import HarnessError
@@ -189,3 +190,12 @@ def test_the_judge_reply_body_gives_text_or_value_error(body: bytes) -> None:
         except ValueError:
             continue
         assert isinstance(text, str)
+
+
+def test_an_error_the_harness_reports_is_cleaned_like_its_final_text() -> None:
+    """A harness's own error report (a JSON string with a `\\udc80` escape) is data that gets written:
+    `outcome` replaces its lone surrogates, as it does the final text's."""
+    res = ExecResult(returncode=1, stdout="", stderr="", timed_out=False, duration_s=1.0)
+    out = outcome(res, done=True, final="a\ud800", errors=["tool \udc80 failed", "then \udfff"])
+    assert (out.ok, out.final_message, out.error) == (False, "a?", "tool ? failed; then ?")
+    out.model_dump_json()

@@ -23,7 +23,7 @@ from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.prompt_check import PromptChanged, PromptCheck, first_prompt
 from harnessrl.rollout.runner import RolloutJob, run_all
-from harnessrl.types import ModelCall, Rollout, Task
+from harnessrl.types import ModelCall, Rollout, Task, TaskEnvironment
 
 
 def tool(name: str, description: str = "") -> dict[str, Any]:
@@ -164,3 +164,30 @@ def test_the_reader_names_the_file_on_bad_bytes(tmp_path: Path) -> None:
         with pytest.raises(FormatError, match=why) as e:
             read_first_prompt(tmp_path)
         assert str(e.value).startswith(str(tmp_path / PROMPT_FILE))
+
+
+def test_each_image_is_compared_on_its_own(record: Any) -> None:
+    """A task's image legitimately shows a harness other programs (chromium: Hermes' browser tools),
+    so the first prompt is fixed per (harness, system): the host and each image apart."""
+    made = {
+        "h": rollout("h", record("h", body("agent", BASE))),
+        "i": rollout("i", record("i", body("agent", BASE + BROWSER))),
+        "i2": rollout("i2", record("i2", body("agent", BASE + BROWSER, "again"))),
+        "j": rollout("j", record("j", body("agent", BASE))),
+    }
+
+    async def run(job: RolloutJob) -> Rollout:
+        return made[job.rollout_id]
+
+    host = Task(id="t", prompt="p")
+    chromium = Task(id="u", prompt="p", environment=TaskEnvironment(image="localhost/chromium:1"))
+    check = PromptCheck()
+    jobs = [RolloutJob(host, "hermes", rollout_id="h"), RolloutJob(chromium, "hermes", rollout_id="i")]
+    assert asyncio.run(run_all(run, jobs, asyncio.Semaphore(2), None, check)) == [made["h"], made["i"]]
+    again = [RolloutJob(chromium, "hermes", rollout_id="i2"), RolloutJob(chromium, "hermes", rollout_id="j")]
+    with pytest.raises(PromptChanged) as e:
+        asyncio.run(run_all(run, again, asyncio.Semaphore(2), None, check))
+    assert str(e.value).splitlines()[0] == (
+        "harness hermes on image localhost/chromium:1: first prompt changed (rollout j against i): "
+        "tools removed: browser_navigate, browser_click"
+    )

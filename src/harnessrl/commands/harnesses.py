@@ -4,7 +4,8 @@
 project-local cache (see `harnesses.install`); CI runs it before the `harness` tests so that their time
 is spent running harnesses, not downloading them. `lock` resolves each pinned package again and
 rewrites its lockfile (`scripts/lock_harnesses`): review the diff before committing it. Exit status 1
-when any install or lock failed. `list` prints every column in full when its output is not a terminal
+when any install or lock failed; each harness's line ends with its wall seconds and a last line gives
+the total. `list` prints every column in full when its output is not a terminal
 (a log, a pipe), and `list --json` one JSON object per harness.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -80,12 +82,24 @@ def lock(names: NAMES = None) -> None:
 
 
 def _each(names: list[str] | None, act: Callable[[Any], object]) -> None:
+    """`act` on each harness, one line each with its wall seconds, then the total."""
     out = console()
     failed = 0
-    for name in names or INSTALLED:
+    names = names or INSTALLED
+    start = time.monotonic()
+    for name in names:
+        began = time.monotonic()
         try:
-            out.print(f"{name}: {act(get_harness(name))}", markup=False, highlight=False)
+            done = act(get_harness(name))
         except HarnessError as e:
             failed += 1
-            out.print(f"{name}: {e}", style="red", markup=False, highlight=False)
+            out.print(
+                f"{name}: {e} ({time.monotonic() - began:.1f} s)", style="red", markup=False, highlight=False
+            )
+        else:
+            out.print(f"{name}: {done} ({time.monotonic() - began:.1f} s)", markup=False, highlight=False)
+    total = time.monotonic() - start
+    out.print(
+        f"{len(names) - failed} of {len(names)} harnesses in {total:.1f} s", markup=False, highlight=False
+    )
     raise typer.Exit(1 if failed else 0)

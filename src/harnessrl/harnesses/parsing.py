@@ -78,9 +78,10 @@ def outcome(
     res: ExecResult, *, done: bool, final: str = "", errors: Sequence[str] = (), turns: int | None = None
 ) -> HarnessResult:
     """The usual ending: ok when the harness exited 0 in time, `done` (it reported finishing) and
-    reported no errors; the error is its own reports joined, else the end of stderr."""
+    reported no errors; the error is its own reports joined, else the end of stderr, cleaned like the
+    final text (a lone surrogate from a JSON `\udc80` escape would fail when the rollout is written)."""
     ok = res.returncode == 0 and not res.timed_out and done and not errors
-    error = "; ".join(errors) if errors else ("" if ok else stderr_tail(res))
+    error = clean_text("; ".join(errors)) if errors else ("" if ok else stderr_tail(res))
     return HarnessResult(
         ok=ok,
         exit_code=res.returncode,

@@ -58,7 +58,7 @@ from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.agent_sandbox import AgentSandboxes
 from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.environment import task_system
-from harnessrl.rollout.prompt_check import PromptCheck
+from harnessrl.rollout.prompt_check import PromptCheck, system_of
 from harnessrl.rollout.scoring import Scoring
 from harnessrl.rollout.status import Happened, crash, decide, internal_error, settle, untrusted_failure
 from harnessrl.sandbox import Sandbox
@@ -128,7 +128,7 @@ async def run_all(
         return rollout
 
     rollouts = list(await asyncio.gather(*(one(j) for j in jobs)))
-    return rollouts if prompts is None else prompts.observe(rollouts)
+    return rollouts if prompts is None else prompts.observe(rollouts, [system_of(j.task) for j in jobs])
 
 
 class RolloutRunner:
