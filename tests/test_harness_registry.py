@@ -65,12 +65,15 @@ def test_reference_turns_use_each_harness_shell_tool() -> None:
     }
     assert {n: (c.name, c.arguments) for n, c in call.items()} == {
         "claude-code": ("Bash", {"command": "ls"}),
+        "cline": ("run_commands", {"commands": ["ls"]}),
         "codex": ("exec_command", {"cmd": "ls"}),
         "continue": ("Bash", {"command": "ls"}),
         "copilot": ("bash", {"command": "ls", "description": "Run the command"}),
         "gemini-cli": ("run_shell_command", {"command": "ls"}),
+        "grok-cli": ("bash", {"command": "ls"}),
         "hermes": ("terminal", {"command": "ls"}),
         "kilo": ("bash", {"command": "ls"}),
+        "nanocoder": ("execute_bash", {"command": "ls"}),
         "openclaw": ("exec", {"command": "ls"}),
         "pi": ("bash", {"command": "ls"}),
         "opencode": ("bash", {"command": "ls", "description": "Run the command"}),

@@ -37,6 +37,8 @@ FOLDERS = [
     "kilo",
     "copilot",
     "copilot-responses",
+    "cline",
+    "nanocoder",
 ]
 SPLICED = {"claude-code", "claude-code-bare", "codex-responses", "openclaw-responses", *FOLDERS[6:]}
 CHECKERS = {

@@ -78,13 +78,14 @@ def harness_version(m: Machine, harness: Harness) -> Outcome:
         res = run_sandboxed(m, argv, binds=[folder], env={"PATH": path})
     except SandboxError as e:  # the `sandbox` check fails with the reason and its fix
         return warn(f"not run: no sandbox starts here ({e})", "")
-    said = [line.strip()[:200] for line in (res.stdout + res.stderr).splitlines() if harness.version in line]
+    want = harness.says_version or harness.version
+    said = [line.strip()[:200] for line in (res.stdout + res.stderr).splitlines() if want in line]
     if said and not res.timed_out:
         return ok(f"says {said[0]!r} in a sandbox ({folder})")
     tail = (res.stderr or res.stdout).strip()[-300:]
     command = f"{Path(argv[0]).name} {' '.join(argv[1:])}"
     timed_out = ", timed out" if res.timed_out else ""
-    why = f"`{command}` in a sandbox did not print {harness.version} (exit {res.returncode}{timed_out})"
+    why = f"`{command}` in a sandbox did not print {want} (exit {res.returncode}{timed_out})"
     return fail(f"{why}: {tail!r}", reinstall)
 
 

@@ -181,6 +181,11 @@ class Harness(Protocol):
     def installer(self) -> Installer: ...
 
     @property
+    def says_version(self) -> str | None:
+        """What its binary prints for `--version` when that differs from `version` (None: the same)."""
+        ...
+
+    @property
     def shell_tool(self) -> ShellTool | None:
         """How its model runs a shell command (None: it has no model-driven shell)."""
         ...

@@ -44,6 +44,9 @@ class HarnessBase:
     version: str = ""
     package: str = ""
     """Pinned package spec (`@openai/codex@0.171.0`, `mini-swe-agent==2.4.6`); "" = nothing to install."""
+    says_version: str | None = None
+    """What its binary prints for `--version` when that differs from `version` (a version hard-coded
+    in the CLI, as Grok CLI's); None: it prints `version`."""
     installer: Installer = "npm"
     command: str = ""
     """Its executable: in `node_modules/.bin` of an npm install, in `bin` of a PyPI venv."""

@@ -9,13 +9,16 @@ from collections.abc import Callable
 
 from harnessrl.harnesses.adapter import Harness
 from harnessrl.harnesses.claude_code import ClaudeCode
+from harnessrl.harnesses.cline import Cline
 from harnessrl.harnesses.codex import Codex
 from harnessrl.harnesses.continue_cli import ContinueCli
 from harnessrl.harnesses.copilot import Copilot
 from harnessrl.harnesses.gemini_cli import GeminiCli
+from harnessrl.harnesses.grok_cli import GrokCli
 from harnessrl.harnesses.hermes import Hermes
 from harnessrl.harnesses.kilo import Kilo
 from harnessrl.harnesses.mini_swe_agent import MiniSweAgent
+from harnessrl.harnesses.nanocoder import Nanocoder
 from harnessrl.harnesses.openclaw import OpenClaw
 from harnessrl.harnesses.opencode import Opencode
 from harnessrl.harnesses.pi import Pi
@@ -26,12 +29,15 @@ from harnessrl.types import WHITEBOX, HarnessError, HarnessName
 
 HARNESSES: dict[str, Harness] = {
     "claude-code": ClaudeCode(),
+    "cline": Cline(),
     "codex": Codex(),
     "continue": ContinueCli(),
     "copilot": Copilot(),
     "gemini-cli": GeminiCli(),
+    "grok-cli": GrokCli(),
     "hermes": Hermes(),
     "kilo": Kilo(),
+    "nanocoder": Nanocoder(),
     "openclaw": OpenClaw(),
     "pi": Pi(),
     "opencode": Opencode(),
