@@ -43,8 +43,8 @@ def printed(name: str, home: Path, cwd: Path) -> str:
 
 def test_every_cli_harness_is_covered() -> None:
     assert CLIS == [
-        "claude-code", "codex", "continue", "copilot", "gemini-cli", "hermes", "kilo", "mini-swe-agent",
-        "openclaw", "opencode", "pi", "qwen-code",
+        "claude-code", "codex", "command-code", "continue", "copilot", "droid", "gemini-cli", "hermes",
+        "kilo", "letta-code", "mini-swe-agent", "openclaw", "opencode", "pi", "qwen-code",
     ]  # fmt: skip
 
 

@@ -10,11 +10,14 @@ from collections.abc import Callable
 from harnessrl.harnesses.adapter import Harness
 from harnessrl.harnesses.claude_code import ClaudeCode
 from harnessrl.harnesses.codex import Codex
+from harnessrl.harnesses.command_code import CommandCode
 from harnessrl.harnesses.continue_cli import ContinueCli
 from harnessrl.harnesses.copilot import Copilot
+from harnessrl.harnesses.droid import Droid
 from harnessrl.harnesses.gemini_cli import GeminiCli
 from harnessrl.harnesses.hermes import Hermes
 from harnessrl.harnesses.kilo import Kilo
+from harnessrl.harnesses.letta_code import LettaCode
 from harnessrl.harnesses.mini_swe_agent import MiniSweAgent
 from harnessrl.harnesses.openclaw import OpenClaw
 from harnessrl.harnesses.opencode import Opencode
@@ -27,11 +30,14 @@ from harnessrl.types import WHITEBOX, HarnessError, HarnessName
 HARNESSES: dict[str, Harness] = {
     "claude-code": ClaudeCode(),
     "codex": Codex(),
+    "command-code": CommandCode(),
     "continue": ContinueCli(),
     "copilot": Copilot(),
+    "droid": Droid(),
     "gemini-cli": GeminiCli(),
     "hermes": Hermes(),
     "kilo": Kilo(),
+    "letta-code": LettaCode(),
     "openclaw": OpenClaw(),
     "pi": Pi(),
     "opencode": Opencode(),
