@@ -47,6 +47,9 @@ def test_droid_settings_and_launch(tmp_path: Path) -> None:
         "NO_COLOR": "1",
     }
     assert launch.cwd == "/workspace"
+    get_harness("droid").prepare(adapter_context(tmp_path, options={"provider": "anthropic"}))
+    anthropic = json.loads((tmp_path / ".factory" / "settings.json").read_text())["customModels"][0]
+    assert (anthropic["provider"], anthropic["baseUrl"]) == ("anthropic", "http://127.0.0.1:18080/r/tok")
 
 
 def test_droid_parse_hostile_output() -> None:
