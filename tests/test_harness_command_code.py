@@ -9,13 +9,14 @@ from pathlib import Path
 
 from harness_solve import adapter_context, harness_test, solve_and_fail
 
-from harnessrl.harnesses import get_harness
+from harnessrl.harnesses import McpServer, get_harness
 from harnessrl.sandbox import ExecResult
 
 
 def test_command_code_providers_and_launch(tmp_path: Path) -> None:
     cc = get_harness("command-code")
-    launch = cc.prepare(adapter_context(tmp_path, options={"api": "anthropic-messages"}))
+    mcp = (McpServer("files", ["python3", "-m", "srv"], {"A": "1"}),)
+    launch = cc.prepare(adapter_context(tmp_path, options={"api": "anthropic-messages"}, mcp_servers=mcp))
     providers = json.loads((tmp_path / ".commandcode" / "providers.json").read_text())
     assert providers == {
         "provider": {
@@ -25,6 +26,11 @@ def test_command_code_providers_and_launch(tmp_path: Path) -> None:
                 "apiKey": "$HARNESSRL_API_KEY",
                 "models": {"policy": {"name": "policy", "contextWindow": 131072, "maxOutput": 8192}},
             }
+        }
+    }
+    assert json.loads((tmp_path / ".commandcode" / "mcp.json").read_text()) == {
+        "mcpServers": {
+            "files": {"transport": "stdio", "command": "python3", "args": ["-m", "srv"], "env": {"A": "1"}}
         }
     }
     assert launch.argv == [

@@ -13,7 +13,8 @@ Command Code; print mode still refuses to start without a Command Code key, so
 It needs Node >= 22 (the pinned Node is locked beside it). Its lockfile also pins
 `@opentelemetry/semantic-conventions` to 1.43.0: 1.44 and later are ES modules without a default
 export, which its `import X from "@opentelemetry/semantic-conventions"` needs (with the newest the
-CLI dies at load). Left out: Command Code accounts, sessions, mods, skills, MCP servers.
+CLI dies at load). MCP servers go to `$HOME/.commandcode/mcp.json` (user scope, `transport: stdio`).
+Left out: Command Code accounts, sessions, mods, skills.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, one_of
+from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json, one_of
 from harnessrl.harnesses.parsing import as_count, as_dict, as_text, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -68,6 +69,10 @@ class CommandCode(HarnessBase):
         model = self.model(ctx)
         providers = command_code_providers(ctx, model, self.choice(ctx, "api"))
         ctx.write_json(".commandcode/providers.json", providers)
+        if ctx.mcp_servers:
+            servers = mcp_servers_json(ctx.mcp_servers)
+            mcp = {"mcpServers": {n: {"transport": "stdio", **s} for n, s in servers.items()}}
+            ctx.write_json(".commandcode/mcp.json", mcp)
         argv = [self.executable(ctx), "-p", ctx.prompt, "--model", f"harnessrl/{model}", "--yolo"]
         argv += ["--output-format", "json", "--local-only"]
         env = {
