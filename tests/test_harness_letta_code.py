@@ -32,6 +32,31 @@ def test_letta_code_launch(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []  # no config file: the environment says it all
 
 
+def test_letta_code_catalog_providers(tmp_path: Path) -> None:
+    letta = get_harness("letta-code")
+    gemini = letta.prepare(adapter_context(tmp_path, options={"provider": "google-ai"}))
+    assert gemini.argv[-2:] == ["--model", "google_ai/gemini-2.5-pro"]
+    assert gemini.env["GOOGLE_GENERATIVE_AI_BASE_URL"] == "http://127.0.0.1:18080/r/tok/v1beta"
+    assert gemini.env["GEMINI_API_KEY"] == "tok"
+    anthropic = letta.prepare(adapter_context(tmp_path, options={"provider": "anthropic"}))
+    assert anthropic.argv[-2:] == ["--model", "anthropic/claude-sonnet-4-6"]
+    assert not any(k.startswith(("ANTHROPIC", "LLAMA")) for k in anthropic.env)
+    store = json.loads((tmp_path / ".letta" / "lc-local-backend" / "providers" / "auth.json").read_text())
+    assert store == {
+        "version": 1,
+        "providers": {
+            "lc-anthropic": {
+                "id": "local-provider-lc-anthropic",
+                "name": "lc-anthropic",
+                "provider_type": "anthropic",
+                "provider_category": "byok",
+                "auth": {"type": "api", "key": "tok"},
+                "base_url": "http://127.0.0.1:18080/r/tok",
+            }
+        },
+    }
+
+
 def test_letta_code_parse_hostile_output() -> None:
     letta = get_harness("letta-code")
     init = {"type": "system", "subtype": "init", "tools": ["Bash"]}
