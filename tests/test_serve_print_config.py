@@ -43,8 +43,9 @@ def printed(name: str, home: Path, cwd: Path) -> str:
 
 def test_every_cli_harness_is_covered() -> None:
     assert CLIS == [
-        "claude-code", "cline", "codex", "continue", "copilot", "gemini-cli", "grok-cli", "hermes", "kilo",
-        "mini-swe-agent", "nanocoder", "openclaw", "opencode", "pi", "qwen-code",
+        "claude-code", "cline", "codex", "command-code", "continue", "copilot", "droid", "gemini-cli",
+        "grok-cli", "hermes", "kilo", "letta-code", "mini-swe-agent", "nanocoder", "openclaw",
+        "opencode", "pi", "qwen-code",
     ]  # fmt: skip
 
 

@@ -11,12 +11,15 @@ from harnessrl.harnesses.adapter import Harness
 from harnessrl.harnesses.claude_code import ClaudeCode
 from harnessrl.harnesses.cline import Cline
 from harnessrl.harnesses.codex import Codex
+from harnessrl.harnesses.command_code import CommandCode
 from harnessrl.harnesses.continue_cli import ContinueCli
 from harnessrl.harnesses.copilot import Copilot
+from harnessrl.harnesses.droid import Droid
 from harnessrl.harnesses.gemini_cli import GeminiCli
 from harnessrl.harnesses.grok_cli import GrokCli
 from harnessrl.harnesses.hermes import Hermes
 from harnessrl.harnesses.kilo import Kilo
+from harnessrl.harnesses.letta_code import LettaCode
 from harnessrl.harnesses.mini_swe_agent import MiniSweAgent
 from harnessrl.harnesses.nanocoder import Nanocoder
 from harnessrl.harnesses.openclaw import OpenClaw
@@ -31,12 +34,15 @@ HARNESSES: dict[str, Harness] = {
     "claude-code": ClaudeCode(),
     "cline": Cline(),
     "codex": Codex(),
+    "command-code": CommandCode(),
     "continue": ContinueCli(),
     "copilot": Copilot(),
+    "droid": Droid(),
     "gemini-cli": GeminiCli(),
     "grok-cli": GrokCli(),
     "hermes": Hermes(),
     "kilo": Kilo(),
+    "letta-code": LettaCode(),
     "nanocoder": Nanocoder(),
     "openclaw": OpenClaw(),
     "pi": Pi(),

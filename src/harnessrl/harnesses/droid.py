@@ -1,0 +1,90 @@
+"""Factory Droid (`@factory/cli`, command `droid`), headless: `droid exec --skip-permissions-unsafe -o json
+-m custom:MODEL PROMPT`.
+
+Droid runs on bring-your-own-key models without a Factory login: `$HOME/.factory/settings.json`
+declares one entry of `customModels` at the endpoint (its key read from an env var through `${VAR}`),
+picked as `custom:MODEL`. Its `provider` is option `provider`: `generic-chat-completion-api`
+(default: OpenAI Chat Completions, streamed), `openai` (the Responses API) or `anthropic` (Messages;
+its base URL without `/v1`). `FACTORY_AIRGAP_ENABLED=1` turns off its telemetry, update and cloud
+calls (without it every run waits on telemetry.factory.ai); auto-update and the OS keyring are off
+too. MCP servers go to `$HOME/.factory/mcp.json`. Its shell tool is `Execute(command, summary)`:
+the summary must be a capitalised 3-8 word sentence.
+
+`@factory/cli` itself is a Node shim whose platform binary is an optional dependency pinned to the
+shim's version; the registry lacks `@factory/cli-linux-x64@0.225.1` (the newest shim), so the shim
+would fall back to downloading the binary. We pin the platform package (a Bun-compiled binary,
+`bin/droid`, no install script) on its own and run that binary directly.
+Left out: Factory accounts and cloud sessions, missions, spec mode, its own sandboxing, skills.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json, one_of
+from harnessrl.harnesses.parsing import parse_result_event
+
+VERSION = "0.225.2"
+PLATFORM_PACKAGE = "@factory/cli-linux-x64"
+KEY_ENV = "HARNESSRL_API_KEY"
+
+
+def droid_settings(ctx: HarnessContext, model: str, provider: str) -> dict[str, Any]:
+    entry = {
+        "model": model,
+        "displayName": model,
+        "baseUrl": ctx.endpoint.base_url + ("" if provider == "anthropic" else "/v1"),
+        "apiKey": "${" + KEY_ENV + "}",
+        "provider": provider,
+        "maxOutputTokens": int(ctx.options.get("max_tokens", 8192)),
+        "maxContextLimit": context_window(ctx),
+    }
+    return {"customModels": [entry]}
+
+
+class Droid(HarnessBase):
+    name = "droid"
+    version = VERSION
+    package = f"{PLATFORM_PACKAGE}@{VERSION}"
+    command = "droid"
+    shell_tool = ShellTool("Execute", "command", extra={"summary": "Run the task command"})
+    modes = (
+        Mode("openai_chat", 7_952, note="provider generic-chat-completion-api"),
+        Mode("openai_responses", 8_298, {"provider": "openai"}, "provider openai"),
+        Mode("anthropic", 8_037, {"provider": "anthropic"}, "provider anthropic"),
+    )
+    choices = one_of(provider=("generic-chat-completion-api", "openai", "anthropic"))
+
+    def executable(self, ctx: HarnessContext) -> str:
+        """The platform package's binary (it declares no `bin`, so nothing is in `.bin`)."""
+        return str(ctx.install_dir / "node_modules" / PLATFORM_PACKAGE / "bin" / self.command)
+
+    def prepare(self, ctx: HarnessContext) -> LaunchSpec:
+        model = self.model(ctx)
+        ctx.write_json(".factory/settings.json", droid_settings(ctx, model, self.choice(ctx, "provider")))
+        if ctx.mcp_servers:
+            servers = mcp_servers_json(ctx.mcp_servers)
+            ctx.write_json(
+                ".factory/mcp.json", {"mcpServers": {n: {"type": "stdio", **s} for n, s in servers.items()}}
+            )
+        argv = [
+            self.executable(ctx),
+            "exec",
+            "--skip-permissions-unsafe",
+            "-o",
+            "json",
+            "-m",
+            f"custom:{model}",
+        ]
+        env = {
+            KEY_ENV: ctx.endpoint.api_key,
+            "FACTORY_AIRGAP_ENABLED": "1",
+            "FACTORY_DROID_AUTO_UPDATE_ENABLED": "false",
+            "FACTORY_DISABLE_KEYRING": "1",
+            "NO_COLOR": "1",
+        }
+        return LaunchSpec(argv=[*argv, ctx.prompt], env=env, cwd=ctx.workspace)
+
+    parse = staticmethod(parse_result_event)
+    """`-o json` prints one `{"type": "result"}` object (Claude Code's shape)."""
