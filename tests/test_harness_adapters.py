@@ -45,8 +45,8 @@ def result(stdout: str, rc: int = 0, timed_out: bool = False, stderr: str = "") 
 
 def test_registry_names_and_unknown() -> None:
     assert sorted(HARNESSES) == [
-        "claude-code", "codex", "continue", "copilot", "gemini-cli", "hermes", "kilo", "mini-swe-agent",
-        "openclaw", "opencode", "pi", "qwen-code", "shell",
+        "claude-code", "codex", "continue", "copilot", "gemini-cli", "hermes", "kilo", "kimi-cli",
+        "mini-swe-agent", "mistral-vibe", "openclaw", "opencode", "pi", "qwen-code", "shell",
     ]  # fmt: skip
     assert get_harness("codex").package == "@openai/codex@0.171.0"
     assert get_harness("claude-code").package == "@anthropic-ai/claude-code@2.1.332"
@@ -54,7 +54,8 @@ def test_registry_names_and_unknown() -> None:
     with pytest.raises(
         HarnessError,
         match="unknown harness 'nope'; known: claude-code, codex, continue, copilot, gemini-cli, hermes, "
-        "kilo, mini-swe-agent, openclaw, opencode, pi, qwen-code, shell, whitebox:<config>",
+        "kilo, kimi-cli, mini-swe-agent, mistral-vibe, openclaw, opencode, pi, qwen-code, shell, "
+        "whitebox:<config>",
     ):
         get_harness("nope")
 

@@ -71,6 +71,8 @@ def test_reference_turns_use_each_harness_shell_tool() -> None:
         "gemini-cli": ("run_shell_command", {"command": "ls"}),
         "hermes": ("terminal", {"command": "ls"}),
         "kilo": ("bash", {"command": "ls"}),
+        "kimi-cli": ("Shell", {"command": "ls"}),
+        "mistral-vibe": ("bash", {"command": "ls"}),
         "openclaw": ("exec", {"command": "ls"}),
         "pi": ("bash", {"command": "ls"}),
         "opencode": ("bash", {"command": "ls", "description": "Run the command"}),
