@@ -37,6 +37,8 @@ FOLDERS = [
     "kilo",
     "copilot",
     "copilot-responses",
+    "mistral-vibe",
+    "kimi-cli",
 ]
 SPLICED = {"claude-code", "claude-code-bare", "codex-responses", "openclaw-responses", *FOLDERS[6:]}
 CHECKERS = {
