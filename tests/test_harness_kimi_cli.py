@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness_solve import adapter_context, harness_test, solve_and_fail
 
-from harnessrl.harnesses import get_harness
+from harnessrl.harnesses import McpServer, get_harness
 from harnessrl.harnesses.install import LOCKS
 from harnessrl.rollout.prompt_check import first_prompt
 from harnessrl.sandbox import ExecResult
@@ -42,6 +42,15 @@ def test_kimi_config_and_launch(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert launch.env["KIMI_SHARE_DIR"] == "/home/agent/.kimi"
     assert "/cache/h" not in launch.env["PATH"]
+
+
+def test_kimi_mcp_servers_go_on_its_command_line(tmp_path: Path) -> None:
+    mcp = (McpServer("files", ["python3", "-m", "srv"], {"K": "v"}),)
+    launch = get_harness("kimi-cli").prepare(adapter_context(tmp_path, mcp_servers=mcp))
+    assert launch.argv[-2] == "--mcp-config"
+    assert json.loads(launch.argv[-1]) == {
+        "mcpServers": {"files": {"command": "python3", "args": ["-m", "srv"], "env": {"K": "v"}}}
+    }
 
 
 def test_kimi_lockfile_leaves_out_ripgrepy_and_says_why() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness_solve import adapter_context, harness_test, solve_and_fail
 
-from harnessrl.harnesses import get_harness
+from harnessrl.harnesses import McpServer, get_harness
 from harnessrl.rollout.prompt_check import first_prompt
 from harnessrl.sandbox import ExecResult
 
@@ -49,6 +49,16 @@ def test_vibe_config_and_launch(tmp_path: Path) -> None:
     assert launch.env["VIBE_HOME"] == "/home/agent/.vibe"
     assert launch.env["HARNESSRL_API_KEY"] == "tok"
     assert "/cache/h" not in launch.env["PATH"]  # its venv stays off the agent commands' PATH
+
+
+def test_vibe_mcp_servers_are_stdio_entries_of_its_config(tmp_path: Path) -> None:
+    mcp = (McpServer("files", ["python3", "-m", "srv"], {"K": "v"}),)
+    get_harness("mistral-vibe").prepare(adapter_context(tmp_path, mcp_servers=mcp))
+    text = (tmp_path / ".vibe" / "config.toml").read_text()
+    assert text.endswith(
+        '\n[[mcp_servers]]\nname = "files"\ntransport = "stdio"\ncommand = ["python3", "-m", "srv"]\n'
+        'env = { "K" = "v" }\n'
+    )
 
 
 def test_vibe_parse_hostile_output() -> None:

@@ -4,16 +4,17 @@ A Python harness on the Python 3.13 runtime (`python = "3.13"`: it needs Python 
 `images/runtime.py`). Its lockfile leaves out `ripgrepy` (`pip_left_out`). `--config-file` names a
 JSON config in the sandbox HOME with one provider at the endpoint (`openai_legacy`: OpenAI Chat
 Completions) and one model on it as the default; telemetry off. `--print` runs non-interactively,
-`--yolo` approves every tool. Left out: its Moonshot login, web search and fetch services, MCP,
-sessions, subagents.
+`--yolo` approves every tool. MCP servers go in `--mcp-config` (`{"mcpServers": ...}`). Left out: its
+Moonshot login, web search and fetch services, sessions, subagents.
 """
 
 from __future__ import annotations
 
+import json
 from types import MappingProxyType
 
 from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window
+from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json
 from harnessrl.harnesses.parsing import parse_plain_text
 
 VERSION = "1.51.0"
@@ -52,6 +53,8 @@ class KimiCli(HarnessBase):
         path = ctx.write_json(".kimi/config.json", config)
         argv = [self.executable(ctx), "--print", "--yolo", "--config-file", path, "-p", ctx.prompt]
         argv += ["--output-format", "text", "--final-message-only"]
+        if ctx.mcp_servers:
+            argv += ["--mcp-config", json.dumps({"mcpServers": mcp_servers_json(ctx.mcp_servers)})]
         env = {"KIMI_SHARE_DIR": f"{ctx.home}/.kimi", "PATH": self.launch_path(ctx), "NO_COLOR": "1"}
         return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
 

@@ -5,8 +5,8 @@ A Python harness on the Python 3.13 runtime (`python = "3.13"`: it needs Python 
 `vibe-app-server`. `$VIBE_HOME/config.toml` (in the sandbox HOME) names one provider at the endpoint
 (`backend = "generic"`: OpenAI Chat Completions, streamed) and one model on it, pinned as the active
 model; telemetry, update checks, the model catalog, connectors and notifications are off.
-`--agent auto-approve` runs every tool without asking. Left out: its Mistral login, voice, MCP
-connectors, sessions, subagents.
+`--agent auto-approve` runs every tool without asking. MCP servers are `[[mcp_servers]]` entries
+(`transport = "stdio"`). Left out: its Mistral login, voice, connectors, sessions, subagents.
 """
 
 from __future__ import annotations
@@ -44,6 +44,12 @@ def vibe_config(ctx: HarnessContext, model: str) -> str:
         f"alias = {toml_str(ALIAS)}",
         f"max_context_length = {context_window(ctx)}",
     ]
+    for server in ctx.mcp_servers:
+        lines += ["", "[[mcp_servers]]", f"name = {toml_str(server.name)}", 'transport = "stdio"']
+        lines.append(f"command = [{', '.join(toml_str(a) for a in server.command)}]")
+        if server.env:
+            pairs = ", ".join(f"{toml_str(k)} = {toml_str(v)}" for k, v in server.env.items())
+            lines.append(f"env = {{ {pairs} }}")
     return "\n".join(lines) + "\n"
 
 
