@@ -14,6 +14,7 @@ from harnessrl.formats import untrusted_json
 from harnessrl.harnesses import Harness
 from harnessrl.harnesses.install import NODE_BIN, installed_folder, package_name
 from harnessrl.harnesses.registry import HARNESSES
+from harnessrl.images.runtime import runtimes_dir
 from harnessrl.sandbox.bwrap import bwrap_path
 from harnessrl.sandbox.sandbox import SYSTEM_PATH, Sandbox
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
@@ -75,7 +76,9 @@ def harness_version(m: Machine, harness: Harness) -> Outcome:
     except (OSError, ValueError) as e:  # no manifest, or one that is not JSON
         return fail(f"a broken install at {folder}: {e}", reinstall)
     try:
-        res = run_sandboxed(m, argv, binds=[folder], env={"PATH": path})
+        runtimes = runtimes_dir(m.cache)  # the Python runtime some venvs run on (images/runtime.py)
+        binds = [folder, *([runtimes] if runtimes.is_dir() else [])]
+        res = run_sandboxed(m, argv, binds=binds, env={"PATH": path})
     except SandboxError as e:  # the `sandbox` check fails with the reason and its fix
         return warn(f"not run: no sandbox starts here ({e})", "")
     said = [line.strip()[:200] for line in (res.stdout + res.stderr).splitlines() if harness.version in line]
