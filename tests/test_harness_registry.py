@@ -77,6 +77,8 @@ def test_reference_turns_use_each_harness_shell_tool() -> None:
         "kilo": ("bash", {"command": "ls"}),
         "nanocoder": ("execute_bash", {"command": "ls"}),
         "letta-code": ("Bash", {"command": "ls"}),
+        "kimi-cli": ("Shell", {"command": "ls"}),
+        "mistral-vibe": ("bash", {"command": "ls"}),
         "openclaw": ("exec", {"command": "ls"}),
         "pi": ("bash", {"command": "ls"}),
         "opencode": ("bash", {"command": "ls", "description": "Run the command"}),

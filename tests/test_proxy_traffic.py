@@ -39,6 +39,8 @@ FOLDERS = [
     "copilot-responses",
     "cline",
     "nanocoder",
+    "mistral-vibe",
+    "kimi-cli",
 ]
 SPLICED = {"claude-code", "claude-code-bare", "codex-responses", "openclaw-responses", *FOLDERS[6:]}
 CHECKERS = {

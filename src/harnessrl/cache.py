@@ -3,6 +3,7 @@
     cache_root() / "harnesses"     npm installs of the harness CLIs (`harnesses/install.py`)
     cache_root() / "models"        converted model checkpoints (`engines/models.py`)
     cache_root() / "agent-env"     the sandbox's python tree (`sandbox/agent_env.py`, `scripts/agent_env`)
+    cache_root() / "runtimes"      the Python 3.13 runtime some PyPI harnesses run on (`images/runtime.py`)
 
 `$HARNESSRL_CACHE` when set; else `.cache` of the checkout this package runs from; else
 `~/.cache/harnessrl` (an installed package).

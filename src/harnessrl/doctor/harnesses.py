@@ -14,6 +14,7 @@ from harnessrl.formats import untrusted_json
 from harnessrl.harnesses import Harness
 from harnessrl.harnesses.install import NODE_BIN, installed_folder, package_name
 from harnessrl.harnesses.registry import HARNESSES
+from harnessrl.images.runtime import runtimes_dir
 from harnessrl.sandbox.bwrap import bwrap_path
 from harnessrl.sandbox.sandbox import SYSTEM_PATH, Sandbox
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
@@ -50,7 +51,8 @@ def sandbox(m: Machine) -> Outcome:
 
 def version_command(harness: Harness, folder: Path) -> tuple[list[str], str]:
     """The command printing the installed version of `harness` (installed at `folder`) and its PATH:
-    npm, the package's own first `bin` with `--version`, after its pinned Node when it has one; PyPI,
+    npm, the package's own first `bin` with `--version` (a package with none: its `bin/<command>`),
+    after its pinned Node when it has one; PyPI,
     the venv's python asking its package metadata."""
     name = package_name(harness.package)
     if harness.installer == "pypi":
@@ -59,9 +61,13 @@ def version_command(harness: Harness, folder: Path) -> tuple[list[str], str]:
     manifest = folder / "node_modules" / name / "package.json"
     meta = untrusted_json.loads(manifest.read_bytes(), str(manifest))
     bins = meta.get("bin") if isinstance(meta, dict) else None
-    command = next(iter(bins)) if isinstance(bins, dict) and bins else name.rsplit("/", 1)[-1]
     node = folder / NODE_BIN
     path = f"{node}:{SYSTEM_PATH}" if node.is_dir() else SYSTEM_PATH
+    own: object = getattr(harness, "command", None)
+    if not (isinstance(bins, dict) and bins) and isinstance(own, str):
+        # a platform package with no `bin` (droid's binary): the adapter runs its bin/<command>
+        return [str(folder / "node_modules" / name / "bin" / own), "--version"], path
+    command = next(iter(bins)) if isinstance(bins, dict) and bins else name.rsplit("/", 1)[-1]
     return [str(folder / "node_modules" / ".bin" / command), "--version"], path
 
 
@@ -75,7 +81,9 @@ def harness_version(m: Machine, harness: Harness) -> Outcome:
     except (OSError, ValueError) as e:  # no manifest, or one that is not JSON
         return fail(f"a broken install at {folder}: {e}", reinstall)
     try:
-        res = run_sandboxed(m, argv, binds=[folder], env={"PATH": path})
+        runtimes = runtimes_dir(m.cache)  # the Python runtime some venvs run on (images/runtime.py)
+        binds = [folder, *([runtimes] if runtimes.is_dir() else [])]
+        res = run_sandboxed(m, argv, binds=binds, env={"PATH": path})
     except SandboxError as e:  # the `sandbox` check fails with the reason and its fix
         return warn(f"not run: no sandbox starts here ({e})", "")
     want = harness.says_version or harness.version

@@ -2,7 +2,8 @@
 (its pins, its config files, its command line and its output format).
 
 - Install: an adapter declares `installer`, `package` and `version` (and, for npm, `install_scripts`
-  and `pinned_node`); its lockfile is `install.LOCKS / name`. `install_dir` computes the one install
+  and `pinned_node`; for PyPI, `python` when it needs the Python 3.13 runtime of `images/runtime.py`,
+  and `pip_left_out`); its lockfile is `install.LOCKS / name`. `install_dir` computes the one install
   folder (`harnessrl harness list` and the runner ask it too), `ensure_installed` installs from the
   lockfile (`install.npm_install` / `install.python_install`), `lock` rewrites the lockfile.
 - Paths: `executable(ctx)` (the `command` in the install's bin folder), `launch_path(ctx)` (the
@@ -26,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from harnessrl.harnesses import install, lockfiles
 from harnessrl.harnesses.adapter import HarnessContext, Installer, McpServer, Mode, ShellTool
+from harnessrl.images import runtime
 from harnessrl.sandbox.programs import PROGRAMS_DIR
-from harnessrl.types import ChatMessage
+from harnessrl.types import ChatMessage, HarnessError, ImageError
 
 if TYPE_CHECKING:
     from harnessrl.chat.format import ChatFormat
@@ -56,6 +58,12 @@ class HarnessBase:
     pinned_node: bool = False
     """Needs a newer Node than the machine's: `install.NODE_PACKAGE` is locked beside it and put
     first on PATH (for its install scripts and its launch)."""
+    python: str | None = None
+    """None: a PyPI harness is installed with and runs on the host's python (`install.HOST_PYTHON`);
+    "3.13": on the Python runtime (`images/runtime.py`, made once per machine when first needed)."""
+    pip_left_out: Mapping[str, str] = MappingProxyType({})
+    """Requirements of `package` its lockfile leaves out (name -> why: no wheel of them, so they cannot
+    be installed without running their build); the lockfile is then installed whole, `--no-deps`."""
     shell_tool: ShellTool | None = None
     """None: the harness's model has no shell of its own (the `shell` harness runs a fixed command)."""
     modes: tuple[Mode, ...] = ()
@@ -85,7 +93,8 @@ class HarnessBase:
         """Where it is installed (module docstring): `<harnesses>/<name>-<version>-<lock digest>`."""
         if self.installer == "none":
             return Path("/usr")
-        return install.install_folder(self.name, self.version, self.lock_dir, cache_root)
+        runtime_tag = runtime.runtime_digest() if self.python else ""
+        return install.install_folder(self.name, self.version, self.lock_dir, cache_root, runtime_tag)
 
     def ensure_installed(self, cache_root: Path | None = None) -> Path:
         """Install from its lockfile once (`install.py`) and return `install_dir`."""
@@ -96,8 +105,24 @@ class HarnessBase:
                 self.lock_dir, target, scripts=self.install_scripts, path_prefix=prefix
             )
         if self.installer == "pypi":
-            return install.python_install(self.lock_dir, target)
+            root = self._runtime(cache_root)
+            return install.python_install(
+                self.lock_dir, target, runtime=root, no_deps=bool(self.pip_left_out)
+            )
         return target
+
+    def _runtime(self, cache_root: Path | None) -> Path | None:
+        """The root of the Python runtime it runs on (made first if needed), None for the host's python."""
+        if self.python is None:
+            return None
+        if self.python != runtime.PYTHON:
+            raise HarnessError(
+                f"{self.name} needs Python {self.python}; the runtime is Python {runtime.PYTHON}"
+            )
+        try:
+            return runtime.ensure_runtime(cache_root)[0]
+        except ImageError as e:
+            raise HarnessError(f"{self.name} runs on Python {self.python}, and: {e}") from e
 
     def is_installed(self, cache_root: Path | None = None) -> bool:
         return self.installer == "none" or install.installed(self.install_dir(cache_root))
@@ -106,6 +131,13 @@ class HarnessBase:
         """Resolve its pinned package again and rewrite its lockfile folder; returns the folder."""
         if self.installer == "npm":
             lockfiles.lock_npm(self.npm_specs, self.lock_dir)
+        elif self.installer == "pypi" and self.python:
+            python = str(runtime.runtime_python(self._runtime(None) or Path()))
+            label = f"Python {self.python} (the runtime of images/runtime.py)"
+            left_out = dict(self.pip_left_out)
+            lockfiles.lock_pypi(
+                self.package, self.lock_dir, python, runtime=True, left_out=left_out, label=label
+            )
         elif self.installer == "pypi":
             lockfiles.lock_pypi(self.package, self.lock_dir, install.HOST_PYTHON)
         return self.lock_dir

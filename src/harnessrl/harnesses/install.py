@@ -13,7 +13,10 @@ builds), which `npm install` skips as optional. Then the lifecycle scripts of th
 adapter names (`HarnessBase.install_scripts`: a CLI that copies its native binary into place) run in
 a sandbox, by `npm rebuild`. PyPI (`python_install`): `pip download --require-hashes
 --only-binary=:all:` as an unprivileged uid (wheels only: no sdist's setup.py ever runs), then a venv
-of `/usr/bin/python3` is made and the wheels installed into it inside a sandbox, offline. A tarball or
+of `/usr/bin/python3` is made and the wheels installed into it inside a sandbox, offline. A harness
+that needs a newer Python (`HarnessBase.python`) gets the same steps run by the interpreter of the
+Python runtime (`images/runtime.py`, made first if it is not there), whose root the sandbox binds
+read-only. A tarball or
 wheel that does not match its lockfile fails the install with a HarnessError naming the package. The
 finished tree is sealed (ours, read-only to others: `confine.seal`) before it appears under its name.
 
@@ -36,12 +39,15 @@ import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harnessrl.cache import cache_root
 from harnessrl.harnesses import lockfiles
 from harnessrl.harnesses.confine import install_env, reachable, run_as, run_in_sandbox, seal, unprivileged
+from harnessrl.images.runtime import runtime_python
+from harnessrl.sandbox import identity
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.sandbox.sandbox import SYSTEM_PATH
 from harnessrl.types import HarnessError
@@ -73,10 +79,14 @@ def harness_dir(cache: Path | None = None, *, make: bool = True) -> Path:
     return path
 
 
-def install_folder(name: str, version: str, lock: Path, cache: Path | None = None) -> Path:
+def install_folder(name: str, version: str, lock: Path, cache: Path | None = None, runtime: str = "") -> Path:
     """Where the harness `name` at `version` installed from `lock` lives (whether or not it is there;
-    computing it makes nothing)."""
-    return harness_dir(cache, make=False) / f"{name}-{version}-{lock_digest(lock)}"
+    computing it makes nothing). `runtime`: the digest of the Python runtime its venv runs on, mixed
+    into the folder's digest (a new runtime is a new venv)."""
+    digest = lock_digest(lock)
+    if runtime:
+        digest = hashlib.sha256(f"{digest} {runtime}".encode()).hexdigest()[:12]
+    return harness_dir(cache, make=False) / f"{name}-{version}-{digest}"
 
 
 def installed(folder: Path) -> bool:
@@ -158,44 +168,74 @@ def _npm_build(lock: Path, work: Path, scripts: Sequence[str], path_prefix: Sequ
         run_in_sandbox(work, script, env={"PATH": path}, timeout_s=NPM_TIMEOUT_S, what=what)
 
 
-def python_install(lock: Path, target: Path, python: str = HOST_PYTHON) -> Path:
+def python_install(
+    lock: Path, target: Path, python: str = HOST_PYTHON, *, runtime: Path | None = None, no_deps: bool = False
+) -> Path:
     """Install the PyPI lock folder `lock` (its requirements.txt) into the venv `target` once (module
-    docstring); return `target`."""
-    if not os.access(python, os.X_OK):
-        raise HarnessError(f"{python} is not installed; Python harnesses run on it (with its venv module)")
+    docstring); return `target`. `runtime`: the root of the Python runtime (`images/runtime.py`) whose
+    interpreter makes the venv and runs it, in place of `python`. `no_deps`: the lockfile is the whole
+    set, some requirement of its packages being left out on purpose (`HarnessBase.pip_left_out`)."""
+    interpreter = Interpreter(python) if runtime is None else Interpreter.of_runtime(runtime)
+    if not os.access(interpreter.python, os.X_OK):
+        raise HarnessError(
+            f"{interpreter.python} is not installed; Python harnesses run on it (with its venv module)"
+        )
+    if runtime is not None and identity.drops_privileges() and not identity.reachable_by_others(runtime):
+        raise HarnessError(
+            f"{runtime} must be reachable by every uid (o+x on its parents): pip runs unprivileged"
+        )
     lockfiles.check_pip_lock(lock)
-    return _publish(target, lambda venv: _pip_build(lock, venv, python), in_place=True)
+    return _publish(target, lambda venv: _pip_build(lock, venv, interpreter, no_deps), in_place=True)
 
 
-def _pip_build(lock: Path, venv: Path, python: str) -> None:
+@dataclass(frozen=True)
+class Interpreter:
+    """The python a PyPI harness is installed with and runs on: the host's (`HOST_PYTHON`, under
+    /usr, visible in every sandbox, its venvs made with their own pip), or a runtime's (`runtime`:
+    its root, which a sandbox must bind; its venvs are made without pip and filled by the runtime's
+    own pip, `pip --python VENV/bin/python`, since Debian's ensurepip looks for its wheels under the
+    system's /usr/share)."""
+
+    python: str
+    runtime: Path | None = None
+
+    @classmethod
+    def of_runtime(cls, root: Path) -> Interpreter:
+        return cls(str(runtime_python(root)), root)
+
+    def pip(self, venv: Path) -> list[str]:
+        """The command running pip on the venv `venv`."""
+        if self.runtime is None:
+            return [str(venv / "bin/python"), "-m", "pip"]
+        return [self.python, "-m", "pip", "--python", str(venv / "bin/python")]
+
+    def make_venv(self, venv: Path) -> list[str]:
+        return [self.python, "-m", "venv", *(["--without-pip"] if self.runtime else []), str(venv)]
+
+
+def _pip_build(lock: Path, venv: Path, interpreter: Interpreter, no_deps: bool) -> None:
     wheels = Path(tempfile.mkdtemp(prefix=f".{venv.name}.wheels-", dir=venv.parent))
     home = Path(tempfile.mkdtemp(prefix=f".{venv.name}.home-", dir=venv.parent))
+    deps = ["--no-deps"] if no_deps else []
     try:
         shutil.copyfile(lock / lockfiles.PIP_FILE, wheels / lockfiles.PIP_FILE)
         with unprivileged(wheels, home) as uid:
             alias = reachable(venv.parent)
             got = alias / wheels.name
-            argv = [python, "-m", "pip", "download", *lockfiles.PIP_STRICT, "-d", str(got)]
+            argv = [interpreter.python, "-m", "pip", "download", *lockfiles.PIP_STRICT, *deps, "-d", str(got)]
             argv += ["-r", str(got / lockfiles.PIP_FILE)]
             env = install_env(alias / home.name, PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
             proc = run_as(uid, argv, env=env, cwd=got, timeout_s=PIP_TIMEOUT_S, what="pip download")
         if proc.returncode != 0:
             raise HarnessError(lockfiles.pip_failure(lock, proc.stderr))
         seal(wheels)  # ours again, readable by the sandbox's uid
-        offline = ["--no-index", "--find-links", str(wheels), *lockfiles.PIP_STRICT]
-        pip = [
-            str(venv / "bin/python"),
-            "-m",
-            "pip",
-            "install",
-            *offline,
-            "-r",
-            str(wheels / lockfiles.PIP_FILE),
-        ]
-        script = f"{shlex.join([python, '-m', 'venv', str(venv)])} && {shlex.join(pip)}"
+        offline = ["--no-index", "--find-links", str(wheels), *lockfiles.PIP_STRICT, *deps]
+        pip = [*interpreter.pip(venv), "install", *offline, "-r", str(wheels / lockfiles.PIP_FILE)]
+        script = f"{shlex.join(interpreter.make_venv(venv))} && {shlex.join(pip)}"
         env = {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
         what = f"installing the wheels of {lock} into a venv"
-        run_in_sandbox(venv, script, env=env, timeout_s=PIP_TIMEOUT_S, what=what, ro_binds=(wheels,))
+        binds = (wheels, *((interpreter.runtime,) if interpreter.runtime else ()))
+        run_in_sandbox(venv, script, env=env, timeout_s=PIP_TIMEOUT_S, what=what, ro_binds=binds)
     finally:
         remove_tree(wheels)
         remove_tree(home)

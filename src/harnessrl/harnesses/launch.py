@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from harnessrl.harnesses.adapter import HarnessContext
 from harnessrl.harnesses.install import harness_dir
+from harnessrl.images.runtime import runtimes_dir
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import HarnessError
@@ -27,8 +28,9 @@ if TYPE_CHECKING:
 
 
 def harness_binds(cache_root: Path | None = None) -> tuple[Path, ...]:
-    """Read-only binds a SandboxSpec needs so that installed harnesses can run inside it."""
-    return (harness_dir(cache_root),)
+    """Read-only binds a SandboxSpec needs so that installed harnesses can run inside it: their
+    installs, and the Python runtimes some of them run on (`images/runtime.py`)."""
+    return (harness_dir(cache_root), runtimes_dir(cache_root, make=True))
 
 
 def _visible(sandbox: Sandbox, path: Path) -> bool:

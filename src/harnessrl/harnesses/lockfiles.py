@@ -16,7 +16,7 @@ import json
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -154,25 +154,31 @@ def lock_npm(specs: Sequence[str], out: Path) -> None:
         remove_tree(work)
 
 
-def lock_pypi(spec: str, out: Path, python: str) -> None:
+def lock_pypi(
+    spec: str,
+    out: Path,
+    python: str,
+    *,
+    runtime: bool = False,
+    left_out: Mapping[str, str] | None = None,
+    label: str = "",
+) -> None:
     """Resolve `spec` (wheels only) on `python` and write `requirements.txt` into `out`: every
-    package of the set with the sha256 of each of its Linux wheels on PyPI."""
+    package of the set with the sha256 of each of its Linux wheels on PyPI.
+
+    `runtime`: `python` is a runtime's interpreter (`images/runtime.py`), whose own pip resolves for a
+    venv made without pip. `left_out`: requirements of `spec`'s own package that are not resolved
+    (name -> why; written as comments), its other requirements being resolved without them (an
+    install then takes the file as the whole set, `--no-deps`). `label` names the interpreter in the
+    file's first line (default: `python`)."""
     work = Path(tempfile.mkdtemp(prefix="harnessrl-lock-"))
     try:
         work.chmod(0o755)
         with unprivileged(work) as uid:
-            env = install_env(work, PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
-            run = [python, "-m", "venv", str(work / "venv")]
-            proc = run_as(uid, run, env=env, cwd=work, timeout_s=LOCK_TIMEOUT_S, what="venv")
-            if proc.returncode == 0:
-                flags = ["--dry-run", "--ignore-installed", "--only-binary=:all:", "--report", "report.json"]
-                run = [str(work / "venv/bin/python"), "-m", "pip", "install", "--quiet", *flags, spec]
-                proc = run_as(uid, run, env=env, cwd=work, timeout_s=LOCK_TIMEOUT_S, what="pip resolve")
-        if proc.returncode != 0:
-            raise HarnessError(f"pip could not resolve {spec} to wheels: {proc.stderr.strip()[-2000:]}")
-        report = json.loads((work / "report.json").read_text())
-        chosen, py = report["install"], report["environment"]["python_version"]
-        lines = [f"# {spec} for {python}, wheels only: `scripts/lock_harnesses` wrote this file"]
+            resolve = _Resolver(uid, work, python, runtime)
+            chosen, py = resolve.chosen([spec], left_out or {})
+        lines = [f"# {spec} for {label or python}, wheels only: `scripts/lock_harnesses` wrote this file"]
+        lines += [f"# left out: {name} ({why})" for name, why in sorted((left_out or {}).items())]
         for item in sorted(chosen, key=lambda i: i["metadata"]["name"].lower()):
             name, version = item["metadata"]["name"], item["metadata"]["version"]
             got = item["download_info"]["archive_info"]["hashes"]["sha256"]
@@ -184,6 +190,56 @@ def lock_pypi(spec: str, out: Path, python: str) -> None:
         check_pip_lock(out)
     finally:
         remove_tree(work)
+
+
+class _Resolver:
+    """pip's resolver (`install --dry-run --report`) in a fresh venv of `python` under `work`, run as
+    `uid` with a minimal environment."""
+
+    def __init__(self, uid: int | None, work: Path, python: str, runtime: bool) -> None:
+        self.uid, self.work, self.env = uid, work, install_env(work, PIP_NO_CACHE_DIR="1")
+        self.env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+        venv = work / "venv"
+        make = [python, "-m", "venv", *(["--without-pip"] if runtime else []), str(venv)]
+        self._run(make, f"making a venv of {python}")
+        self.pip = (
+            [python, "-m", "pip", "--python", str(venv / "bin/python")]
+            if runtime
+            else [
+                str(venv / "bin/python"),
+                "-m",
+                "pip",
+            ]
+        )
+
+    def _run(self, argv: list[str], what: str) -> None:
+        proc = run_as(self.uid, argv, env=self.env, cwd=self.work, timeout_s=LOCK_TIMEOUT_S, what=what)
+        if proc.returncode != 0:
+            raise HarnessError(f"{what} failed: {proc.stderr.strip()[-2000:]}")
+
+    def report(self, reqs: Sequence[str], *flags: str) -> dict[str, Any]:
+        """pip's installation report for `reqs` (wheels only, nothing installed)."""
+        dry = ["--dry-run", "--ignore-installed", "--only-binary=:all:", "--report", "report.json", *flags]
+        self._run([*self.pip, "install", "--quiet", *dry, *reqs], f"resolving {' '.join(reqs)} to wheels")
+        return dict(json.loads((self.work / "report.json").read_text()))
+
+    def chosen(self, specs: list[str], left_out: Mapping[str, str]) -> tuple[list[dict[str, Any]], str]:
+        """(the packages `specs` resolve to, the python version): with `left_out`, the package of
+        `specs[0]` alone, then its requirements but those, resolved."""
+        if not left_out:
+            report = self.report(specs)
+            return list(report["install"]), report["environment"]["python_version"]
+        top = self.report(specs, "--no-deps")
+        skip = {_normal(n) for n in left_out}
+        needs = [r for r in top["install"][0]["metadata"].get("requires_dist", []) if _normal(r) not in skip]
+        rest = self.report(needs)["install"] if needs else []
+        return [*top["install"], *rest], top["environment"]["python_version"]
+
+
+def _normal(requirement: str) -> str:
+    """The normalised project name a requirement string starts with (PEP 503)."""
+    found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return re.sub(r"[-_.]+", "-", found.group(1)).lower() if found else ""
 
 
 def _wheel_hashes(name: str, version: str, python: str) -> list[str]:

@@ -19,8 +19,10 @@ from harnessrl.harnesses.gemini_cli import GeminiCli
 from harnessrl.harnesses.grok_cli import GrokCli
 from harnessrl.harnesses.hermes import Hermes
 from harnessrl.harnesses.kilo import Kilo
+from harnessrl.harnesses.kimi_cli import KimiCli
 from harnessrl.harnesses.letta_code import LettaCode
 from harnessrl.harnesses.mini_swe_agent import MiniSweAgent
+from harnessrl.harnesses.mistral_vibe import MistralVibe
 from harnessrl.harnesses.nanocoder import Nanocoder
 from harnessrl.harnesses.openclaw import OpenClaw
 from harnessrl.harnesses.opencode import Opencode
@@ -49,6 +51,8 @@ HARNESSES: dict[str, Harness] = {
     "opencode": Opencode(),
     "qwen-code": QwenCode(),
     "mini-swe-agent": MiniSweAgent(),
+    "mistral-vibe": MistralVibe(),
+    "kimi-cli": KimiCli(),
     "shell": Shell(),
 }
 FAMILIES: dict[str, Callable[[str], Harness]] = {WHITEBOX: Whitebox}

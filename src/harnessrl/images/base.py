@@ -14,6 +14,7 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import time
+from typing import IO
 
 from harnessrl.images.store import ContainerStore, locked, missing_tools
 from harnessrl.types import ImageError
@@ -24,12 +25,22 @@ PACKAGES = ("python3",)
 EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*", "/usr/share/locale/*")
 
 
-def mmdebstrap_argv(mirror: str | None = None) -> list[str]:
-    """The command that writes the base root filesystem as a tar on stdout."""
-    argv = ["mmdebstrap", "--quiet", "--variant=minbase", f"--include={','.join(PACKAGES)}"]
+def mmdebstrap_argv(
+    mirror: str | None = None, *, suite: str = SUITE, packages: tuple[str, ...] = PACKAGES
+) -> list[str]:
+    """The command that writes a minbase root filesystem of Debian `suite` with `packages` (default:
+    the base image's) as a tar on stdout."""
+    argv = ["mmdebstrap", "--quiet", "--variant=minbase", f"--include={','.join(packages)}"]
     argv += [f"--dpkgopt=path-exclude={p}" for p in EXCLUDES]
-    argv += ['--aptopt=Acquire::Languages "none"', SUITE, "-"]
+    argv += ['--aptopt=Acquire::Languages "none"', suite, "-"]
     return [*argv, mirror] if mirror else argv
+
+
+def mmdebstrap_error(err: IO[bytes]) -> str:
+    """The last line mmdebstrap wrote to `err` (a file it wrote its stderr to), or "no output"."""
+    err.seek(0)
+    lines = err.read()[-2000:].decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else "no output"
 
 
 def ensure_base(store: ContainerStore, mirror: str | None = None) -> tuple[str, float]:
@@ -67,10 +78,9 @@ def _make(store: ContainerStore, mirror: str | None) -> None:
         finally:
             debootstrap.stdout.close()
             debootstrap.wait()
-        err.seek(0)
-        why = err.read()[-2000:].decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+        why = mmdebstrap_error(err)
     if debootstrap.returncode != 0:
-        raise ImageError(f"mmdebstrap could not make the base image {BASE_REF}: {why[0]}")
+        raise ImageError(f"mmdebstrap could not make the base image {BASE_REF}: {why}")
     if imported.returncode != 0:
         raise ImageError(
             f"podman import of the base image {BASE_REF} failed: {imported.stderr.strip()[-300:]}"

@@ -1,0 +1,77 @@
+"""Mistral Vibe (PyPI `mistral-vibe`), headless: `vibe -p PROMPT --output json --agent auto-approve`.
+
+A Python harness on the Python 3.13 runtime (`python = "3.13"`: it needs Python >= 3.12; see
+`images/runtime.py`). `vibe` is a Rust front end (bundled in the wheel) that runs the package's Python
+`vibe-app-server`. `$VIBE_HOME/config.toml` (in the sandbox HOME) names one provider at the endpoint
+(`backend = "generic"`: OpenAI Chat Completions, streamed) and one model on it, pinned as the active
+model; telemetry, update checks, the model catalog, connectors and notifications are off.
+`--agent auto-approve` runs every tool without asking. MCP servers are `[[mcp_servers]]` entries
+(`transport = "stdio"`). Left out: its Mistral login, voice, connectors, sessions, subagents.
+"""
+
+from __future__ import annotations
+
+from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
+from harnessrl.harnesses.base import HarnessBase, context_window
+from harnessrl.harnesses.codex import toml_str
+from harnessrl.harnesses.parsing import parse_plain_text
+
+VERSION = "3.0.2"
+KEY_ENV = "HARNESSRL_API_KEY"
+ALIAS = "harnessrl"
+
+
+def vibe_config(ctx: HarnessContext, model: str) -> str:
+    lines = [
+        f"active_model = {toml_str(ALIAS)}",
+        "enable_telemetry = false",
+        "enable_update_checks = false",
+        "enable_auto_update = false",
+        "enable_notifications = false",
+        "enable_connectors = false",
+        "experimental_enable_model_catalog = false",
+        "include_commit_signature = false",
+        "",
+        "[[providers]]",
+        f"name = {toml_str(ALIAS)}",
+        f"api_base = {toml_str(ctx.endpoint.base_url + '/v1')}",
+        f"api_key_env_var = {toml_str(KEY_ENV)}",
+        'backend = "generic"',
+        "",
+        "[[models]]",
+        f"name = {toml_str(model)}",
+        f"provider = {toml_str(ALIAS)}",
+        f"alias = {toml_str(ALIAS)}",
+        f"max_context_length = {context_window(ctx)}",
+    ]
+    for server in ctx.mcp_servers:
+        lines += ["", "[[mcp_servers]]", f"name = {toml_str(server.name)}", 'transport = "stdio"']
+        lines.append(f"command = [{', '.join(toml_str(a) for a in server.command)}]")
+        if server.env:
+            pairs = ", ".join(f"{toml_str(k)} = {toml_str(v)}" for k, v in server.env.items())
+            lines.append(f"env = {{ {pairs} }}")
+    return "\n".join(lines) + "\n"
+
+
+class MistralVibe(HarnessBase):
+    name = "mistral-vibe"
+    version = VERSION
+    package = f"mistral-vibe=={VERSION}"
+    installer = "pypi"
+    python = "3.13"
+    command = "vibe"
+    shell_tool = ShellTool("bash", "command")
+    modes = (Mode("openai_chat", 8_370),)
+
+    def prepare(self, ctx: HarnessContext) -> LaunchSpec:
+        ctx.write_home_file(".vibe/config.toml", vibe_config(ctx, self.model(ctx)))
+        argv = [self.executable(ctx), "-p", ctx.prompt, "--output", "text", "--agent", "auto-approve"]
+        env = {
+            "VIBE_HOME": f"{ctx.home}/.vibe",
+            KEY_ENV: ctx.endpoint.api_key,
+            "PATH": self.launch_path(ctx),
+            "NO_COLOR": "1",
+        }
+        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+
+    parse = staticmethod(parse_plain_text)
