@@ -45,16 +45,17 @@ def result(stdout: str, rc: int = 0, timed_out: bool = False, stderr: str = "") 
 
 def test_registry_names_and_unknown() -> None:
     assert sorted(HARNESSES) == [
-        "claude-code", "codex", "continue", "copilot", "gemini-cli", "hermes", "kilo", "mini-swe-agent",
-        "openclaw", "opencode", "pi", "qwen-code", "shell",
+        "aider", "claude-code", "code-puppy", "codex", "continue", "copilot", "gemini-cli", "gptme",
+        "hermes", "kilo", "mini-swe-agent", "openclaw", "opencode", "pi", "qwen-code", "shell",
     ]  # fmt: skip
     assert get_harness("codex").package == "@openai/codex@0.171.0"
     assert get_harness("claude-code").package == "@anthropic-ai/claude-code@2.1.332"
     assert get_harness("openclaw").package == "openclaw@2026.9.6"
     with pytest.raises(
         HarnessError,
-        match="unknown harness 'nope'; known: claude-code, codex, continue, copilot, gemini-cli, hermes, "
-        "kilo, mini-swe-agent, openclaw, opencode, pi, qwen-code, shell, whitebox:<config>",
+        match="unknown harness 'nope'; known: aider, claude-code, code-puppy, codex, continue, copilot, "
+        "gemini-cli, gptme, hermes, kilo, mini-swe-agent, openclaw, opencode, pi, qwen-code, shell, "
+        "whitebox:<config>",
     ):
         get_harness("nope")
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harnessrl.harnesses.adapter import Harness
+from harnessrl.harnesses.aider import Aider
 from harnessrl.harnesses.claude_code import ClaudeCode
+from harnessrl.harnesses.code_puppy import CodePuppy
 from harnessrl.harnesses.codex import Codex
 from harnessrl.harnesses.continue_cli import ContinueCli
 from harnessrl.harnesses.copilot import Copilot
 from harnessrl.harnesses.gemini_cli import GeminiCli
+from harnessrl.harnesses.gptme import Gptme
 from harnessrl.harnesses.hermes import Hermes
 from harnessrl.harnesses.kilo import Kilo
 from harnessrl.harnesses.mini_swe_agent import MiniSweAgent
@@ -37,6 +40,9 @@ HARNESSES: dict[str, Harness] = {
     "opencode": Opencode(),
     "qwen-code": QwenCode(),
     "mini-swe-agent": MiniSweAgent(),
+    "gptme": Gptme(),
+    "aider": Aider(),
+    "code-puppy": CodePuppy(),
     "shell": Shell(),
 }
 FAMILIES: dict[str, Callable[[str], Harness]] = {WHITEBOX: Whitebox}
