@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness_solve import adapter_context, harness_test, solve_and_fail
 
-from harnessrl.harnesses import get_harness
+from harnessrl.harnesses import McpServer, get_harness
 from harnessrl.harnesses.code_puppy import LAUNCH, MARK
 from harnessrl.sandbox import ExecResult
 
@@ -37,6 +37,21 @@ def test_code_puppy_config_and_launch(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert launch.env["OPENAI_API_KEY"] == "tok" and launch.env["NO_VERSION_UPDATE"] == "1"
     assert "/cache/h" not in launch.env["PATH"] and launch.cwd == "/workspace"
+
+
+def test_code_puppy_mcp_servers_bound_to_its_agent(tmp_path: Path) -> None:
+    mcp = (McpServer("files", ["python3", "-m", "srv"], {"K": "v"}),)
+    get_harness("code-puppy").prepare(adapter_context(tmp_path, mcp_servers=mcp))
+    assert json.loads((tmp_path / ".code_puppy" / "mcp_servers.json").read_text()) == {
+        "mcp_servers": {
+            "files": {"type": "stdio", "command": "python3", "args": ["-m", "srv"], "env": {"K": "v"}}
+        }
+    }
+    assert json.loads((tmp_path / ".code_puppy" / "mcp_agent_bindings.json").read_text()) == {
+        "bindings": {"code-puppy": {"files": {"auto_start": True}}}
+    }
+    get_harness("code-puppy").prepare(adapter_context(tmp_path / "none"))
+    assert not (tmp_path / "none" / ".code_puppy" / "mcp_servers.json").exists()
 
 
 def test_code_puppy_parse() -> None:

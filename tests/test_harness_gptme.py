@@ -5,11 +5,12 @@ conversation."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 from harness_solve import adapter_context, harness_test, solve_and_fail
 
-from harnessrl.harnesses import get_harness
+from harnessrl.harnesses import McpServer, get_harness
 from harnessrl.sandbox import ExecResult
 
 
@@ -19,17 +20,36 @@ def test_gptme_config_and_launch(tmp_path: Path) -> None:
     assert chat == '[chat]\nname = "harnessrl"\nworkspace = "/workspace"\n'
     assert launch.argv == [
         "/cache/h/bin/gptme", "-n", "--name", "harnessrl", "--output-format", "json",
-        "--tool-format", "tool", "-t", "shell", "-m", "local/policy", "--", "do it",
+        "--tool-format", "tool", "-m", "local/policy", "--", "do it",
     ]  # fmt: skip
     assert {k: v for k, v in launch.env.items() if k != "PATH"} == {
         "OPENAI_BASE_URL": "http://127.0.0.1:18080/r/tok/v1",
         "OPENAI_API_KEY": "tok",
         "GPTME_LOGS_HOME": "/home/agent/.gptme/logs",
+        "TOOL_ALLOWLIST": "shell",
         "GPTME_TIKTOKEN_TIMEOUT": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
         "NO_COLOR": "1",
     }
     assert "/cache/h" not in launch.env["PATH"] and launch.cwd == "/workspace"
+
+
+def test_gptme_mcp_servers_in_the_conversation_config(tmp_path: Path) -> None:
+    mcp = (McpServer("files", ["python3", "-c", 'print("a\\b")'], {"K": "v"}), McpServer("t", ["srv"]))
+    launch = get_harness("gptme").prepare(adapter_context(tmp_path, mcp_servers=mcp))
+    chat = tomllib.loads((tmp_path / ".gptme" / "logs" / "harnessrl" / "config.toml").read_text())
+    assert chat == {
+        "chat": {"name": "harnessrl", "workspace": "/workspace"},
+        "mcp": {
+            "enabled": True,
+            "auto_start": True,
+            "servers": [
+                {"name": "files", "command": "python3", "args": ["-c", 'print("a\\b")'], "env": {"K": "v"}},
+                {"name": "t", "command": "srv", "args": [], "env": {}},
+            ],
+        },
+    }
+    assert launch.env["TOOL_ALLOWLIST"] == "shell,files.*,t.*"
 
 
 def test_gptme_parse() -> None:

@@ -4,9 +4,12 @@ A Python harness (a venv of its locked wheels, `install.python_install`). Its fi
 `~/.code_puppy`: `puppy.cfg` (INI, section `[puppy]`) names the puppy and its owner (else its
 first run asks on stdin) and the model, `extra_models.json` declares that model as a
 `custom_openai` endpoint (OpenAI Chat Completions through pydantic-ai) with the session token as
-its key. Yolo mode (its default) runs shell commands without asking; `NO_VERSION_UPDATE` skips its
-PyPI version check. Left out: its other agents, sub-agents, MCP servers, the browser tools, OAuth
-providers.
+its key; `mcp_servers.json` lists the MCP servers and `mcp_agent_bindings.json` binds them to its
+agent with `auto_start` (its agent sees only bound servers). Yolo mode (its default) runs shell
+commands without asking; `--disable-ask-user-question` drops the tool that would wait on stdin;
+`NO_VERSION_UPDATE` skips its PyPI version check. Its system prompt holds a random id
+(`code-puppy-<6 hex>`, from a uuid4), so no two runs send the same first prompt. Left out: its
+other agents, the browser tools, OAuth providers.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import re
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window
+from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json
 from harnessrl.harnesses.parsing import as_count, as_dict, load_json, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -47,6 +50,11 @@ class CodePuppy(HarnessBase):
         cfg = "[puppy]\npuppy_name = puppy\nowner_name = harnessrl\n"
         cfg += f"model = {model}\nyolo_mode = true\nauto_save_session = false\n"
         ctx.write_home_file(".code_puppy/puppy.cfg", cfg)
+        if ctx.mcp_servers:
+            servers = {n: {"type": "stdio", **c} for n, c in mcp_servers_json(ctx.mcp_servers).items()}
+            ctx.write_json(".code_puppy/mcp_servers.json", {"mcp_servers": servers})
+            bound = {name: {"auto_start": True} for name in servers}  # its agent sees only bound ones
+            ctx.write_json(".code_puppy/mcp_agent_bindings.json", {"bindings": {"code-puppy": bound}})
         usage = f"{ctx.home}/.code_puppy/usage.json"
         puppy = [self.executable(ctx), "--disable-ask-user-question", "--usage-file", usage]
         argv = ["/bin/sh", "-c", LAUNCH, "puppy", usage, *puppy, "-m", model, "-p", ctx.prompt]

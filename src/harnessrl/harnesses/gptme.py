@@ -1,11 +1,16 @@
-"""gptme (PyPI `gptme`), headless: `gptme -n --output-format json -m local/<model> -t shell -- PROMPT`.
+"""gptme (PyPI `gptme`), headless: `gptme -n --name harnessrl --output-format json -m local/<model> -- P`.
 
 A Python harness (a venv of its locked wheels, `install.python_install`). Its `local` provider is
 an OpenAI-compatible endpoint named by `OPENAI_BASE_URL` (Chat Completions, streamed); the model is
-`local/<name>`. `--tool-format tool` gives native tool calls, `-t shell` keeps one tool (the
-non-interactive mode adds `complete`), `-n` runs without confirmations and exits when the model
-answers without a tool call; `--output-format json` prints each message as a JSON line.
-Left out: its other tools, MCP, the server, agents and lessons.
+`local/<name>`. `--tool-format tool` gives native tool calls; `TOOL_ALLOWLIST` keeps `shell` and
+the MCP servers' tools (`<server>.*`; the bare name: Click reads `GPTME_TOOL_ALLOWLIST` as `-t`,
+which refuses such patterns); the non-interactive mode (`-n`: no confirmations) adds `complete`,
+the tool it must call to finish (an answer without a tool call is nudged to call it). The
+conversation's config (`<logs>/harnessrl/config.toml`, TOML written as JSON strings) names it, so
+it makes no side call to the model for a name, keeps the workspace as its working directory and
+lists the MCP servers (`[mcp]`, auto-started). `GPTME_TIKTOKEN_TIMEOUT=0`: no tokenizer download
+(it counts ~4 characters a token). `--output-format json` prints each message as a JSON line.
+Left out: its other tools, the server, agents and lessons.
 """
 
 from __future__ import annotations
@@ -22,6 +27,20 @@ VERSION = "0.35.1"
 CONVERSATION = "harnessrl"
 
 
+def chat_config(ctx: HarnessContext) -> str:
+    """The conversation's config.toml (JSON strings are TOML strings): its name, so no side call to
+    the model names it; the workspace; the MCP servers, started with it."""
+    text = f"[chat]\nname = {json.dumps(CONVERSATION)}\nworkspace = {json.dumps(ctx.workspace)}\n"
+    if ctx.mcp_servers:
+        text += "\n[mcp]\nenabled = true\nauto_start = true\n"
+    for server in ctx.mcp_servers:
+        env = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in server.env.items())
+        text += f"\n[[mcp.servers]]\nname = {json.dumps(server.name)}\n"
+        text += f"command = {json.dumps(server.command[0])}\nargs = {json.dumps(server.command[1:])}\n"
+        text += f"env = {{ {env} }}\n"
+    return text
+
+
 class Gptme(HarnessBase):
     name = "gptme"
     version = VERSION
@@ -36,25 +55,16 @@ class Gptme(HarnessBase):
         return [ChatMessage(role="assistant", content=self.finish, tool_calls=[ToolCall(name="complete")])]
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
-        # a conversation whose config already has a name: no side call to the model to name it
-        chat = f"[chat]\nname = {json.dumps(CONVERSATION)}\nworkspace = {json.dumps(ctx.workspace)}\n"
-        ctx.write_home_file(f".gptme/logs/{CONVERSATION}/config.toml", chat)  # TOML: JSON strings
-        argv = [
-            self.executable(ctx),
-            "-n",
-            "--name",
-            CONVERSATION,
-            "--output-format",
-            "json",
-            "--tool-format",
-            "tool",
-        ]
-        argv += ["-t", "shell", "-m", f"local/{self.model(ctx)}", "--", ctx.prompt]
+        ctx.write_home_file(f".gptme/logs/{CONVERSATION}/config.toml", chat_config(ctx))
+        argv = [self.executable(ctx), "-n", "--name", CONVERSATION, "--output-format", "json"]
+        argv += ["--tool-format", "tool"]
+        argv += ["-m", f"local/{self.model(ctx)}", "--", ctx.prompt]
         env = {
             "PATH": self.launch_path(ctx),
             "OPENAI_BASE_URL": ctx.endpoint.base_url + "/v1",
             "OPENAI_API_KEY": ctx.endpoint.api_key,
             "GPTME_LOGS_HOME": f"{ctx.home}/.gptme/logs",
+            "TOOL_ALLOWLIST": ",".join(["shell", *(f"{s.name}.*" for s in ctx.mcp_servers)]),
             "GPTME_TIKTOKEN_TIMEOUT": "0",  # no encoding download: it counts ~4 characters a token
             "PYTHONDONTWRITEBYTECODE": "1",
             "NO_COLOR": "1",
