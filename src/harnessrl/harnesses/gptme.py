@@ -2,15 +2,16 @@
 
 A Python harness (a venv of its locked wheels, `install.python_install`). Its `local` provider is
 an OpenAI-compatible endpoint named by `OPENAI_BASE_URL` (Chat Completions, streamed); the model is
-`local/<name>`. `--tool-format tool` gives native tool calls; `TOOL_ALLOWLIST` keeps `shell` and
-the MCP servers' tools (`<server>.*`; the bare name: Click reads `GPTME_TOOL_ALLOWLIST` as `-t`,
-which refuses such patterns); the non-interactive mode (`-n`: no confirmations) adds `complete`,
-the tool it must call to finish (an answer without a tool call is nudged to call it). The
-conversation's config (`<logs>/harnessrl/config.toml`, TOML written as JSON strings) names it, so
-it makes no side call to the model for a name, keeps the workspace as its working directory and
-lists the MCP servers (`[mcp]`, auto-started). `GPTME_TIKTOKEN_TIMEOUT=0`: no tokenizer download
+`local/<name>`. `--tool-format tool` gives native tool calls; `TOOL_ALLOWLIST` keeps `shell`; the
+non-interactive mode (`-n`: no confirmations) adds `complete`, the tool it must call to finish (an
+answer without a tool call is nudged to call it). The conversation's config
+(`<logs>/harnessrl/config.toml`) names it, so it makes no side call to the model for a name, and
+keeps the workspace as its working directory. `GPTME_TIKTOKEN_TIMEOUT=0`: no tokenizer download
 (it counts ~4 characters a token). `--output-format json` prints each message as a JSON line.
-Left out: its other tools, the server, agents and lessons.
+Left out: its other tools, the server, agents and lessons, and MCP servers: its allowlist takes
+an MCP server's tools only as `<server>.*`, and each entry must match a tool
+(`gptme/tools/__init__.py` `get_toolchain`, strict), so a server without tools, or one that fails
+to start, would stop the run (without an allowlist it offers 12 tools and no MCP ones).
 """
 
 from __future__ import annotations
@@ -29,16 +30,8 @@ CONVERSATION = "harnessrl"
 
 def chat_config(ctx: HarnessContext) -> str:
     """The conversation's config.toml (JSON strings are TOML strings): its name, so no side call to
-    the model names it; the workspace; the MCP servers, started with it."""
-    text = f"[chat]\nname = {json.dumps(CONVERSATION)}\nworkspace = {json.dumps(ctx.workspace)}\n"
-    if ctx.mcp_servers:
-        text += "\n[mcp]\nenabled = true\nauto_start = true\n"
-    for server in ctx.mcp_servers:
-        env = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in server.env.items())
-        text += f"\n[[mcp.servers]]\nname = {json.dumps(server.name)}\n"
-        text += f"command = {json.dumps(server.command[0])}\nargs = {json.dumps(server.command[1:])}\n"
-        text += f"env = {{ {env} }}\n"
-    return text
+    the model names it, and the workspace."""
+    return f"[chat]\nname = {json.dumps(CONVERSATION)}\nworkspace = {json.dumps(ctx.workspace)}\n"
 
 
 class Gptme(HarnessBase):
@@ -64,7 +57,7 @@ class Gptme(HarnessBase):
             "OPENAI_BASE_URL": ctx.endpoint.base_url + "/v1",
             "OPENAI_API_KEY": ctx.endpoint.api_key,
             "GPTME_LOGS_HOME": f"{ctx.home}/.gptme/logs",
-            "TOOL_ALLOWLIST": ",".join(["shell", *(f"{s.name}.*" for s in ctx.mcp_servers)]),
+            "TOOL_ALLOWLIST": "shell",
             "GPTME_TIKTOKEN_TIMEOUT": "0",  # no encoding download: it counts ~4 characters a token
             "PYTHONDONTWRITEBYTECODE": "1",
             "NO_COLOR": "1",
