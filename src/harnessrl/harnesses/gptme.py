@@ -4,7 +4,7 @@ A Python harness (a venv of its locked wheels, `install.python_install`). Its `l
 an OpenAI-compatible endpoint named by `OPENAI_BASE_URL` (Chat Completions, streamed); the model is
 `local/<name>`. `--tool-format tool` gives native tool calls; `TOOL_ALLOWLIST` keeps `shell`; the
 non-interactive mode (`-n`: no confirmations) adds `complete`, the tool it must call to finish (an
-answer without a tool call is nudged to call it). The conversation's config
+answer without a tool call is nudged to call it; after two such it exits). The conversation's config
 (`<logs>/harnessrl/config.toml`) names it, so it makes no side call to the model for a name, and
 keeps the workspace as its working directory. `GPTME_TIKTOKEN_TIMEOUT=0`: no tokenizer download
 (it counts ~4 characters a token). `--output-format json` prints each message as a JSON line.
