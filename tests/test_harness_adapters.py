@@ -45,9 +45,10 @@ def result(stdout: str, rc: int = 0, timed_out: bool = False, stderr: str = "") 
 
 def test_registry_names_and_unknown() -> None:
     assert sorted(HARNESSES) == [
-        "claude-code", "cline", "codex", "command-code", "continue", "copilot", "droid", "gemini-cli",
-        "grok-cli", "hermes", "kilo", "kimi-cli", "letta-code", "mini-swe-agent", "mistral-vibe",
-        "nanocoder", "openclaw", "opencode", "pi", "qwen-code", "shell",
+        "aider", "claude-code", "cline", "code-puppy", "codex", "command-code", "continue", "copilot",
+        "droid", "gemini-cli", "gptme", "grok-cli", "hermes", "kilo", "kimi-cli", "letta-code",
+        "mini-swe-agent", "mistral-vibe", "nanocoder", "openclaw", "opencode", "pi", "qwen-code",
+        "shell",
     ]  # fmt: skip
     assert get_harness("codex").package == "@openai/codex@0.171.0"
     assert get_harness("claude-code").package == "@anthropic-ai/claude-code@2.1.332"

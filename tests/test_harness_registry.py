@@ -83,6 +83,8 @@ def test_reference_turns_use_each_harness_shell_tool() -> None:
         "pi": ("bash", {"command": "ls"}),
         "opencode": ("bash", {"command": "ls", "description": "Run the command"}),
         "qwen-code": ("run_shell_command", {"command": "ls"}),
+        "gptme": ("shell", {"command": "ls"}),
+        "code-puppy": ("shell", {"command": "ls", "cwd": None, "timeout": 60, "background": False}),
     }
     # mini-swe-agent acts through text: a fenced block, and finishes with its submit command
     assert get_harness("mini-swe-agent").reference_turns("ls")[0] == ChatMessage(

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harnessrl.harnesses import HarnessResult, get_harness
+from harnessrl.harnesses.code_puppy import MARK as PUPPY_MARK
 from harnessrl.harnesses.mini_swe_agent import MARK as MSWEA_MARK
 from harnessrl.harnesses.parsing import outcome
 from harnessrl.harnesses.registry import HARNESSES as REGISTERED
@@ -118,9 +119,10 @@ def _exec(stdout: str) -> ExecResult:
     return ExecResult(returncode=0, stdout=stdout, stderr="", timed_out=False, duration_s=1.0)
 
 
-TEXT_OUTPUT = {"shell", "continue", "hermes"}
-"""Harnesses whose final message is their plain stdout: they read no JSON at all."""
-JSON_AFTER = {"mini-swe-agent": MSWEA_MARK + "\n"}
+TEXT_OUTPUT = {"shell", "continue", "hermes", "aider", "mistral-vibe", "kimi-cli"}
+"""Harnesses whose final message is their plain stdout: they read no JSON at all (aider's is done
+only after its `Tokens:` line)."""
+JSON_AFTER = {"mini-swe-agent": MSWEA_MARK + "\n", "code-puppy": PUPPY_MARK + "\n"}
 """Harnesses that read JSON only after a marker line of their launch script."""
 REPRODUCED = [
     # the whitebox attack: 256 KiB of spaces, then a line nested 100,000 deep, through the harness's fd 1
@@ -135,7 +137,7 @@ def test_reproduced_outputs_are_a_harness_error(name: str, stdout: str) -> None:
     """What escaped as RecursionError / ValueError ("internal error", fault infra) is HarnessError
     (the runner makes it the policy's failure); the text-output harnesses read no JSON at all."""
     if name in TEXT_OUTPUT:
-        assert get_harness(name).parse(_exec(stdout)).ok
+        assert get_harness(name).parse(_exec(stdout + "\nRepo-map:\nTokens: 1 sent")).ok
         return
     with pytest.raises(HarnessError, match="JSON that cannot be read"):
         get_harness(name).parse(_exec(JSON_AFTER.get(name, "") + stdout))

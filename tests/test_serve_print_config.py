@@ -76,8 +76,8 @@ def test_the_printed_script_sets_up_what_the_adapter_does(name: str, tmp_path: P
     made = {p.relative_to(home): p.read_text() for p in home.rglob("*") if p.is_file()}
     assert made == {rel: text.rstrip("\n") + "\n" for rel, text in wrote.items()}  # the heredoc's newline
     executable = harness.executable(ctx)
-    at = launch.argv.index(executable)  # 0, or after `sh -c LAUNCH ...` (mini-swe-agent)
-    assert at == (0 if name != "mini-swe-agent" else 5)
+    at = launch.argv.index(executable)  # 0, or after `sh -c LAUNCH ...` (mini-swe-agent, code-puppy)
+    assert at == (5 if name in ("mini-swe-agent", "code-puppy") else 0)
     assert seen["argv"] == launch.argv[at + 1 :]
     assert "fix the bug" in seen["argv"]
     expected_env = {**launch.env, "HOME": str(home)}

@@ -30,8 +30,11 @@ NPM_FILES = ("package.json", "package-lock.json")
 NPM_STRICT = ("--ignore-scripts", "--no-audit", "--no-fund", "--no-save", "--loglevel=error")
 """How npm installs a lock folder: no package's scripts, nothing written back, no side requests."""
 PIP_FILE = "requirements.txt"
-PIP_STRICT = ("--require-hashes", "--only-binary=:all:", "--no-input", "--progress-bar=off")
-"""What every pip step of an install is held to: each file hashed in the lockfile, wheels only."""
+PIP_STRICT = ("--require-hashes", "--only-binary=:all:", "--no-deps", "--no-input", "--progress-bar=off")
+"""What every pip step of an install is held to: each file hashed in the lockfile, wheels only, and
+exactly the lockfile's set (`--no-deps`: no second resolve, where pip 23 stops on a dependency asking
+for a locked package with other extras and a range, `pydantic-ai-slim[typesafe]>=2.51` beside
+`pydantic-ai-slim==2.51.0`: pypa/pip#9644)."""
 LOCK_TIMEOUT_S = 900.0
 PYPI_SIMPLE = "https://pypi.org/simple/{name}/"
 SIMPLE_JSON = {"Accept": "application/vnd.pypi.simple.v1+json"}

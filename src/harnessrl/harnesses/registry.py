@@ -8,14 +8,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harnessrl.harnesses.adapter import Harness
+from harnessrl.harnesses.aider import Aider
 from harnessrl.harnesses.claude_code import ClaudeCode
 from harnessrl.harnesses.cline import Cline
+from harnessrl.harnesses.code_puppy import CodePuppy
 from harnessrl.harnesses.codex import Codex
 from harnessrl.harnesses.command_code import CommandCode
 from harnessrl.harnesses.continue_cli import ContinueCli
 from harnessrl.harnesses.copilot import Copilot
 from harnessrl.harnesses.droid import Droid
 from harnessrl.harnesses.gemini_cli import GeminiCli
+from harnessrl.harnesses.gptme import Gptme
 from harnessrl.harnesses.grok_cli import GrokCli
 from harnessrl.harnesses.hermes import Hermes
 from harnessrl.harnesses.kilo import Kilo
@@ -53,6 +56,9 @@ HARNESSES: dict[str, Harness] = {
     "mini-swe-agent": MiniSweAgent(),
     "mistral-vibe": MistralVibe(),
     "kimi-cli": KimiCli(),
+    "gptme": Gptme(),
+    "aider": Aider(),
+    "code-puppy": CodePuppy(),
     "shell": Shell(),
 }
 FAMILIES: dict[str, Callable[[str], Harness]] = {WHITEBOX: Whitebox}
