@@ -1,0 +1,79 @@
+"""Attacks on what the host reads back from a run's folders, each shown blocked with a hostile rollout
+folder: the agent's final workspace (and on an image its writable layer) is kept inside its rollout
+folder, so anything a reader finds by walking the run tree may be the policy's."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harnessrl.evaluate.timing import folder_times
+from harnessrl.formats.rollout_dir import rollout_folders, write_rollout
+from harnessrl.report.export import export_rollouts
+from harnessrl.report.runs import load_run
+from harnessrl.train.sft import rollout_dirs
+from harnessrl.types import ModelCall, Rollout, RolloutStatus
+
+pytestmark = pytest.mark.security
+
+
+def rollout(rid: str, reward: float) -> Rollout:
+    call = ModelCall(call_id=f"{rid}-c", rollout_id=rid, index=0, dialect="anthropic", started_at=101.0,
+                     finished_at=102.0, prompt_ids=[1, 2], output_ids=[4], output_logprobs=[0.0])  # fmt: skip
+    return Rollout(rollout_id=rid, task_id="t", harness="whitebox:0", status=RolloutStatus.OK, reward=reward,
+                   calls=[call], started_at=100.0, ended_at=110.0, timings={"agent": 9.0})  # fmt: skip
+
+
+def hostile_run(tmp_path: Path) -> Path:
+    """A run with one genuine rollout (`real`, reward 0) whose agent planted forged rollout folders
+    (reward 1) in its workspace and layer, a tree of them, and links to more; and a rollout still
+    running (its `workspace/` only) that planted one too."""
+    run = tmp_path / "run"
+    elsewhere = tmp_path / "elsewhere"
+    real = run / "rollouts" / "real"
+    forged = [
+        real / "workspace" / "x",
+        real / "workspace" / "a" / "b" / "c",
+        real / "layer" / "app" / "y",
+        run / "rollouts" / "running" / "workspace" / "z",
+        run / "eval" / "cold" / "e1" / "workspace" / "w",
+        elsewhere / "linked",
+    ]
+    for n, folder in enumerate(forged):
+        folder.mkdir(parents=True)
+        write_rollout(folder, rollout(f"forged-{n}", 1.0))
+    for folder in (real, run / "eval" / "cold" / "e1"):
+        folder.mkdir(parents=True, exist_ok=True)
+        write_rollout(folder, rollout(folder.name, 0.0))
+    (real / "workspace" / "to-elsewhere").symlink_to(elsewhere)
+    (run / "rollouts" / "linked").symlink_to(elsewhere / "linked")  # never the agent's to make; not followed
+    (run / "eval" / "cold" / "looks").mkdir()
+    os.symlink(real / "rollout.json", run / "eval" / "cold" / "looks" / "rollout.json")
+    return run
+
+
+def test_forged_rollout_folders_in_a_workspace_are_never_counted(tmp_path: Path) -> None:
+    run = hostile_run(tmp_path)
+    real, e1 = run / "rollouts" / "real", run / "eval" / "cold" / "e1"
+    assert rollout_folders(run) == [e1, real]
+    assert rollout_folders(run / "rollouts") == [real]
+    assert rollout_folders(real) == [real]  # a rollout folder is a leaf
+    times = folder_times(run)
+    assert times["whitebox:0"]["rollouts"] == 2
+    assert [(h.rollout_id, h.reward) for h in load_run(run).rollouts] == [("real", 0.0), ("e1", 0.0)]
+    assert rollout_dirs([run / "rollouts"]) == [real]
+    done = export_rollouts(run, ids_only=True)
+    assert sorted(done.written) == [e1 / "trajectory.json", real / "trajectory.json"]
+    assert not list((real / "workspace").rglob("trajectory.json"))
+
+
+def test_the_walk_is_bounded(tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*["d"] * 40)
+    deep.mkdir(parents=True)
+    write_rollout(deep, rollout("deep", 1.0))
+    assert rollout_folders(tmp_path) == []  # deeper than MAX_DEPTH: not looked at
+    assert rollout_folders(tmp_path, max_depth=41) == [deep]
+    with pytest.raises(Exception, match="more than 10 folders"):
+        rollout_folders(tmp_path, max_depth=41, max_folders=10)
