@@ -38,7 +38,8 @@ line = b"POST /r/TOKEN/v1/messages HTTP/1.1\\r\\nhost: x\\r\\n"
 print(send(line, b"x-a: b\\r\\n" * 12500), send(line + b"x-big: ", b"a" * 100000))
 body = b'{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "' + b"a" * 300000 + b'"}]}'
 s = socket.create_connection(("127.0.0.1", 18080))
-s.sendall(line + b"content-type: application/json\\r\\ncontent-length: %d\\r\\nconnection: close\\r\\n\\r\\n" % len(body) + body)
+head = line + b"content-type: application/json\\r\\ncontent-length: %d\\r\\n" % len(body)
+s.sendall(head + b"connection: close\\r\\n\\r\\n" + body)
 print(s.recv(200).split(b"\\r\\n")[0].decode())
 """
 
