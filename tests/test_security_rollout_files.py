@@ -1,10 +1,13 @@
 """Attacks on what the host reads back from a run's folders, each shown blocked with a hostile rollout
 folder: the agent's final workspace (and on an image its writable layer) is kept inside its rollout
-folder, so anything a reader finds by walking the run tree may be the policy's."""
+folder, so anything a reader finds by walking the run tree may be the policy's; and what a sandbox
+left in a workspace bound from the host stays in the run folder."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,8 @@ from harnessrl.evaluate.timing import folder_times
 from harnessrl.formats.rollout_dir import rollout_folders, write_rollout
 from harnessrl.report.export import export_rollouts
 from harnessrl.report.runs import load_run
+from harnessrl.sandbox import Sandbox, SandboxSpec
+from harnessrl.sandbox.fscopy import remove_tree, sanitize_tree
 from harnessrl.train.sft import rollout_dirs
 from harnessrl.types import ModelCall, Rollout, RolloutStatus
 
@@ -77,3 +82,24 @@ def test_the_walk_is_bounded(tmp_path: Path) -> None:
     assert rollout_folders(tmp_path, max_depth=41) == [deep]
     with pytest.raises(Exception, match="more than 10 folders"):
         rollout_folders(tmp_path, max_depth=41, max_folders=10)
+
+
+@pytest.mark.usefixtures("sandbox_agent")
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+async def test_a_bound_workspace_keeps_no_setuid_program(sb_base: Path) -> None:
+    """A workspace bound from the host keeps the sandbox's host uid as owner: the agent's setuid copy
+    of a shell stayed in the run folder after the rollout, for anyone who could reach it to run as
+    that uid (which later sandboxes lease again). The clean-up drops setuid and setgid bits."""
+    ws = Path(tempfile.mkdtemp(prefix="hrl-ws-", dir="/tmp"))
+    ws.chmod(0o755)
+    plant = "cp /bin/sh sh && chmod 6755 sh && : > hidden && chmod 4000 hidden && mkdir d && chmod 2777 d"
+    try:
+        async with await Sandbox.create(SandboxSpec(base_dir=sb_base, workspace=ws)) as sb:
+            res = await sb.exec(["sh", "-c", plant])
+            assert res.returncode == 0, res.stderr
+        assert os.stat(ws / "sh").st_mode & 0o7777 == 0o6755  # what the agent left
+        report = sanitize_tree(ws, max_files=100)
+        modes = {p.name: os.lstat(p).st_mode & 0o7777 for p in ws.iterdir()}
+    finally:
+        remove_tree(ws)
+    assert report.truncated == "" and modes == {"sh": 0o755, "hidden": 0o000, "d": 0o777}
