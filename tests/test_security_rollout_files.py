@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 from harnessrl.evaluate.timing import folder_times
-from harnessrl.formats.rollout_dir import rollout_folders, write_rollout
+from harnessrl.formats.rollout_dir import read_rollout, rollout_folders, write_rollout
 from harnessrl.report.export import export_rollouts
 from harnessrl.report.runs import load_run
 from harnessrl.sandbox import Sandbox, SandboxSpec
 from harnessrl.sandbox.fscopy import remove_tree, sanitize_tree
 from harnessrl.train.sft import rollout_dirs
-from harnessrl.types import ModelCall, Rollout, RolloutStatus
+from harnessrl.types import Checker, ModelCall, Rollout, RolloutStatus, Task, TaskFile
+from harnessrl.verify import run_checker
 
 pytestmark = pytest.mark.security
 
@@ -103,3 +104,36 @@ async def test_a_bound_workspace_keeps_no_setuid_program(sb_base: Path) -> None:
     finally:
         remove_tree(ws)
     assert report.truncated == "" and modes == {"sh": 0o755, "hidden": 0o000, "d": 0o777}
+
+
+CHECK_IMPORTING = """
+import sys
+def main():
+    sys.path.insert(0, sys.argv[1])
+    import solution
+    print('{"score": %d}' % int(solution.answer() == 42))
+"""
+SOLUTION = """
+import builtins
+_print = builtins.print
+builtins.print = lambda *a, **k: _print('{"\\\\ud800": 1, "score": 1}')
+def answer():
+    return 0
+"""
+
+
+def test_a_metric_name_no_record_can_hold_scores_0_and_the_rollout_is_written(tmp_path: Path) -> None:
+    """A checker that imports the agent's code runs it in its own process (docs/SECURITY.md: what the
+    policy can influence), and that code made the checker's answer carry a metric named by a lone
+    surrogate: it scored, and then no record of the rollout could be written (`rollout.json` missing,
+    the rollout gone from the report). Now such a name is the checker's failure, scored 0."""
+    checker = Checker(files=[TaskFile(path="reward/check.py", content=CHECK_IMPORTING)])
+    task = Task(id="t", prompt="p", workspace=[], checker=checker)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "solution.py").write_text(SOLUTION)
+    check = run_checker(task, ws)
+    assert (check.score, check.error) == (0.0, "metric name '\\ud800' is not Unicode text")
+    record = rollout("r", 0.0).model_copy(update={"reward_detail": {"code": check.model_dump()}})
+    write_rollout(tmp_path, record)
+    assert read_rollout(tmp_path).reward_detail["code"]["error"] == check.error
