@@ -4,6 +4,7 @@ run's memory, shared by every rollout and the trainer."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 
@@ -59,3 +60,38 @@ async def test_headers_past_the_cap_are_refused_from_inside_a_sandbox(sb_base: P
     assert served == "HTTP/1.1 200 OK\n", res.stderr
     assert all(int(n) < 8_000_000 for n in sent.split()), sent  # hung up on, not 40 MB taken in
     assert MAX_HEADER_BYTES == 64 * 1024
+
+
+GARBAGE = """
+import socket
+codes = []
+for _ in range(100):
+    s = socket.create_connection(("127.0.0.1", 18080))
+    s.sendall(b"\\x16\\x03\\x01 not http\\r\\n\\r\\n")
+    codes.append(s.recv(100).split(b"\\r\\n")[0].decode())
+    s.close()
+print(len(codes), set(codes))
+"""
+
+
+async def test_garbage_requests_write_no_warnings_into_the_drivers_log(
+    sb_base: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """uvicorn logs one warning per malformed request: a sandbox sending garbage in a loop filled the
+    driver's log at its own pace. Such requests still get uvicorn's 400, and a debug line."""
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    async with ProxyServer(scripted_deps(["hi"]), port=0) as server:
+        # once started: uvicorn configures its loggers (level, handlers, no propagation) on start
+        level = uvicorn_log.level
+        uvicorn_log.setLevel(logging.DEBUG)
+        uvicorn_log.addHandler(caplog.handler)
+        try:
+            spec = SandboxSpec(base_dir=sb_base, endpoint=("127.0.0.1", server.port))
+            async with await Sandbox.create(spec) as sb:
+                res = await sb.exec(["python3", "-c", GARBAGE], timeout_s=60)
+        finally:
+            uvicorn_log.removeHandler(caplog.handler)
+            uvicorn_log.setLevel(level)
+    assert res.stdout == "100 {'HTTP/1.1 400 Bad Request'}\n", res.stderr
+    noise = [r for r in caplog.records if r.getMessage() == "Invalid HTTP request received."]
+    assert len(noise) >= 100 and {r.levelno for r in noise} == {logging.DEBUG}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import threading
 from collections.abc import Coroutine
 from types import TracebackType
@@ -77,6 +78,25 @@ MAX_HEADER_BYTES = 64 * 1024
 _TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
 
 
+class _ClientNoise:
+    """uvicorn's per-connection logger with the warnings a client causes at will (a malformed
+    request, an upgrade it asks for) lowered to debug: a sandbox sending garbage in a loop wrote one
+    warning line per request into the driver's log. Errors of the app, and the 503s past the
+    connection cap (an operator's signal), keep their level. Everything else is the logger's."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._logger = logger
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logger, name)
+
+    def warning(self, msg: object, *args: object, **kwargs: Any) -> None:
+        if msg == "Exceeded concurrency limit.":
+            self._logger.warning(msg, *args, **kwargs)
+        else:
+            self._logger.debug(msg, *args, **kwargs)
+
+
 class HeaderDeadlineProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with a header-read deadline and size cap (uvicorn has neither): a
     request's headers must be complete within `header_timeout_s` of its first byte, or of the
@@ -90,6 +110,7 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
     _header_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self.logger = _ClientNoise(logging.getLogger("uvicorn.error"))  # type: ignore[assignment]
         super().connection_made(transport)
         self._arm()
 
