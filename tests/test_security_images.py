@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harnessrl.images import ImageRoot
+from harnessrl.rollout.environment import layer_workspace
 from harnessrl.sandbox import Sandbox, SandboxSpec
 
 pytestmark = [pytest.mark.security, pytest.mark.usefixtures("sandbox_agent")]
@@ -117,3 +118,50 @@ async def test_a_workspace_replaced_by_a_link_is_not_copied(
         report = await sb.destroy(keep_workspace=tmp_path / "ws")
     assert report is not None and report.truncated.startswith("the workspace /srv/work is no longer a folder")
     assert not (tmp_path / "ws").exists()
+
+
+async def test_a_link_above_the_working_folder_does_not_copy_the_hosts_files(
+    image_root: ImageRoot, sb_base: Path, tmp_path: Path
+) -> None:
+    """The agent replaces `/app` (the parent of its working folder `/app/work`) by a link to a host
+    folder; the kept layer holds that link verbatim, and the diff's workspace made from the layer
+    must not read the host's `<folder>/work` through it."""
+    secret = Path("/tmp") / f"hrl-host-secret-{uuid.uuid4().hex}"
+    (secret / "work").mkdir(parents=True)
+    (secret / "work" / "id_rsa").write_text("HOST-SECRET")
+    spec = spec_on(image_root, sb_base).model_copy(update={"mount_dir": "/app/work"})
+    layer, ws = tmp_path / "layer", tmp_path / "workspace"
+    try:
+        async with await Sandbox.create(spec) as sb:
+            res = await sb.exec(["sh", "-c", f"cd / && rm -rf /app && ln -s {secret} /app"])
+            assert res.returncode == 0, res.stderr
+            kept = await sb.destroy(keep_layer=layer)
+        assert kept is not None and kept.truncated == ""
+        assert os.readlink(layer / "app") == str(secret)  # the link is in the layer, never followed
+        assert layer_workspace(layer, spec, ws) is None
+    finally:
+        shutil.rmtree(secret)
+    assert ws.is_dir() and list(ws.iterdir()) == []
+
+
+def test_the_diffs_workspace_is_reached_from_the_layer_without_following_links(tmp_path: Path) -> None:
+    """A hostile kept layer (no sandbox needed): links at every component of the working folder's
+    path are refused; a real folder is copied by `copy_untrusted`'s rules."""
+    host = tmp_path / "host"
+    (host / "work").mkdir(parents=True)
+    (host / "work" / "id_rsa").write_text("HOST-SECRET")
+    spec = SandboxSpec(mount_dir="/app/work")
+    for n, plant in enumerate(["app", "app/work"]):
+        layer = tmp_path / f"layer{n}"
+        (layer / plant).parent.mkdir(parents=True, exist_ok=True)
+        (layer / plant).symlink_to(host if plant == "app" else host / "work")
+        assert layer_workspace(layer, spec, tmp_path / f"ws{n}") is None
+        assert list((tmp_path / f"ws{n}").iterdir()) == []
+    layer = tmp_path / "layer-ok"
+    (layer / "app" / "work").mkdir(parents=True)
+    (layer / "app" / "work" / "a.txt").write_text("mine")
+    (layer / "app" / "work" / "out").symlink_to(host / "work" / "id_rsa")
+    report = layer_workspace(layer, spec, tmp_path / "ws-ok")
+    assert report is not None and report.files == 2 and report.skipped_count == 1
+    assert sorted(p.name for p in (tmp_path / "ws-ok").iterdir()) == ["a.txt"]
+    assert (tmp_path / "ws-ok" / "a.txt").read_text() == "mine"

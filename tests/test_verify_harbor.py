@@ -136,6 +136,10 @@ HOSTILE_REWARDS = {
         "python3 -c \"print('{\\\"r\\\": ' + '1'*5000 + '}')\" > reward.json",
         "/logs/verifier/reward.json is not JSON",
     ),
+    "json-surrogate": (  # a metric name no record can hold: writing the rollout failed
+        'printf \'{"\\\\ud800": 1.0, "reward": 1.0}\' > reward.json',
+        "/logs/verifier/reward.json is not JSON",
+    ),
     "json-bad-txt-fine": (
         "echo '{' > reward.json; echo 1 > reward.txt",
         "/logs/verifier/reward.json is not JSON",

@@ -73,14 +73,12 @@ def rollout_times(rollouts: Iterable[Rollout]) -> dict[str, dict[str, float]]:
 def folder_times(root: str | Path) -> dict[str, dict[str, float]]:
     """`rollout_times` over every rollout folder under `root` (unreadable ones are skipped)."""
     from harnessrl.formats import FormatError
-    from harnessrl.formats.rollout_dir import ROLLOUT_FILE, read_rollout
+    from harnessrl.formats.rollout_dir import read_rollout, rollout_folders
 
     rollouts: list[Rollout] = []
-    for head in sorted(Path(root).rglob(ROLLOUT_FILE)):
-        if head.is_symlink() or not head.is_file():
-            continue
+    for rdir in rollout_folders(root):
         try:
-            rollouts.append(read_rollout(head.parent))
+            rollouts.append(read_rollout(rdir))
         except FormatError:
             continue
     return rollout_times(rollouts)

@@ -14,6 +14,8 @@ through `write_reward`, its `reward.json`:
     read_rollout_head(path)            the Rollout without calls, from a folder or its rollout.json
     write_reward(rdir, rollout)        reward.json (the runner's artifacts)
     read_reward(rdir)                  its object: `reward` a number or null, `status` a label
+    rollout_folders(root)              every rollout folder at or below `root` (every reader that
+                                       enumerates rollouts: export, timing, the report, SFT)
 
 A folder without `calls.jsonl` has the calls its `rollout.json` holds (none, as written here). Every
 failure to read raises `FormatError` naming the file.
@@ -22,6 +24,7 @@ failure to read raises `FormatError` naming the file.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,12 @@ from harnessrl.types import Rollout
 
 ROLLOUT_FILE = "rollout.json"
 REWARD_FILE = "reward.json"
+AGENT_FOLDERS = ("workspace", "layer")
+"""What the runner keeps of the agent's own files in a rollout folder (its final workspace, and on an
+image its writable layer): trees the policy wrote, where it may have planted a `rollout.json`."""
+MARKERS = frozenset({ROLLOUT_FILE, CALLS_FILE})
+MAX_FOLDERS = 1_000_000
+MAX_DEPTH = 32
 
 
 def rollout_head(rollout: Rollout) -> dict[str, Any]:
@@ -108,3 +117,37 @@ def read_reward(rdir: str | Path) -> dict[str, Any]:
     if obj.get("detail") is not None:
         require(path, obj, "detail", dict, "an object or null")
     return obj
+
+
+def rollout_folders(
+    root: str | Path, *, max_depth: int = MAX_DEPTH, max_folders: int = MAX_FOLDERS
+) -> list[Path]:
+    """`root` itself when it is a rollout folder, else every rollout folder below it (sorted): a
+    folder holding a regular `rollout.json` or `calls.jsonl`.
+
+    A rollout folder is a leaf, and so is a folder holding one of `AGENT_FOLDERS` (a rollout still
+    running, or one whose host died before writing its record): its contents are the agent's, where
+    a `workspace/x/rollout.json` (or a tree of them) would count as rollouts of its own. No link is
+    followed below `root` (a link to a folder is not entered, a link named `rollout.json` does not
+    count). Folders deeper
+    than `max_depth` are not looked at; FormatError past `max_folders` folders listed."""
+    found: list[Path] = []
+    stack, listed = [(Path(root), 0)], 0
+    while stack:
+        folder, depth = stack.pop()
+        listed += 1
+        if listed > max_folders:
+            raise FormatError(f"{root}: more than {max_folders} folders looked at for rollout folders")
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        # is_file/is_dir(follow_symlinks=False): a link is neither; False on any error
+        if any(e.name in MARKERS and e.is_file(follow_symlinks=False) for e in entries):
+            found.append(folder)
+            continue
+        dirs = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+        if depth < max_depth and not set(dirs) & set(AGENT_FOLDERS):
+            stack += [(folder / name, depth + 1) for name in dirs]
+    return sorted(found)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import threading
 from collections.abc import Coroutine
 from types import TracebackType
@@ -72,16 +73,44 @@ def settle_heap() -> bool:
     return True
 
 
+MAX_HEADER_BYTES = 64 * 1024
+"""The most bytes a request's line and headers may take (Node allows 16 KiB, nginx 32 KiB)."""
+_TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
+
+
+class _ClientNoise:
+    """uvicorn's per-connection logger with the warnings a client causes at will (a malformed
+    request, an upgrade it asks for) lowered to debug: a sandbox sending garbage in a loop wrote one
+    warning line per request into the driver's log. Errors of the app, and the 503s past the
+    connection cap (an operator's signal), keep their level. Everything else is the logger's."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._logger = logger
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logger, name)
+
+    def warning(self, msg: object, *args: object, **kwargs: Any) -> None:
+        if msg == "Exceeded concurrency limit.":
+            self._logger.warning(msg, *args, **kwargs)
+        else:
+            self._logger.debug(msg, *args, **kwargs)
+
+
 class HeaderDeadlineProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a header-read deadline (uvicorn has none): a request's
-    headers must be complete within `header_timeout_s` of its first byte, or of the connection opening
-    for its first request; else the connection is closed (a slowloris client holds nothing for long).
-    Idle keep-alive time between requests is uvicorn's own `timeout_keep_alive`."""
+    """uvicorn's httptools protocol with a header-read deadline and size cap (uvicorn has neither): a
+    request's headers must be complete within `header_timeout_s` of its first byte, or of the
+    connection opening for its first request, and within `MAX_HEADER_BYTES`; else the connection is
+    closed (a slowloris client holds nothing for long; headers past the cap get a 431 first: httptools
+    keeps every header it has read, and 45 MB of `x-a: b` lines grew the proxy, the driver's process,
+    by 620 MB in 4 s). Idle keep-alive time between requests is uvicorn's own `timeout_keep_alive`."""
 
     header_timeout_s = 10.0
     _deadline: asyncio.TimerHandle | None = None
+    _header_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self.logger = _ClientNoise(logging.getLogger("uvicorn.error"))  # type: ignore[assignment]
         super().connection_made(transport)
         self._arm()
 
@@ -92,6 +121,12 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
         super().data_received(data)
         if self.cycle is not seen:  # headers complete: a new request cycle started
             self._disarm()
+        elif self._deadline is not None:  # still reading headers: what httptools holds grows
+            self._header_bytes += len(data)
+            if self._header_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
+                self._disarm()
+                self.transport.write(_TOO_LARGE)
+                self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -99,6 +134,7 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
 
     def _arm(self) -> None:
         self._disarm()
+        self._header_bytes = 0
         self._deadline = self.loop.call_later(self.header_timeout_s, self._expire)
 
     def _disarm(self) -> None:

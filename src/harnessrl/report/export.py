@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harnessrl.formats import FormatError
 from harnessrl.formats.atif import TRAJECTORY_FILE, trajectory, write_trajectory
-from harnessrl.formats.rollout_dir import ROLLOUT_FILE, is_rollout_dir, read_rollout
+from harnessrl.formats.rollout_dir import is_rollout_dir, read_rollout, rollout_folders
 from harnessrl.trace.decode import choose_decoder
 
 FORMATS = ("atif",)
@@ -27,13 +27,6 @@ class Exported:
 
     written: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-def rollout_dirs(path: Path) -> list[Path]:
-    """`path` itself when it is a rollout folder, else every rollout folder below it (sorted)."""
-    if is_rollout_dir(path):
-        return [path]
-    return sorted({p.parent for p in path.rglob(ROLLOUT_FILE) if p.is_file() and not p.is_symlink()})
 
 
 def export_rollouts(
@@ -48,7 +41,7 @@ def export_rollouts(
     unknown format, a path holding no rollout, `out` with several rollouts, or an unreadable rollout."""
     if fmt not in FORMATS:
         raise FormatError(f"unknown export format {fmt!r} (expected one of {', '.join(FORMATS)})")
-    dirs = rollout_dirs(path)
+    dirs = [path] if is_rollout_dir(path) else rollout_folders(path)
     if not dirs:
         raise FormatError(f"{path}: no rollout folder (rollout.json or calls.jsonl) here or below")
     if out is not None and len(dirs) > 1:

@@ -4,7 +4,8 @@
     RUN_DIR/tb/events.out.tfevents.*   the same scalars for TensorBoard
     RUN_DIR/rollouts/<id>/rollout.json (+ calls.jsonl)   every rollout of the run
     RUN_DIR/eval/*.json             eval reports (`harnessrl eval`); RUN_DIR/eval/*.md is linked
-    RUN_DIR/eval/**/rollout.json    the eval's rollouts, when it keeps them under eval/
+    RUN_DIR/eval/**/rollout.json    the eval's rollouts, when it keeps them under eval/ (found by
+                                    `formats.rollout_dir.rollout_folders`: never inside a rollout)
     RUN_DIR/transfer.json           a harness-transfer experiment's matrices (`scripts/harness_transfer`)
 
 An eval report is any JSON object: its scalar fields form a summary table, each field holding a list
@@ -22,7 +23,7 @@ from typing import Any
 from harnessrl.formats import FormatError
 from harnessrl.formats.eval_report import read_eval
 from harnessrl.formats.metrics import METRICS_FILE, read_metrics
-from harnessrl.formats.rollout_dir import ROLLOUT_FILE, read_rollout_head
+from harnessrl.formats.rollout_dir import ROLLOUT_FILE, read_rollout_head, rollout_folders
 from harnessrl.formats.transfer import TRANSFER_FILE, read_transfer
 
 EVAL_GLOB = "eval/*.json"
@@ -90,8 +91,8 @@ def load_run(root: str | Path) -> RunData:
         except FormatError as e:
             run.notes.append(f"{path}: not readable as JSON ({e}), skipped")
     run.eval_markdown = sorted(run.root.glob("eval/*.md"))
-    heads = [rollout_head(p) for p in sorted(run.root.glob(f"rollouts/*/{ROLLOUT_FILE}"))]
-    heads += [rollout_head(p) for p in sorted(run.root.glob(f"eval/**/{ROLLOUT_FILE}"))]
+    folders = rollout_folders(run.root / "rollouts", max_depth=1) + rollout_folders(run.root / "eval")
+    heads = [rollout_head(d / ROLLOUT_FILE) for d in folders]
     run.rollouts = [h for h in heads if h is not None]
     if (run.root / TRANSFER_FILE).exists():
         try:

@@ -38,7 +38,8 @@ from harnessrl.harnesses.install import pinned_node
 from harnessrl.images.resolve import resolve_image
 from harnessrl.images.spec import ImageRoot, ImageSpec, image_of, task_workdir
 from harnessrl.sandbox.config import SandboxConfig
-from harnessrl.sandbox.fscopy import copy_untrusted
+from harnessrl.sandbox.fscopy import TreeReport, copy_untrusted
+from harnessrl.sandbox.overlay import open_beneath
 from harnessrl.sandbox.spec import SandboxSpec
 from harnessrl.types import ImageError, Task, TaskEnvironment
 from harnessrl.verify.harbor_roots import HostRoot, ImageVerifierRoot, VerifierRoot
@@ -82,14 +83,26 @@ def task_system(task: Task) -> TaskSystem:
     return TaskSystem(image, task_workdir(task, image), task.environment)
 
 
-def layer_workspace(layer: Path, spec: SandboxSpec, workspace: Path) -> None:
+def layer_workspace(layer: Path, spec: SandboxSpec, workspace: Path) -> TreeReport | None:
     """`workspace` (new) made from the working folder in the kept `layer`: what the agent changed
-    there, by `fscopy.copy_untrusted`'s rules (whiteouts of deleted files left out), for the diff."""
-    source = layer / spec.mount_dir.strip("/")
-    if os.path.isdir(source) and not os.path.islink(source):
+    there, by `fscopy.copy_untrusted`'s rules (whiteouts of deleted files left out), for the diff.
+
+    The folder is reached from `layer` without following a link in any component (`open_beneath`):
+    the layer keeps the agent's links verbatim, and one in a parent (`/app` replaced by a link to
+    `/` or `/root`, for a working folder `/app/work`) read through a host path would copy the
+    host's files into the rollout. No such folder (the agent changed nothing there, deleted it, or
+    put a link on the way): an empty workspace, and None."""
+    try:
+        fd = open_beneath(layer, spec.mount_dir)
+    except OSError:
+        workspace.mkdir(exist_ok=True)
+        return None
+    try:
         size = (spec.disk_mb or 1 << 20) * 2**20
-        copy_untrusted(source, workspace, max_files=spec.max_files, max_bytes=size)
-    workspace.mkdir(exist_ok=True)
+        src = Path(f"/proc/self/fd/{fd}")
+        return copy_untrusted(src, workspace, max_files=spec.max_files, max_bytes=size)
+    finally:
+        os.close(fd)
 
 
 def node_script(path: Path) -> bool:

@@ -235,7 +235,8 @@ def copy_untrusted(
 
 def sanitize_tree(root: Path, *, max_files: int) -> TreeReport:
     """In place: remove links that leave `root`, everything that is not a regular file, folder or
-    link, and folders deeper than MAX_DEPTH (as `copy_untrusted` leaves them out); count files and
+    link, and folders deeper than MAX_DEPTH (as `copy_untrusted` leaves them out); clear setuid and
+    setgid bits (`copy_untrusted` keeps neither); count files and
     data bytes. The walk stops at `max_files`, or at a folder it cannot read (`truncated` says why:
     what lies past it was never cleaned)."""
     report = TreeReport()
@@ -261,12 +262,28 @@ def sanitize_tree(root: Path, *, max_files: int) -> TreeReport:
                     if not link_stays_inside(rel, target):
                         os.unlink(entry.path)
                         report.skip(relname, f"link to {target!r} leaves the workspace: removed")
-                elif stat.S_ISREG(st.st_mode):
-                    report.bytes += st.st_blocks * 512
-                elif not stat.S_ISDIR(st.st_mode):
+                elif stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+                    report.bytes += st.st_blocks * 512 if stat.S_ISREG(st.st_mode) else 0
+                    if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+                        _drop_setid(entry.path)
+                else:
                     os.unlink(entry.path)
                     report.skip(relname, "not a regular file, folder or link: removed")
     return report
+
+
+def _drop_setid(path: str) -> None:
+    """Clear the setuid and setgid bits of the file or folder `path` (opened without following a
+    link): a bound workspace keeps the sandbox's host uid as owner, and a setuid copy of a shell left
+    in the host's run folder would let anyone who can reach it act as that uid, which later
+    sandboxes lease again."""
+    fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)  # whatever its read permission
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+            os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
+    finally:
+        os.close(fd)
 
 
 def read_bounded(path: Path, limit: int) -> bytes | None:

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from harnessrl.formats.rollout_dir import ROLLOUT_FILE
+from harnessrl.formats.rollout_dir import ROLLOUT_FILE, rollout_folders
 from harnessrl.formats.sft import write_sft
 from harnessrl.protocols import Engine
 from harnessrl.rl.forward import packed_forward
@@ -83,7 +83,10 @@ def rollout_dirs(paths: Sequence[str | Path]) -> list[Path]:
     """Each path that is a rollout folder, or the rollout folders right under it (sorted)."""
     out: list[Path] = []
     for p in map(Path, paths):
-        out += [p] if (p / ROLLOUT_FILE).is_file() else sorted(d.parent for d in p.glob(f"*/{ROLLOUT_FILE}"))
+        if (p / ROLLOUT_FILE).is_file():
+            out.append(p)
+        else:  # no link followed, no rollout's own files entered
+            out += [d for d in rollout_folders(p, max_depth=1) if (d / ROLLOUT_FILE).is_file()]
     return out
 
 

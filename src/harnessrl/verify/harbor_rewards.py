@@ -13,10 +13,11 @@ wrong with the files is the policy's failure, scored 0 with the reason.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import stat
+
+from harnessrl.formats import untrusted_json
 
 REWARD_DIR = "/logs/verifier"
 REWARD_FILES = ("reward.json", "reward.txt")
@@ -81,9 +82,9 @@ def _checked(value: float, what: str) -> tuple[float | None, str | None]:
 
 
 def _from_json(text: str) -> tuple[dict[str, float], str | None]:
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON, an int over 4,300 digits; nesting
+    try:  # the one decoder: nesting, long integers, and lone surrogates (a metric name no record takes)
+        data = untrusted_json.loads(text, f"{REWARD_DIR}/reward.json", max_bytes=MAX_REWARD_BYTES)
+    except untrusted_json.UntrustedJSONError:
         return {}, f"{REWARD_DIR}/reward.json is not JSON"
     if not isinstance(data, dict):
         return {}, f"{REWARD_DIR}/reward.json holds {type(data).__name__}, not an object"
