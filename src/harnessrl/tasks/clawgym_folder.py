@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from harnessrl.formats import untrusted_json
 from harnessrl.tasks.files import scan_dir
+from harnessrl.tasks.folders import load_each, try_load
 from harnessrl.tasks.reward_sh import is_canonical_wrapper
 from harnessrl.tasks.rubric import rules_from_clawgym
 from harnessrl.tasks.syntax import first_syntax_error
@@ -202,23 +203,9 @@ def load_task_dir(task_dir: Path, split: str) -> Task:
 
 def load_split_dir(split_dir: Path) -> tuple[list[Task], list[TaskError]]:
     """Every sub-folder of a split folder is one task (hidden folders and `__pycache__` skipped)."""
-    tasks: list[Task] = []
-    rejected: list[TaskError] = []
-    for child in sorted(split_dir.iterdir()):
-        if child.name.startswith((".", "__")) or not (child.is_dir() or child.is_symlink()):
-            continue
-        result = try_load_task_dir(child, split_dir.name)
-        (tasks if isinstance(result, Task) else rejected).append(result)  # type: ignore[arg-type]
-    return tasks, rejected
+    return load_each(split_dir, try_load_task_dir)
 
 
 def try_load_task_dir(task_dir: Path, split: str) -> Task | TaskError:
     """`load_task_dir`, with every failure (bad JSON, unreadable file, invalid value) as a TaskError."""
-    try:
-        if task_dir.is_symlink():
-            raise TaskError("symlinks are not allowed in task folders", str(task_dir))
-        return load_task_dir(task_dir, split)
-    except TaskError as e:
-        return e
-    except (ValidationError, OSError, UnicodeDecodeError) as e:
-        return TaskError(f"unreadable task: {e}", str(task_dir))
+    return try_load(load_task_dir, task_dir, split, (ValidationError, OSError, UnicodeDecodeError))
