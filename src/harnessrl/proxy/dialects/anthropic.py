@@ -23,7 +23,7 @@ verifies it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harnessrl.proxy import sse
@@ -63,15 +63,20 @@ def _text_of(content: Any, where: str, images: bool = False) -> str:
     return text_parts(content, where, kinds, "is not supported here (text only)")
 
 
+def _content_blocks(content: Any, where: str) -> Iterator[tuple[str, Any, dict[str, Any]]]:
+    """Each block of a content list: where it is (`messages[i].content[j]`), its type, the block."""
+    for j, block in enumerate(expect(content, list, where)):
+        bw = f"{where}[{j}]"
+        yield bw, expect(block, dict, bw).get("type"), block
+
+
 def _assistant(content: Any, where: str) -> ChatMessage:
     if isinstance(content, str):
         return ChatMessage(role="assistant", content=content)
     texts: list[str] = []
     thoughts: list[str] = []
     calls: list[ToolCall] = []
-    for j, block in enumerate(expect(content, list, where)):
-        bw = f"{where}[{j}]"
-        kind = expect(block, dict, bw).get("type")
+    for bw, kind, block in _content_blocks(content, where):
         if kind == "text":
             texts.append(expect(block.get("text", ""), str, f"{bw}.text"))
         elif kind == "thinking":
@@ -96,9 +101,7 @@ def _user(content: Any, where: str) -> list[ChatMessage]:
         return [ChatMessage(role="user", content=content)]
     out: list[ChatMessage] = []
     texts: list[str] = []
-    for j, block in enumerate(expect(content, list, where)):
-        bw = f"{where}[{j}]"
-        kind = expect(block, dict, bw).get("type")
+    for bw, kind, block in _content_blocks(content, where):
         if kind == "text":
             texts.append(expect(block.get("text", ""), str, f"{bw}.text"))
         elif kind == "image":
