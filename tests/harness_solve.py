@@ -37,11 +37,18 @@ def scripted_config(harness: str, out: Path) -> Config:
     """A Config for rollouts through `harness` into `out`, answered by the scripted engine (with no
     script of its own: each task's reference through the harness's shell tool) on the Qwen3
     tokenizer and template (tool calls render natively)."""
+    cfg = scripted_engine_config()
+    cfg.rollout.harness = harness
+    cfg.rollout.out_dir = str(out)
+    return cfg
+
+
+def scripted_engine_config() -> Config:
+    """The default Config on the scripted engine (`tiny-qwen3`: the Qwen3 tokenizer and template),
+    each rollout given 240 s."""
     cfg = Config()
     cfg.engine.type = "scripted"
     cfg.engine.model = "tiny-qwen3"
-    cfg.rollout.harness = harness
-    cfg.rollout.out_dir = str(out)
     cfg.rollout.timeout_s = 240
     return cfg
 
