@@ -23,6 +23,7 @@ from harnessrl.engines.scripted import Script, ScriptedEngine
 from harnessrl.harnesses import Endpoint, HarnessContext, get_harness
 from harnessrl.rollout import RolloutJob
 from harnessrl.rollout.session import RolloutStack, reference_command
+from harnessrl.sandbox import ExecResult
 from harnessrl.tasks import load_tasks
 from harnessrl.types import Rollout, RolloutStatus
 
@@ -93,6 +94,18 @@ def harness_test(fn: F) -> F:
     for mark in MARKS:
         fn = mark(fn)
     return fn
+
+
+def assert_plain_text_parse(harness: str) -> None:
+    """`harness` parses as a CLI that prints the final text on stdout and exits non-zero on an error
+    (`parsing.parse_plain_text`): "done", then a 400 on stderr."""
+    h = get_harness(harness)
+    assert h.parse(ExecResult(0, "done\n", "", False, 1.0)).model_dump() == {
+        "ok": True, "exit_code": 0, "final_message": "done", "timed_out": False, "error": "", "turns": None,
+    }  # fmt: skip
+    failed = h.parse(ExecResult(1, "", "Error: 400 prompt is too long\n", False, 1.0))
+    assert (failed.ok, failed.error, failed.exit_code) == (False, "Error: 400 prompt is too long", 1)
+    assert failed.final_message == ""
 
 
 def adapter_context(host_home: Path, **kw: Any) -> HarnessContext:
