@@ -26,6 +26,7 @@ from harnessrl.harnesses.install import NODE_BIN
 from harnessrl.harnesses.registry import get_harness
 from harnessrl.proxy.canonical import IMAGE_PLACEHOLDER
 from harnessrl.proxy.server import ThreadedProxyServer
+from harnessrl.proxy.sessions import SessionInfo
 from harnessrl.proxy.testing import scripted_proxy, turn_from_decision
 from harnessrl.types import ChatMessage, ModelCall, ToolCall
 
@@ -54,6 +55,31 @@ def proxy(request: pytest.FixtureRequest, shared_fixtures: Path) -> Iterator[Thr
     server.stop()
 
 
+def run_claude(info: SessionInfo, work: Path, home: Path, prompt: str) -> None:
+    """Claude Code headless and bare on the proxy session `info`, in `work` with HOME `home`, every
+    permission granted: it exits 0 and its last stream-json event's result is "done"."""
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "IS_SANDBOX": "1",
+        "ANTHROPIC_BASE_URL": info.base_url,
+        "ANTHROPIC_API_KEY": info.token,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+    }
+    argv = [str(CLAUDE), "-p", prompt, "--bare", "--output-format", "stream-json", "--verbose"]
+    done = subprocess.run(
+        [*argv, "--dangerously-skip-permissions"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["result"] == "done"
+
+
 def assert_two_calls(calls: list[ModelCall], tool: str, render: str = "spliced") -> None:
     """Call 1 made the tool call, call 2 said `done`; call 2 spliced onto call 1 (or `retokenized`)."""
     first, second = calls
@@ -72,26 +98,7 @@ def test_claude_code_through_the_proxy(proxy: ThreadedProxyServer, tmp_path: Pat
     info = proxy.server.deps.sessions.open("claude")
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir(), home.mkdir()
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "IS_SANDBOX": "1",
-        "ANTHROPIC_BASE_URL": info.base_url,
-        "ANTHROPIC_API_KEY": info.token,
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-    }
-    argv = [str(CLAUDE), "-p", "create hello.txt", "--bare", "--output-format", "stream-json", "--verbose"]
-    done = subprocess.run(
-        [*argv, "--dangerously-skip-permissions"],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1])["result"] == "done"
+    run_claude(info, work, home, "create hello.txt")
     assert (work / "hello.txt").read_text() == "hi"
     assert_two_calls(proxy.server.deps.sessions.calls("claude"), "Bash")
 
@@ -167,34 +174,7 @@ def test_claude_code_reading_a_png_goes_on_with_a_placeholder(tmp_path: Path) ->
     server = scripted_proxy([read, "done"]).start()
     try:
         info = server.server.deps.sessions.open("png")
-        env = {
-            **os.environ,
-            "HOME": str(home),
-            "IS_SANDBOX": "1",
-            "ANTHROPIC_BASE_URL": info.base_url,
-            "ANTHROPIC_API_KEY": info.token,
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_TELEMETRY": "1",
-        }
-        argv = [
-            str(CLAUDE),
-            "-p",
-            "describe pic.png",
-            "--bare",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ]
-        done = subprocess.run(
-            [*argv, "--dangerously-skip-permissions"],
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert json.loads(done.stdout.strip().splitlines()[-1])["result"] == "done"
+        run_claude(info, work, home, "describe pic.png")
         first, second = server.server.deps.sessions.calls("png")
         assert [t.name for t in first.tool_calls] == ["Read"]
         assert (second.text, second.replaced_images, second.tags) == (
