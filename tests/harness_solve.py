@@ -20,10 +20,10 @@ from harnessrl.chat.format import ChatFormat
 from harnessrl.config import Config
 from harnessrl.engines.models import load_tokenizer
 from harnessrl.engines.scripted import Script, ScriptedEngine
-from harnessrl.harnesses import Endpoint, HarnessContext, get_harness
+from harnessrl.harnesses import Endpoint, HarnessContext, get_harness, harness_binds, run_harness
 from harnessrl.rollout import RolloutJob
 from harnessrl.rollout.session import RolloutStack, reference_command
-from harnessrl.sandbox import ExecResult
+from harnessrl.sandbox import ExecResult, Sandbox, SandboxSpec
 from harnessrl.tasks import load_tasks
 from harnessrl.types import Rollout, RolloutStatus
 
@@ -94,6 +94,17 @@ def harness_test(fn: F) -> F:
     for mark in MARKS:
         fn = mark(fn)
     return fn
+
+
+async def probe_installs(sb_base: Path, command: str) -> ExecResult:
+    """`command` run by the shell harness in a sandbox with the harness installs bound read-only, as
+    every rollout has them; its raw result."""
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base, ro_binds=harness_binds())) as sb:
+        _, raw = await run_harness(
+            get_harness("shell"), sb, Endpoint("http://127.0.0.1:1", "k"), "p", timeout_s=60,
+            options={"command": command},
+        )  # fmt: skip
+    return raw
 
 
 def assert_plain_text_parse(harness: str) -> None:
