@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from proxy_overhead import percentile, read_response, think
-from proxy_traffic import COMMAND, body, claude_code_shape, tool_result
+from proxy_traffic import COMMAND, body, claude_code_shape, timed_sessions, tool_result
 
 ROUTE = "/v1/messages?beta=true"
 
@@ -150,17 +150,7 @@ async def direct(url: str, token: str, prompts: list[list[int]], n: int, pause: 
     from harnessrl.protocols import SamplingParams
 
     engine = await RemoteEngine.connect(url, token)
-    sampling = SamplingParams(max_tokens=4096)
-    out: list[float] = []
-
-    async def one(session: int) -> None:
-        for call, ids in enumerate(prompts):
-            await think(pause, session, call)
-            start = time.perf_counter()
-            await engine.generate(ids, sampling)
-            out.append(time.perf_counter() - start)
-
-    await asyncio.gather(*(one(s) for s in range(n)))
+    out = await timed_sessions(engine, SamplingParams(max_tokens=4096), prompts, n, pause)
     await engine.close()
     return out
 

@@ -318,6 +318,15 @@ async def direct(engine: Any, prompts: list[list[int]], n: int, pause: float) ->
     from harnessrl.protocols import SamplingParams
 
     sampling = SamplingParams(max_tokens=4096, stop_token_ids=tuple(engine.fmt.stop_token_ids))
+    cpu0 = time.process_time()
+    out = await timed_sessions(engine, sampling, prompts, n, pause)
+    return out, (time.process_time() - cpu0) / len(out)
+
+
+async def timed_sessions(
+    engine: Any, sampling: Any, prompts: list[list[int]], n: int, pause: float
+) -> list[float]:
+    """Seconds of each `engine.generate` call: n sessions, each the prompts in order, `think` between."""
     out: list[float] = []
 
     async def one(session: int) -> None:
@@ -327,9 +336,8 @@ async def direct(engine: Any, prompts: list[list[int]], n: int, pause: float) ->
             await engine.generate(ids, sampling)
             out.append(time.perf_counter() - start)
 
-    cpu0 = time.process_time()
     await asyncio.gather(*(one(s) for s in range(n)))
-    return out, (time.process_time() - cpu0) / len(out)
+    return out
 
 
 async def engine_cpu_by_call(engine: Any, prompts: list[list[int]], runs: int = 5) -> list[float]:

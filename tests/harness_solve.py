@@ -20,9 +20,10 @@ from harnessrl.chat.format import ChatFormat
 from harnessrl.config import Config
 from harnessrl.engines.models import load_tokenizer
 from harnessrl.engines.scripted import Script, ScriptedEngine
-from harnessrl.harnesses import Endpoint, HarnessContext, get_harness
+from harnessrl.harnesses import Endpoint, HarnessContext, get_harness, harness_binds, run_harness
 from harnessrl.rollout import RolloutJob
 from harnessrl.rollout.session import RolloutStack, reference_command
+from harnessrl.sandbox import ExecResult, Sandbox, SandboxSpec
 from harnessrl.tasks import load_tasks
 from harnessrl.types import Rollout, RolloutStatus
 
@@ -37,11 +38,18 @@ def scripted_config(harness: str, out: Path) -> Config:
     """A Config for rollouts through `harness` into `out`, answered by the scripted engine (with no
     script of its own: each task's reference through the harness's shell tool) on the Qwen3
     tokenizer and template (tool calls render natively)."""
+    cfg = scripted_engine_config()
+    cfg.rollout.harness = harness
+    cfg.rollout.out_dir = str(out)
+    return cfg
+
+
+def scripted_engine_config() -> Config:
+    """The default Config on the scripted engine (`tiny-qwen3`: the Qwen3 tokenizer and template),
+    each rollout given 240 s."""
     cfg = Config()
     cfg.engine.type = "scripted"
     cfg.engine.model = "tiny-qwen3"
-    cfg.rollout.harness = harness
-    cfg.rollout.out_dir = str(out)
     cfg.rollout.timeout_s = 240
     return cfg
 
@@ -86,6 +94,29 @@ def harness_test(fn: F) -> F:
     for mark in MARKS:
         fn = mark(fn)
     return fn
+
+
+async def probe_installs(sb_base: Path, command: str) -> ExecResult:
+    """`command` run by the shell harness in a sandbox with the harness installs bound read-only, as
+    every rollout has them; its raw result."""
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base, ro_binds=harness_binds())) as sb:
+        _, raw = await run_harness(
+            get_harness("shell"), sb, Endpoint("http://127.0.0.1:1", "k"), "p", timeout_s=60,
+            options={"command": command},
+        )  # fmt: skip
+    return raw
+
+
+def assert_plain_text_parse(harness: str) -> None:
+    """`harness` parses as a CLI that prints the final text on stdout and exits non-zero on an error
+    (`parsing.parse_plain_text`): "done", then a 400 on stderr."""
+    h = get_harness(harness)
+    assert h.parse(ExecResult(0, "done\n", "", False, 1.0)).model_dump() == {
+        "ok": True, "exit_code": 0, "final_message": "done", "timed_out": False, "error": "", "turns": None,
+    }  # fmt: skip
+    failed = h.parse(ExecResult(1, "", "Error: 400 prompt is too long\n", False, 1.0))
+    assert (failed.ok, failed.error, failed.exit_code) == (False, "Error: 400 prompt is too long", 1)
+    assert failed.final_message == ""
 
 
 def adapter_context(host_home: Path, **kw: Any) -> HarnessContext:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness_solve import scripted_engine_config
 
 from harnessrl.config import Config
 from harnessrl.evaluate import Policy, eval_seed, evaluate, write_report
@@ -29,12 +30,9 @@ def bundled_test_tasks(n: int = 2) -> list[Task]:
 
 
 def config(out: Path, runs: int = 2) -> Config:
-    cfg = Config()
-    cfg.engine.type = "scripted"
-    cfg.engine.model = "tiny-qwen3"
+    cfg = scripted_engine_config()
     cfg.eval.runs = runs
     cfg.eval.out_dir = str(out)
-    cfg.rollout.timeout_s = 240
     return cfg
 
 

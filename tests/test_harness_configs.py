@@ -6,24 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harnessrl.harnesses import Endpoint, HarnessContext, McpServer, get_harness
+from harness_solve import adapter_context
+
+from harnessrl.harnesses import Endpoint, McpServer, get_harness
 from harnessrl.harnesses.mini_swe_agent import MARK
 from harnessrl.sandbox import ExecResult
 from harnessrl.types import ChatMessage
 
 MCP = (McpServer(name="files", command=["python3", "-m", "srv"], env={"A": "1"}),)
-
-
-def ctx(tmp_path: Path, **kw: object) -> HarnessContext:
-    base: dict[str, object] = dict(
-        prompt="do it",
-        endpoint=Endpoint("http://127.0.0.1:18080/r/tok", "tok"),
-        workspace="/workspace",
-        home="/home/agent",
-        host_home=tmp_path,
-        install_dir=Path("/cache/h"),
-    )
-    return HarnessContext(**{**base, **kw})  # type: ignore[arg-type]
 
 
 def result(stdout: str, rc: int = 0, stderr: str = "") -> ExecResult:
@@ -32,7 +22,7 @@ def result(stdout: str, rc: int = 0, stderr: str = "") -> ExecResult:
 
 def test_opencode_config_launch_and_parse(tmp_path: Path) -> None:
     oc = get_harness("opencode")
-    launch = oc.prepare(ctx(tmp_path, mcp_servers=MCP))
+    launch = oc.prepare(adapter_context(tmp_path, mcp_servers=MCP))
     cfg = json.loads((tmp_path / ".config" / "opencode" / "harnessrl.json").read_text())
     provider = cfg["provider"]["harnessrl"]
     assert provider["npm"] == "@ai-sdk/openai-compatible"
@@ -68,7 +58,8 @@ def test_opencode_config_launch_and_parse(tmp_path: Path) -> None:
 
 def test_qwen_code_settings_launch_and_parse(tmp_path: Path) -> None:
     qc = get_harness("qwen-code")
-    launch = qc.prepare(ctx(tmp_path, mcp_servers=MCP, endpoint=Endpoint("http://h:1/r/t", "k", "m1")))
+    endpoint = Endpoint("http://h:1/r/t", "k", "m1")
+    launch = qc.prepare(adapter_context(tmp_path, mcp_servers=MCP, endpoint=endpoint))
     settings = json.loads((tmp_path / ".qwen" / "settings.json").read_text())
     assert settings["modelProviders"] == {
         "openai": [{"id": "m1", "name": "m1", "baseUrl": "http://h:1/r/t/v1", "envKey": "HARNESSRL_API_KEY"}]
@@ -100,7 +91,7 @@ def test_qwen_code_settings_launch_and_parse(tmp_path: Path) -> None:
 
 def test_mini_swe_agent_config_launch_parse_and_text_actions(tmp_path: Path) -> None:
     ms = get_harness("mini-swe-agent")
-    launch = ms.prepare(ctx(tmp_path, install_dir=Path("/cache/py/m")))
+    launch = ms.prepare(adapter_context(tmp_path, install_dir=Path("/cache/py/m")))
     cfg = json.loads((tmp_path / ".mswea" / "harnessrl.yaml").read_text())
     assert cfg["model"] == {
         "model_class": "litellm_textbased",

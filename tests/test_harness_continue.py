@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from harness_solve import adapter_context, harness_test, solve_and_fail
+from harness_solve import adapter_context, assert_plain_text_parse, harness_test, solve_and_fail
 
 from harnessrl.harnesses import McpServer, get_harness
-from harnessrl.sandbox import ExecResult
 
 
 def test_continue_config_and_launch(tmp_path: Path) -> None:
@@ -48,13 +47,7 @@ def test_continue_config_and_launch(tmp_path: Path) -> None:
 
 
 def test_continue_parse() -> None:
-    cn = get_harness("continue")
-    assert cn.parse(ExecResult(0, "done\n", "", False, 1.0)).model_dump() == {
-        "ok": True, "exit_code": 0, "final_message": "done", "timed_out": False, "error": "", "turns": None,
-    }  # fmt: skip
-    failed = cn.parse(ExecResult(1, "", "Error: 400 prompt is too long\n", False, 1.0))
-    assert (failed.ok, failed.error, failed.exit_code) == (False, "Error: 400 prompt is too long", 1)
-    assert failed.final_message == ""
+    assert_plain_text_parse("continue")
 
 
 @harness_test

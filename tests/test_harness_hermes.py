@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness_solve import adapter_context, harness_test, solve_and_fail
+from harness_solve import adapter_context, assert_plain_text_parse, harness_test, solve_and_fail
 
 from harnessrl.harnesses import get_harness
 from harnessrl.rollout.prompt_check import first_prompt
-from harnessrl.sandbox import ExecResult
 
 HERMES_TOOLS = [
     "clarify", "cronjob", "delegate_task", "execute_code", "memory", "patch", "process", "read_file",
@@ -37,12 +36,7 @@ def test_hermes_config_and_launch(tmp_path: Path) -> None:
 
 
 def test_hermes_parse() -> None:
-    hermes = get_harness("hermes")
-    assert hermes.parse(ExecResult(0, "done\n", "", False, 1.0)).model_dump() == {
-        "ok": True, "exit_code": 0, "final_message": "done", "timed_out": False, "error": "", "turns": None,
-    }  # fmt: skip
-    failed = hermes.parse(ExecResult(1, "", "Error: 400 prompt is too long\n", False, 1.0))
-    assert (failed.ok, failed.error, failed.final_message) == (False, "Error: 400 prompt is too long", "")
+    assert_plain_text_parse("hermes")
 
 
 @harness_test

@@ -8,10 +8,9 @@ import asyncio
 import shlex
 from pathlib import Path
 
-from harness_solve import MARKS
+from harness_solve import MARKS, probe_installs
 
-from harnessrl.harnesses import HARNESSES, Endpoint, get_harness, harness_binds, run_harness
-from harnessrl.sandbox import Sandbox, SandboxSpec
+from harnessrl.harnesses import HARNESSES, get_harness
 
 pytestmark = MARKS
 
@@ -27,10 +26,6 @@ async def test_npm_harness_installs_are_read_only_in_the_sandbox(sb_base: Path) 
             f"touch {shlex.quote(str(folder / 'x'))} 2>/dev/null && echo {name}:wrote-folder; "
             f"echo pwn >> {manifest} 2>/dev/null && echo {name}:wrote-manifest"
         )
-    async with await Sandbox.create(SandboxSpec(base_dir=sb_base, ro_binds=harness_binds())) as sb:
-        _, raw = await run_harness(
-            get_harness("shell"), sb, Endpoint("http://127.0.0.1:1", "k"), "p", timeout_s=60,
-            options={"command": "; ".join(probes)},
-        )  # fmt: skip
+    raw = await probe_installs(sb_base, "; ".join(probes))
     assert raw.stdout.split() == [f"{n}:read" for n in names], raw.stdout + raw.stderr
     assert not any("pwn" in (folder / "package.json").read_text() for folder in installs.values())

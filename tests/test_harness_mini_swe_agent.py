@@ -10,10 +10,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from harness_solve import MARKS, solve_and_fail
+from harness_solve import MARKS, probe_installs, solve_and_fail
 
-from harnessrl.harnesses import Endpoint, get_harness, harness_binds, run_harness
-from harnessrl.sandbox import Sandbox, SandboxSpec
+from harnessrl.harnesses import get_harness
 
 pytestmark = MARKS
 
@@ -42,11 +41,9 @@ async def test_python_harness_install_is_read_only_in_the_sandbox(sb_base: Path)
         f"echo pwn >> {npm}/node_modules/opencode-ai/package.json 2>/dev/null || echo no-write-npm; "
         f"rm -rf {venv}/bin 2>/dev/null; test -x {venv}/bin/python && echo venv-intact"
     )
-    async with await Sandbox.create(SandboxSpec(base_dir=sb_base, ro_binds=harness_binds())) as sb:
-        _, raw = await run_harness(
-            get_harness("shell"), sb, Endpoint("http://127.0.0.1:1", "k"), "p", timeout_s=60,
-            options={"command": f"export MSWEA_SILENT_STARTUP=1 MSWEA_GLOBAL_CONFIG_DIR=$HOME/.m; {probe}"},
-        )  # fmt: skip
+    raw = await probe_installs(
+        sb_base, f"export MSWEA_SILENT_STARTUP=1 MSWEA_GLOBAL_CONFIG_DIR=$HOME/.m; {probe}"
+    )
     assert raw.stdout.split() == [
         "import-ok", "no-new-file", "no-write-package", "no-write-npm", "venv-intact"
     ], raw.stdout + raw.stderr  # fmt: skip

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from google import genai
 from google.genai import errors, types
+from sdk_script import ARGS, SCHEMA, scripted_server
 
 from harnessrl.proxy import grammar
 from harnessrl.proxy.canonical import Completion
@@ -25,27 +26,17 @@ from harnessrl.proxy.server import ThreadedProxyServer
 from harnessrl.proxy.testing import scripted_proxy
 from harnessrl.types import ChatMessage, ToolCall, ToolSpec
 
-ARGS = {"command": "ls -la"}
-TURNS = [
-    ChatMessage(
-        role="assistant", reasoning="I should list files.", tool_calls=[ToolCall(name="exec", arguments=ARGS)]
-    ),
-    ChatMessage(role="assistant", reasoning="Listed.", content="There are 3 files."),
-]
 DECL: dict[str, Any] = {
     "name": "exec",
     "description": "Run a command.",
     "parameters": {"type": "OBJECT", "properties": {"command": {"type": "STRING"}}, "required": ["command"]},
 }
-SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
 HEX24 = re.compile(r"[0-9a-f]{24}")
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ThreadedProxyServer]:
-    s = scripted_proxy(TURNS, enable_thinking=True).start()
-    yield s
-    s.stop()
+    yield from scripted_server()
 
 
 def sdk(base_url: str) -> genai.Client:

@@ -26,6 +26,7 @@ from harnessrl.harnesses.install import NODE_BIN
 from harnessrl.harnesses.registry import get_harness
 from harnessrl.proxy.canonical import IMAGE_PLACEHOLDER
 from harnessrl.proxy.server import ThreadedProxyServer
+from harnessrl.proxy.sessions import SessionInfo
 from harnessrl.proxy.testing import scripted_proxy, turn_from_decision
 from harnessrl.types import ChatMessage, ModelCall, ToolCall
 
@@ -54,6 +55,30 @@ def proxy(request: pytest.FixtureRequest, shared_fixtures: Path) -> Iterator[Thr
     server.stop()
 
 
+def run_cli(argv: list[str], work: Path, env: dict[str, str], stdin: int | None = None) -> str:
+    """Run a harness CLI in `work` (at most 300 s); it must exit 0. Its stdout."""
+    done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=300, stdin=stdin)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def run_claude(info: SessionInfo, work: Path, home: Path, prompt: str) -> None:
+    """Claude Code headless and bare on the proxy session `info`, in `work` with HOME `home`, every
+    permission granted: it exits 0 and its last stream-json event's result is "done"."""
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "IS_SANDBOX": "1",
+        "ANTHROPIC_BASE_URL": info.base_url,
+        "ANTHROPIC_API_KEY": info.token,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+    }
+    argv = [str(CLAUDE), "-p", prompt, "--bare", "--output-format", "stream-json", "--verbose"]
+    out = run_cli([*argv, "--dangerously-skip-permissions"], work, env)
+    assert json.loads(out.strip().splitlines()[-1])["result"] == "done"
+
+
 def assert_two_calls(calls: list[ModelCall], tool: str, render: str = "spliced") -> None:
     """Call 1 made the tool call, call 2 said `done`; call 2 spliced onto call 1 (or `retokenized`)."""
     first, second = calls
@@ -72,26 +97,7 @@ def test_claude_code_through_the_proxy(proxy: ThreadedProxyServer, tmp_path: Pat
     info = proxy.server.deps.sessions.open("claude")
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir(), home.mkdir()
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "IS_SANDBOX": "1",
-        "ANTHROPIC_BASE_URL": info.base_url,
-        "ANTHROPIC_API_KEY": info.token,
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-    }
-    argv = [str(CLAUDE), "-p", "create hello.txt", "--bare", "--output-format", "stream-json", "--verbose"]
-    done = subprocess.run(
-        [*argv, "--dangerously-skip-permissions"],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1])["result"] == "done"
+    run_claude(info, work, home, "create hello.txt")
     assert (work / "hello.txt").read_text() == "hi"
     assert_two_calls(proxy.server.deps.sessions.calls("claude"), "Bash")
 
@@ -117,17 +123,8 @@ def test_codex_through_the_proxy(proxy: ThreadedProxyServer, tmp_path: Path) -> 
         "--dangerously-bypass-approvals-and-sandbox",
         "--json",
     ]
-    done = subprocess.run(
-        [*argv, "create hello.txt"],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    out = run_cli([*argv, "create hello.txt"], work, env, stdin=subprocess.DEVNULL)
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     messages = [e["item"]["text"] for e in events if e.get("item", {}).get("type") == "agent_message"]
     assert messages == ["done"]
     assert (work / "hello.txt").read_text() == "hi"
@@ -167,34 +164,7 @@ def test_claude_code_reading_a_png_goes_on_with_a_placeholder(tmp_path: Path) ->
     server = scripted_proxy([read, "done"]).start()
     try:
         info = server.server.deps.sessions.open("png")
-        env = {
-            **os.environ,
-            "HOME": str(home),
-            "IS_SANDBOX": "1",
-            "ANTHROPIC_BASE_URL": info.base_url,
-            "ANTHROPIC_API_KEY": info.token,
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_TELEMETRY": "1",
-        }
-        argv = [
-            str(CLAUDE),
-            "-p",
-            "describe pic.png",
-            "--bare",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ]
-        done = subprocess.run(
-            [*argv, "--dangerously-skip-permissions"],
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert json.loads(done.stdout.strip().splitlines()[-1])["result"] == "done"
+        run_claude(info, work, home, "describe pic.png")
         first, second = server.server.deps.sessions.calls("png")
         assert [t.name for t in first.tool_calls] == ["Read"]
         assert (second.text, second.replaced_images, second.tags) == (
@@ -254,8 +224,7 @@ def test_openclaw_through_the_proxy(
         "--json",
         "create hello.txt",
     ]
-    done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout[done.stdout.find("{") :])["final"] == "done"
+    out = run_cli(argv, work, env)
+    assert json.loads(out[out.find("{") :])["final"] == "done"
     assert (work / "hello.txt").read_text() == "hi"
     assert_two_calls(proxy.server.deps.sessions.calls("openclaw"), "exec", render)

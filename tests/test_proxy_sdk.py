@@ -10,30 +10,23 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from sdk_script import ARGS, SCHEMA, scripted_server
 
 from harnessrl.proxy.server import ThreadedProxyServer
+from harnessrl.proxy.sessions import SessionInfo
 from harnessrl.proxy.testing import scripted_proxy
-from harnessrl.types import ChatMessage, ModelCall, ToolCall
-
-ARGS = {"command": "ls -la"}
-TURNS = [
-    ChatMessage(
-        role="assistant", reasoning="I should list files.", tool_calls=[ToolCall(name="exec", arguments=ARGS)]
-    ),
-    ChatMessage(role="assistant", reasoning="Listed.", content="There are 3 files."),
-]
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"command": {"type": "string"}},
-    "required": ["command"],
-}
+from harnessrl.types import ModelCall
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ThreadedProxyServer]:
-    s = scripted_proxy(TURNS, enable_thinking=True).start()
-    yield s
-    s.stop()
+    yield from scripted_server()
+
+
+def openai_session(server: ThreadedProxyServer) -> tuple[SessionInfo, openai.OpenAI]:
+    """A new session "sdk" and the official OpenAI client pointed at it."""
+    info = server.open_session("sdk")
+    return info, openai.OpenAI(base_url=info.openai_base_url, api_key="unused", max_retries=0)
 
 
 def assert_spliced(calls: list[ModelCall]) -> None:
@@ -84,8 +77,7 @@ def test_anthropic_sdk_tool_call_then_answer(server: ThreadedProxyServer, stream
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_chat_sdk_tool_call_then_answer(server: ThreadedProxyServer, stream: bool) -> None:
-    info = server.open_session("sdk")
-    client = openai.OpenAI(base_url=info.openai_base_url, api_key="unused", max_retries=0)
+    info, client = openai_session(server)
     tools: Any = [
         {
             "type": "function",
@@ -135,8 +127,7 @@ def test_openai_chat_sdk_tool_call_then_answer(server: ThreadedProxyServer, stre
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_responses_sdk_tool_call_then_answer(server: ThreadedProxyServer, stream: bool) -> None:
-    info = server.open_session("sdk")
-    client = openai.OpenAI(base_url=info.openai_base_url, api_key="unused", max_retries=0)
+    info, client = openai_session(server)
     tools: Any = [
         {
             "type": "function",

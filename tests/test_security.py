@@ -13,8 +13,10 @@ import os
 import shutil
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
+from support import workspace
 
 from harnessrl.config import SandboxConfig
 from harnessrl.proxy.server import ProxyServer
@@ -36,6 +38,7 @@ pytestmark = [
 ]
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="harnessrl runs as an ordinary user here")
 BUNDLED = Path(__file__).resolve().parents[1] / "src" / "harnessrl" / "tasks" / "bundled"
+CLAWGYM_MOUNT = "/root/.openclaw/workspace"
 
 
 async def run_in(sb: Sandbox, script: str, timeout_s: float = 30.0) -> tuple[int, str, str]:
@@ -301,13 +304,14 @@ def grade(transcript, workspace_path):
 """
 
 
+def checker_task(task_id: str, check_py: str, **fields: Any) -> Task:
+    """A task graded by `check_py` (its reward/check.py) alone."""
+    checker = Checker(files=[TaskFile(path="reward/check.py", content=check_py)])
+    return Task(id=task_id, prompt="p", checker=checker, **fields)
+
+
 def forger_task() -> Task:
-    return Task(
-        id="forge",
-        prompt="p",
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=RUNS_AGENT_CODE)]),
-        input_mount_dir="/root/.openclaw/workspace",
-    )
+    return checker_task("forge", RUNS_AGENT_CODE, input_mount_dir=CLAWGYM_MOUNT)
 
 
 @pytest.mark.parametrize("stdout_mode", ["grade", "main"])
@@ -321,9 +325,7 @@ def test_agent_code_run_by_the_checker_cannot_forge_its_result(tmp_path: Path, s
         )
         source = "import json\n" + source.replace("print({", "print(json.dumps({").replace(")})", ")}))")
         task.checker = Checker(files=[TaskFile(path="reward/check.py", content=source)])
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "tool.py").write_text(FORGER)
+    ws = workspace(tmp_path / "ws", {"tool.py": FORGER})
     result = run_checker(task, ws, runner=SandboxCommandRunner())
     assert result.score == 0.0
     assert result.error is not None and "exit" in result.error, result
@@ -393,14 +395,8 @@ def test_programs_a_checker_starts_cannot_read_the_checkers_files(tmp_path: Path
     """Agent code the checker ran read check.py out of /opt/harnessrl/checker and printed the answers it
     wanted (task_0040: 0.33 -> 1.0). Programs a checker starts (subprocess, fork, os.system) cannot
     read or list the checker's folder; the checker itself still can."""
-    task = Task(
-        id="peek",
-        prompt="p",
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=PEEKS_AT_CHECKER)]),
-    )
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "tool.py").write_text(STEAL_TOOL)
+    task = checker_task("peek", PEEKS_AT_CHECKER)
+    ws = workspace(tmp_path / "ws", {"tool.py": STEAL_TOOL})
     result = run_checker(task, ws, runner=SandboxCommandRunner())
     assert result.error is None, result
     assert result.metrics == {"leaked": 0.0, "denied": 1.0, "status": 1.0, "own": 1.0}
@@ -450,15 +446,8 @@ def test_programs_a_checker_starts_cannot_plant_a_module_for_the_checker(tmp_pat
     recreated the checker's folder with a `_strptime.py`, and the checker's next lazy import (a
     `datetime.strptime`) ran it unconfined: it read check.py and forged the report (0.0 -> 1.0).
     Children may change files only in the workspace, /tmp and /dev."""
-    task = Task(
-        id="lazy",
-        prompt="p",
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=LAZY_IMPORT_CHECKER)]),
-        input_mount_dir="/root/.openclaw/workspace",
-    )
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "report.py").write_text(PLANT)
+    task = checker_task("lazy", LAZY_IMPORT_CHECKER, input_mount_dir=CLAWGYM_MOUNT)
+    ws = workspace(tmp_path / "ws", {"report.py": PLANT})
     result = run_checker(task, ws, runner=SandboxCommandRunner())
     assert (result.error, result.children_confined) == (None, True), result
     done = {"rename_opt": 0.0, "mkdir_root": 0.0, "write_home": 0.0, "write_tmp": 1.0, "write_ws": 1.0}
@@ -495,7 +484,7 @@ def test_a_bundled_checkers_answers_cannot_be_read_by_the_code_it_runs(tmp_path:
 
 def test_a_checker_that_hangs_is_killed_at_its_timeout(tmp_path: Path) -> None:
     hang = "import time\ndef grade(transcript, workspace_path):\n    time.sleep(1000)\n"
-    task = Task(id="h", prompt="p", checker=Checker(files=[TaskFile(path="reward/check.py", content=hang)]))
+    task = checker_task("h", hang)
     ws = tmp_path / "ws"
     ws.mkdir()
     result = run_checker(task, ws, timeout_s=2.0, runner=SandboxCommandRunner())
@@ -977,7 +966,6 @@ def test_copy_untrusted_caps_data_and_skips_specials(tmp_path: Path) -> None:
 
 # ---- issue 19 item 6: uid leases are machine-wide; /proc/1/fd ------------------------------------
 
-from typing import Any  # noqa: E402
 
 LEASE_HOLDER = """
 import asyncio, os, sys
@@ -1121,15 +1109,8 @@ def test_a_forked_worker_cannot_forge_the_checkers_report(tmp_path: Path) -> Non
     """Issue 19.1: a checker whose grade() runs the agent's function in a forked multiprocessing
     worker handed agent code fd 3; a grandchild waited for the report and overwrote it: 1.0 for a
     wrong answer. Forks now close the channel, and the driver seals its report and checks it."""
-    task = Task(
-        id="fork",
-        prompt="p",
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=FORKED_GRADE)]),
-        input_mount_dir="/root/.openclaw/workspace",
-    )
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "solution.py").write_text(FORK_FORGER)
+    task = checker_task("fork", FORKED_GRADE, input_mount_dir=CLAWGYM_MOUNT)
+    ws = workspace(tmp_path / "ws", {"solution.py": FORK_FORGER})
     result = run_checker(task, ws, runner=SandboxCommandRunner())
     assert (result.score, result.metrics, result.error) == (0.0, {"correct": 0.0}, None), result
 
@@ -1246,15 +1227,8 @@ def test_what_the_checker_writes_stays_in_its_bounded_sandbox(
     """Issue 19.4: code the checker ran made 150,000 files (the workspace cap is 100,000) and 300 MiB
     in the host's workspace, through a read-write bind, and they stayed. The checker now sees a copy
     on its sandbox's size- and inode-limited tmpfs: the files stop at the cap and nothing stays."""
-    task = Task(
-        id="hoard",
-        prompt="p",
-        checker=Checker(files=[TaskFile(path="reward/check.py", content=RUNS_HOARDER)]),
-        input_mount_dir="/root/.openclaw/workspace",
-    )
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "hoard.py").write_text(HOARDER)
+    task = checker_task("hoard", RUNS_HOARDER, input_mount_dir=CLAWGYM_MOUNT)
+    ws = workspace(tmp_path / "ws", {"hoard.py": HOARDER})
     monkeypatch.setenv("HARNESSRL_SANDBOX_DIR", str(sb_base))
     result = run_checker(task, ws, runner=SandboxCommandRunner(), timeout_s=300)
     assert result.error is None, result

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import torch
+from support import small_train_config
 
 from harnessrl.config import Config, ConfigError
 from harnessrl.rollout.runner import RolloutJob
@@ -138,25 +139,10 @@ def real_task(i: int, kind: str) -> Task:
 
 
 def make_cfg(out: Path, **train: Any) -> Config:
-    base: dict[str, Any] = {
-        "lr": 1e-2,
-        "steps": 1,
-        "seed": 0,
-        "out_dir": str(out),
-        "tasks_per_step": 2,
-        "group_size": 2,
-        "harnesses": ["shell"],
-        "harness_options": {"shell": {"command": CURL}},
-        "dynamic_sampling_rounds": 3,
-    }
-    base.update(train)
-    return Config.model_validate(
-        {
-            "engine": {"type": "scripted", "model": "tiny-qwen3", "sampling": {"max_tokens": 8}},
-            "rollout": {"concurrency": 8, "timeout_s": 60.0},
-            "train": base,
-        }
-    )
+    engine = {"type": "scripted", "model": "tiny-qwen3", "sampling": {"max_tokens": 8}}
+    base = {"seed": 0, "harnesses": ["shell"], "harness_options": {"shell": {"command": CURL}}}
+    base["dynamic_sampling_rounds"] = 3
+    return small_train_config(out, engine, {"concurrency": 8, "timeout_s": 60.0}, **(base | train))
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")

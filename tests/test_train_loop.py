@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import torch
+from support import small_train_config
 from test_train_engine import two_call_rollout  # the same two calls, on Qwen3 token ids
 
 from harnessrl.config import Config, ConfigError
@@ -44,24 +45,10 @@ TASKS = [checked_task("t0", "write a score"), checked_task("t1", "crash after th
 
 
 def make_cfg(out: Path, **train: Any) -> Config:
-    base: dict[str, Any] = {
-        "lr": 1e-2,
-        "steps": 1,
-        "seed": 3,
-        "out_dir": str(out),
-        "tasks_per_step": 2,
-        "group_size": 2,
-        "harnesses": ["shell", "shell-b"],
-        "harness_options": {"shell": {"command": VARIED}, "shell-b": {"command": CONSTANT}},
-    }
-    base.update(train)
-    return Config.model_validate(
-        {
-            "engine": {"type": "hf", "model": "tiny-qwen3", "max_batch": 8, "sampling": {"max_tokens": 6}},
-            "rollout": {"concurrency": 4, "timeout_s": 60.0},
-            "train": base,
-        }
-    )
+    engine = {"type": "hf", "model": "tiny-qwen3", "max_batch": 8, "sampling": {"max_tokens": 6}}
+    options = {"shell": {"command": VARIED}, "shell-b": {"command": CONSTANT}}
+    base = {"seed": 3, "harnesses": ["shell", "shell-b"], "harness_options": options}
+    return small_train_config(out, engine, {"concurrency": 4, "timeout_s": 60.0}, **(base | train))
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from support import workspace
 
 from harnessrl.tasks import load_tasks, materialize_workspace
 from harnessrl.types import Checker, Task, TaskFile, VerifierError
@@ -27,10 +28,7 @@ def task_with(code: str, entry: str = "reward/check.py", extra: list[TaskFile] |
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    d = tmp_path / "workspace"
-    d.mkdir()
-    (d / "answer.txt").write_text("42\n")
-    return d
+    return workspace(tmp_path / "workspace", {"answer.txt": "42\n"})
 
 
 GRADE = """

@@ -19,6 +19,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from support import workspace
 
 from harnessrl.config import JudgeConfig, VerifyConfig
 from harnessrl.types import Checker, RubricRule, Task, TaskFile, VerifierError
@@ -124,10 +125,7 @@ def rule(name: str, file_path: str | None = "report.md", levels: dict[str, str] 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    d = tmp_path / "ws"
-    d.mkdir()
-    (d / "report.md").write_text("# Report\nTotal: 42\n")
-    return d
+    return workspace(tmp_path / "ws", {"report.md": "# Report\nTotal: 42\n"})
 
 
 def make_judge(url: str, retries: int = 2, timeout_s: float = 60.0) -> RubricJudge:

@@ -4,7 +4,8 @@ literal dicts next to them (`engines.ENGINES`, `harnesses.HARNESSES`, ...), no p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
 
 from harnessrl.types import FinishReason
 
@@ -47,3 +48,24 @@ class Engine(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class Service:
+    """A base for what is started and stopped (servers, pools): `async with` awaits `start()` on entry
+    and `stop()` on exit, whatever happened inside."""
+
+    async def start(self) -> object:
+        """Start serving (a server returns its URL); nothing to start by default."""
+        return None
+
+    async def stop(self) -> None:
+        """Stop serving and let go of what `start` took."""
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()

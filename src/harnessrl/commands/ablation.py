@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from harnessrl.commands import options as opt
 from harnessrl.config import ConfigError, load_config, shipped_config
 from harnessrl.experiments.ablation import TABLE_HEADER, arm_space, run_ablation, table_rows
 
@@ -26,8 +27,8 @@ def main(
         Path | None,
         typer.Option("--config", "-c", help="TOML config (default: configs/scaling/ablation.toml)."),
     ] = None,
-    override: Annotated[list[str] | None, typer.Option("-o", help="Dotted override (repeatable).")] = None,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Redo every stage.")] = False,
+    override: opt.Override = None,
+    fresh: opt.Fresh = False,
     combine: Annotated[
         list[Path] | None,
         typer.Option("--combine", help="Run nothing: put these finished runs (one per seed) side by side."),

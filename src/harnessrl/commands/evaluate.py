@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from harnessrl.config import Config, ConfigError, flag_overrides, load_config
+from harnessrl.commands import options as opt
+from harnessrl.config import Config, ConfigError, flag_overrides
 from harnessrl.evaluate.defaults import applied_text, bounded_defaults
 from harnessrl.progress import console, quiet_loading
 from harnessrl.report.trackers import require
@@ -24,9 +24,9 @@ from harnessrl.types import EngineError, Rollout, TaskError
 
 
 def eval_cmd(
-    tasks: Annotated[str | None, typer.Option(help="Task set (default: the bundled set).")] = None,
-    split: Annotated[str | None, typer.Option(help="Only tasks of this split.")] = None,
-    limit: Annotated[int | None, typer.Option(help="At most this many tasks.")] = None,
+    tasks: opt.Tasks = None,
+    split: opt.Split = None,
+    limit: opt.Limit = None,
     harness: Annotated[
         list[str] | None, typer.Option(help="Harness to evaluate through (repeatable; eval.harnesses).")
     ] = None,
@@ -36,10 +36,10 @@ def eval_cmd(
     ] = None,
     runs: Annotated[int | None, typer.Option(help="Runs per (task, harness) pair (eval.runs).")] = None,
     engine: Annotated[str | None, typer.Option(help="hf | scripted (scripted replays references).")] = None,
-    model: Annotated[str | None, typer.Option(help="`default` or a local HF checkpoint.")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Rollouts at once.")] = None,
+    model: opt.Model = None,
+    concurrency: opt.Concurrency = None,
     out: Annotated[str | None, typer.Option(help="Run folder: report + rollouts (eval.out_dir).")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.")] = None,
+    config: opt.ConfigFile = None,
     override: Annotated[
         list[str] | None, typer.Option("-o", help="Dotted override, e.g. eval.pass_threshold=0.5.")
     ] = None,
@@ -49,9 +49,7 @@ def eval_cmd(
 ) -> None:
     """Evaluate policies through harnesses: Pass@1, mean score, pass@k / pass^k, spread; JSON + markdown."""
     flags: dict[str, object] = {
-        "tasks.path": tasks,
-        "tasks.split": split,
-        "tasks.limit": limit,
+        **opt.task_flags(tasks, split, limit),
         "engine.type": engine,
         "engine.model": model,
         "eval.runs": runs,
@@ -62,10 +60,7 @@ def eval_cmd(
         flags["eval.harnesses"] = list(harness)
     if checkpoint:
         flags["eval.checkpoints"] = list(checkpoint)
-    try:
-        cfg = load_config(config, [*flag_overrides(flags), *(override or [])])
-    except ConfigError as e:
-        raise typer.BadParameter(str(e)) from None
+    cfg = opt.config_or_usage(config, [*flag_overrides(flags), *(override or [])])
     cfg, applied = bounded_defaults(cfg, "eval", cfg.eval.harnesses or [cfg.rollout.harness])
     out_console = console(stderr=as_json)
     try:

@@ -11,7 +11,8 @@ from typing import Annotated
 
 import typer
 
-from harnessrl.config import ConfigError, load_config, shipped_config
+from harnessrl.commands import options as opt
+from harnessrl.config import shipped_config
 from harnessrl.experiments.quickstart import TABLE_HEADER, run_quickstart, table_rows
 
 QUICKSTART_CONFIG = "quickstart.toml"
@@ -22,8 +23,8 @@ def quickstart(
     config: Annotated[
         Path | None, typer.Option("--config", "-c", help="TOML config (default: the packaged one).")
     ] = None,
-    override: Annotated[list[str] | None, typer.Option("-o", help="Dotted override (repeatable).")] = None,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Redo every stage.")] = False,
+    override: opt.Override = None,
+    fresh: opt.Fresh = False,
 ) -> None:
     """Demonstrations -> SFT -> eval -> GRPO -> eval on generated tasks; prints the before/after table."""
     from rich.table import Table
@@ -31,10 +32,7 @@ def quickstart(
     from harnessrl.evaluate.paired import sentence
     from harnessrl.progress import console, quiet_loading
 
-    try:
-        cfg = load_config(config or shipped_config(QUICKSTART_CONFIG), override or [])
-    except ConfigError as e:
-        raise typer.BadParameter(str(e)) from None
+    cfg = opt.config_or_usage(config or shipped_config(QUICKSTART_CONFIG), override or [])
     quiet_loading()
     out = console()
     t0 = time.perf_counter()

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from harnessrl.commands import options as opt
 from harnessrl.config import (
     TRAINABLE_STATUSES,
     Config,
@@ -200,17 +201,17 @@ def show_results(
 
 
 def rollout(
-    tasks: Annotated[str | None, typer.Option(help="Task set (default: the bundled set).")] = None,
-    split: Annotated[str | None, typer.Option(help="Only tasks of this split.")] = None,
-    limit: Annotated[int | None, typer.Option(help="At most this many tasks.")] = None,
+    tasks: opt.Tasks = None,
+    split: opt.Split = None,
+    limit: opt.Limit = None,
     harness: Annotated[str | None, typer.Option(help="`harnessrl harness list`, whitebox:<code>.")] = None,
     engine: Annotated[str | None, typer.Option(help="hf | scripted (replays references) | vllm.")] = None,
-    model: Annotated[str | None, typer.Option(help="`default` or a local HF checkpoint.")] = None,
+    model: opt.Model = None,
     n: Annotated[int | None, typer.Option("--n", help="Rollouts per task.")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Rollouts at once.")] = None,
+    concurrency: opt.Concurrency = None,
     timeout: Annotated[float | None, typer.Option(help="Agent timeout per rollout, seconds.")] = None,
     out: Annotated[str | None, typer.Option(help="Output folder (one sub-folder per rollout).")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.")] = None,
+    config: opt.ConfigFile = None,
     override: Annotated[
         list[str] | None, typer.Option("-o", help="Dotted override, e.g. engine.dtype=bfloat16.")
     ] = None,
@@ -235,9 +236,7 @@ def rollout(
         override or [],
         option or [],
         **{
-            "tasks.path": tasks,
-            "tasks.split": split,
-            "tasks.limit": limit,
+            **opt.task_flags(tasks, split, limit),
             "rollout.harness": harness,
             "engine.type": engine,
             "engine.model": model,

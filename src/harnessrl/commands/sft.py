@@ -4,28 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from harnessrl.commands import options as opt
 from harnessrl.config import ConfigError, flag_overrides, load_config
 from harnessrl.types import EngineError, TaskError
 
 
 def sft(
     tasks: Annotated[str | None, typer.Option(help="Tasks to demonstrate (tasks.path).")] = None,
-    split: Annotated[str | None, typer.Option(help="Only tasks of this split.")] = None,
-    limit: Annotated[int | None, typer.Option(help="At most this many tasks.")] = None,
+    split: opt.Split = None,
+    limit: opt.Limit = None,
     harness: Annotated[str | None, typer.Option(help="Harness of the demonstrations (sft.harness).")] = None,
     rollouts: Annotated[
         list[str] | None, typer.Option(help="Rollout folder(s) to learn from too (sft.rollouts).")
     ] = None,
     no_demos: Annotated[bool, typer.Option("--no-demos", help="Only the rollout folders.")] = False,
-    model: Annotated[str | None, typer.Option(help="`default` or a local HF checkpoint.")] = None,
+    model: opt.Model = None,
     steps: Annotated[int | None, typer.Option(help="Optimizer steps (sft.steps).")] = None,
     out: Annotated[str | None, typer.Option(help="Output folder (sft.out_dir).")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.")] = None,
+    config: opt.ConfigFile = None,
     override: Annotated[
         list[str] | None, typer.Option("-o", help="Dotted override, e.g. sft.lr=1e-4.")
     ] = None,
@@ -36,9 +36,7 @@ def sft(
     from harnessrl.train.sft import sft as run_sft
 
     flags: dict[str, object] = {
-        "tasks.path": tasks,
-        "tasks.split": split,
-        "tasks.limit": limit,
+        **opt.task_flags(tasks, split, limit),
         "sft.harness": harness,
         "engine.model": model,
         "sft.steps": steps,

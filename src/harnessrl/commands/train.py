@@ -18,7 +18,8 @@ from typing import Annotated
 
 import typer
 
-from harnessrl.config import Config, ConfigError, flag_overrides, load_config, shipped_config
+from harnessrl.commands import options as opt
+from harnessrl.config import Config, ConfigError, flag_overrides, shipped_config
 from harnessrl.evaluate.defaults import applied_text, bounded_defaults
 from harnessrl.tasks import load_configured
 from harnessrl.types import EngineError, Task, TaskError
@@ -30,10 +31,7 @@ DEMO_CONFIG = "demo.toml"
 def train_config(config: Path | None, overrides: list[str], **flags: object) -> Config:
     """The run config: a file (default: the demo), the flags, then the -o overrides (last wins)."""
     extra = flag_overrides(flags)
-    try:
-        return load_config(config or shipped_config(DEMO_CONFIG), [*extra, *overrides])
-    except ConfigError as e:
-        raise typer.BadParameter(str(e)) from None
+    return opt.config_or_usage(config or shipped_config(DEMO_CONFIG), [*extra, *overrides])
 
 
 def select_tasks(cfg: Config) -> list[Task]:

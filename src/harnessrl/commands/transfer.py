@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from harnessrl.commands import options as opt
 from harnessrl.config import ConfigError, load_config, shipped_config
 from harnessrl.experiments.transfer import check, run_transfer
 from harnessrl.experiments.transfer_report import TABLE_FILE, table_markdown
@@ -25,8 +26,8 @@ def main(
     config: Annotated[
         Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/transfer.toml).")
     ] = None,
-    override: Annotated[list[str] | None, typer.Option("-o", help="Dotted override (repeatable).")] = None,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Redo every stage.")] = False,
+    override: opt.Override = None,
+    fresh: opt.Fresh = False,
 ) -> None:
     """From one cold start, GRPO through each arm's harnesses; every policy through every eval harness."""
     try:

@@ -28,14 +28,13 @@ import secrets
 import socket
 from collections import Counter
 from collections.abc import Iterator
-from types import TracebackType
 from typing import Any
 
 import orjson
 import uvicorn
 
 from harnessrl.engines.remote import GENERATE_PATH, INFO_PATH, result_json, sampling_from
-from harnessrl.protocols import Engine
+from harnessrl.protocols import Engine, Service
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +92,7 @@ async def _reply(send: Send, status: int, body: Any) -> None:
     await send({"type": "http.response.body", "body": data})
 
 
-class EngineServer:
+class EngineServer(Service):
     """`engine` over HTTP (module docstring); `start()` returns its URL."""
 
     def __init__(
@@ -136,15 +135,6 @@ class EngineServer:
     async def stop(self) -> None:
         await stop_uvicorn(self._server, self._task)
         self._server = self._task = None
-
-    async def __aenter__(self) -> EngineServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.stop()
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -74,6 +74,15 @@ def require(path: Path, obj: Mapping[str, Any], key: str, kind: type | tuple[typ
     return value
 
 
+def read_fields(path: Path, fields: Mapping[str, tuple[type | tuple[type, ...], str]]) -> dict[str, Any]:
+    """The JSON object in `path` when each named field is of its kind (`require`), in the order given:
+    `{key: (kind, what it should be)}`."""
+    obj = read_json_object(path)
+    for key, (kind, what) in fields.items():
+        require(path, obj, key, kind, what)
+    return obj
+
+
 def require_names(path: Path, obj: Mapping[str, Any], key: str) -> list[str]:
     """`obj[key]` when it is a list of strings, else FormatError naming the file and the field."""
     value = require(path, obj, key, list, "a list of names")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harnessrl.formats import read_json_object, require, write_json_object
+from harnessrl.formats import read_fields, write_json_object
 
 SFT_FILE = "sft.json"
 
@@ -25,7 +25,4 @@ def write_sft(out_dir: Path, result: dict[str, Any]) -> Path:
 
 def read_sft(path: Path) -> dict[str, Any]:
     """The SFT result in `path` (module docstring)."""
-    result = read_json_object(path)
-    require(path, result, "log", list, "a list of step records")
-    require(path, result, "model", str, "a model folder")
-    return result
+    return read_fields(path, {"log": (list, "a list of step records"), "model": (str, "a model folder")})

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harnessrl.formats import read_json_object, require, require_names, write_json_object
+from harnessrl.formats import read_fields, require_names, write_json_object
 
 QUICKSTART_FILE = "quickstart.json"
 ABLATION_FILE = "ablation.json"
@@ -29,11 +29,14 @@ def write_quickstart(out: Path, summary: dict[str, Any]) -> Path:
 
 def read_quickstart(path: Path) -> dict[str, Any]:
     """The quickstart summary in `path`: `policies` and `paired` objects, `seconds` an object."""
-    summary = read_json_object(path)
-    require(path, summary, "policies", dict, "an object of policies")
-    require(path, summary, "paired", dict, "an object of paired differences")
-    require(path, summary, "seconds", dict, "an object of stage seconds")
-    return summary
+    return read_fields(
+        path,
+        {
+            "policies": (dict, "an object of policies"),
+            "paired": (dict, "an object of paired differences"),
+            "seconds": (dict, "an object of stage seconds"),
+        },
+    )
 
 
 def write_ablation(out: Path, summary: dict[str, Any]) -> Path:
@@ -44,8 +47,7 @@ def write_ablation(out: Path, summary: dict[str, Any]) -> Path:
 def read_ablation(path: Path) -> dict[str, Any]:
     """The ablation summary in `path`: `policies` an object, `eval_configs` (white-box codes) and
     `out_of_space` (harness names) lists of strings."""
-    summary = read_json_object(path)
-    require(path, summary, "policies", dict, "an object of policies")
+    summary = read_fields(path, {"policies": (dict, "an object of policies")})
     require_names(path, summary, "eval_configs")
     require_names(path, summary, "out_of_space")
     return summary

@@ -24,13 +24,13 @@ import gc
 import logging
 import threading
 from collections.abc import Coroutine
-from types import TracebackType
 from typing import Any, TypeVar
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from harnessrl.engines.serve import start_uvicorn, stop_uvicorn, tcp_listener
+from harnessrl.protocols import Service
 from harnessrl.proxy.app import make_app
 from harnessrl.proxy.deps import ProxyDeps
 from harnessrl.proxy.sessions import SessionInfo
@@ -153,7 +153,7 @@ def header_deadline_protocol(timeout_s: float) -> type[HeaderDeadlineProtocol]:
     return type("HeaderDeadline", (HeaderDeadlineProtocol,), {"header_timeout_s": timeout_s})
 
 
-class ProxyServer:
+class ProxyServer(Service):
     """uvicorn serving `make_app(deps)` as a task of the running event loop.
 
     Connection limits come from `deps.config`: `header_timeout_s` (slowloris), `idle_timeout_s`
@@ -201,15 +201,6 @@ class ProxyServer:
     def requests(self) -> int:
         """HTTP requests this server has taken in so far (uvicorn's count; 0 when not serving)."""
         return self._server.server_state.total_requests if self._server is not None else 0
-
-    async def __aenter__(self) -> ProxyServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.stop()
 
 
 class ThreadedProxyServer:

@@ -152,6 +152,13 @@ CHARTS: dict[str, tuple[str, Callable[[Any, list[dict[str, float]], list[int]], 
 }
 
 
+def _save(fig: Any, path: Path) -> Path:
+    """Lay `fig` out tightly and write it to `path`."""
+    fig.tight_layout()
+    fig.savefig(path)
+    return path
+
+
 def plot_run(records: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Path]:
     """Write the PNGs of `PLOTS` for these metrics records into `out_dir`; returns their paths."""
     plt = _pyplot()
@@ -170,10 +177,7 @@ def plot_run(records: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Pat
             ax.grid(alpha=0.3)
             if steps:
                 ax.set_xticks(sorted(set(steps))[:: max(1, len(set(steps)) // 10)])
-            fig.tight_layout()
-            path = out / f"{name}.png"
-            fig.savefig(path)
-            paths.append(path)
+            paths.append(_save(fig, out / f"{name}.png"))
         finally:
             plt.close(fig)
     return paths
@@ -220,10 +224,7 @@ def plot_transfer(summary: dict[str, Any], out_dir: str | Path) -> list[Path]:
             ax.set_xlabel("evaluated in (* = no arm trained in it)", fontsize=8)
             ax.set_title(f"Pass@1, {group} (below: vs cold start, 95% interval)", fontsize=9)
             fig.colorbar(im, ax=ax, fraction=0.04)
-            fig.tight_layout()
-            path = out / f"transfer-{group}.png"
-            fig.savefig(path)
-            paths.append(path)
+            paths.append(_save(fig, out / f"transfer-{group}.png"))
         finally:
             plt.close(fig)
     return paths

@@ -45,7 +45,6 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from harnessrl.formats.calls import CALLS_FILE
@@ -53,6 +52,7 @@ from harnessrl.formats.rollout_dir import write_rollout_head
 from harnessrl.harnesses import Endpoint, Harness, McpServer
 from harnessrl.harnesses.launch import check_options, configure_harness, exec_harness
 from harnessrl.harnesses.registry import get_harness
+from harnessrl.protocols import Service
 from harnessrl.proxy.session_host import LocalSessions, SessionHost
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.agent_sandbox import AgentSandboxes
@@ -131,7 +131,7 @@ async def run_all(
     return rollouts if prompts is None else prompts.observe(rollouts, [system_of(j.task) for j in jobs])
 
 
-class RolloutRunner:
+class RolloutRunner(Service):
     """Runs rollouts against an already running proxy (see the module docstring)."""
 
     def __init__(
@@ -344,12 +344,8 @@ class RolloutRunner:
         """Destroy the prewarmed sandboxes of every pool (rollouts in flight keep theirs)."""
         await self.sandboxes.close()
 
-    async def __aenter__(self) -> RolloutRunner:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def stop(self) -> None:
+        """`close`, when `async with` leaves the runner."""
         await self.close()
 
 

@@ -35,15 +35,15 @@ import collections
 import contextlib
 import logging
 import os
-from types import TracebackType
 
+from harnessrl.protocols import Service
 from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import SandboxSpec
 
 log = logging.getLogger(__name__)
 
 
-class SandboxPool:
+class SandboxPool(Service):
     """Keeps up to `size` sandboxes of one spec created and idle (module docstring)."""
 
     def __init__(self, spec: SandboxSpec, size: int, max_creating: int | None = None) -> None:
@@ -172,11 +172,6 @@ class SandboxPool:
         ready, self._ready = self._ready, []
         await asyncio.gather(*(sb.destroy() for sb in ready))
 
-    async def __aenter__(self) -> SandboxPool:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def stop(self) -> None:
+        """`close`, when `async with` leaves the pool."""
         await self.close()

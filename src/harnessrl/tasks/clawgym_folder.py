@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from pydantic import ValidationError
 
 from harnessrl.formats import untrusted_json
 from harnessrl.tasks.files import scan_dir
+from harnessrl.tasks.folders import load_each, try_load
 from harnessrl.tasks.reward_sh import is_canonical_wrapper
 from harnessrl.tasks.rubric import rules_from_clawgym
 from harnessrl.tasks.syntax import first_syntax_error
-from harnessrl.types import Checker, Task, TaskError, TaskFile, safe_relpath
+from harnessrl.types import Checker, RubricRule, Task, TaskError, TaskFile, safe_relpath
 
 GRADING_TYPES = ("automated", "llm_judge", "hybrid")
 DEFAULT_MOUNT = "/root/.openclaw/workspace"
@@ -52,6 +53,33 @@ def require_graders(grading: str, has_checker: bool, has_rubric: bool, where: st
         raise TaskError(f"grading_type {grading} needs a code checker", where, line)
     if grading in ("llm_judge", "hybrid") and not has_rubric:
         raise TaskError(f"grading_type {grading} needs rubric rules", where, line)
+
+
+class Graded(TypedDict):
+    """The fields of a `Task` that every ClawGym-shaped loader (folder, JSONL, PinchBench) fills alike."""
+
+    split: str
+    category: str
+    grading_type: Literal["automated", "llm_judge", "hybrid"]
+    checker: Checker | None
+    rubric: list[RubricRule]
+
+
+def graded(
+    split: str,
+    category: Any,
+    grading: Any,
+    graders: tuple[Checker | None, list[RubricRule]],
+    where: str,
+    line: int | None,
+) -> Graded:
+    """Those fields (a missing category is ""), once `require_graders` has checked the grading type
+    against the graders `(checker, rubric)` the task has."""
+    checker, rubric = graders
+    require_graders(grading, checker is not None, bool(rubric), where, line)
+    return Graded(
+        split=split, category=str(category or ""), grading_type=grading, checker=checker, rubric=rubric
+    )
 
 
 def is_task_dir(path: Path) -> bool:
@@ -177,7 +205,7 @@ def load_task_dir(task_dir: Path, split: str) -> Task:
         meta.get("rules") or meta.get("rule") or data.get("rules") or data.get("rule"), entry_path
     )
     checker = _checker(task_dir, mount)
-    require_graders(grading, checker is not None, bool(rubric), entry_path, None)
+    fields = graded(split, meta.get("category"), grading, (checker, rubric), entry_path, None)
     known = {"task_id", "user_query", "metadata", "input_mount_dir", "rules", "rule", "grading_type"}
     extra = {k: v for k, v in meta.items() if k not in {"category", "grading_type", "rule", "rules"}}
     extra.update({k: v for k, v in data.items() if k not in known})
@@ -186,12 +214,8 @@ def load_task_dir(task_dir: Path, split: str) -> Task:
     return Task(
         id=str(data.get("task_id") or task_dir.name),
         prompt=data["user_query"],
-        split=split,
-        category=str(meta.get("category") or ""),
-        grading_type=grading,
         workspace=workspace,
-        checker=checker,
-        rubric=rubric,
+        **fields,
         input_mount_dir=root,
         reference=_reference(task_dir, "solve.sh"),
         wrong_reference=_reference(task_dir, "wrong.sh"),
@@ -202,23 +226,9 @@ def load_task_dir(task_dir: Path, split: str) -> Task:
 
 def load_split_dir(split_dir: Path) -> tuple[list[Task], list[TaskError]]:
     """Every sub-folder of a split folder is one task (hidden folders and `__pycache__` skipped)."""
-    tasks: list[Task] = []
-    rejected: list[TaskError] = []
-    for child in sorted(split_dir.iterdir()):
-        if child.name.startswith((".", "__")) or not (child.is_dir() or child.is_symlink()):
-            continue
-        result = try_load_task_dir(child, split_dir.name)
-        (tasks if isinstance(result, Task) else rejected).append(result)  # type: ignore[arg-type]
-    return tasks, rejected
+    return load_each(split_dir, try_load_task_dir)
 
 
 def try_load_task_dir(task_dir: Path, split: str) -> Task | TaskError:
     """`load_task_dir`, with every failure (bad JSON, unreadable file, invalid value) as a TaskError."""
-    try:
-        if task_dir.is_symlink():
-            raise TaskError("symlinks are not allowed in task folders", str(task_dir))
-        return load_task_dir(task_dir, split)
-    except TaskError as e:
-        return e
-    except (ValidationError, OSError, UnicodeDecodeError) as e:
-        return TaskError(f"unreadable task: {e}", str(task_dir))
+    return try_load(load_task_dir, task_dir, split, (ValidationError, OSError, UnicodeDecodeError))

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harnessrl.formats import untrusted_json
-from harnessrl.tasks.clawgym_folder import DEFAULT_MOUNT, entry_from_command, json_problem, require_graders
+from harnessrl.tasks.clawgym_folder import DEFAULT_MOUNT, entry_from_command, graded, json_problem
 from harnessrl.tasks.rubric import rules_from_clawgym
 from harnessrl.tasks.syntax import first_syntax_error
 from harnessrl.types import Checker, Task, TaskError, TaskFile, safe_relpath
@@ -112,17 +112,13 @@ def parse_line(obj: Any, path: Path, line: int, split: str) -> Task:
     grading = obj.get("grading_type")
     if grading is None:
         grading = ("hybrid" if rubric else "automated") if checker else "llm_judge"
-    require_graders(str(grading), checker is not None, bool(rubric), where, line)
+    fields = graded(split, obj.get("category"), str(grading), (checker, rubric), where, line)
     known = {"prompt", "input_files", "rules", "rule", "grading_type", "category", "input_mount_dir"}
     return Task(
         id=template_id(obj.get("origin_template")) or f"{path.name}:{line}",
         prompt=prompt,
-        split=split,
-        category=str(obj.get("category") or ""),
-        grading_type=grading,
         workspace=workspace,
-        checker=checker,
-        rubric=rubric,
+        **fields,
         input_mount_dir=mount,
         source=f"{path}:{line}",
         metadata={k: v for k, v in obj.items() if k not in known},

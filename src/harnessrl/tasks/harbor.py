@@ -36,6 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harnessrl.tasks.files import scan_dir
+from harnessrl.tasks.folders import load_each, try_load
 from harnessrl.tasks.harbor_config import (
     TaskToml,
     agent_internet,
@@ -210,14 +211,9 @@ def load_harbor_task(task_dir: Path, split: str) -> Task:
 
 def try_load_harbor_task(task_dir: Path, split: str) -> Task | TaskError:
     """`load_harbor_task`, with every failure as a TaskError."""
-    try:
-        if task_dir.is_symlink():
-            raise TaskError("symlinks are not allowed in task folders", str(task_dir))
-        return load_harbor_task(task_dir, split)
-    except TaskError as e:
-        return e
-    except (ValidationError, OSError, UnicodeDecodeError, ValueError) as e:
-        return TaskError(f"unreadable task: {e}", str(task_dir))
+    return try_load(
+        load_harbor_task, task_dir, split, (ValidationError, OSError, UnicodeDecodeError, ValueError)
+    )
 
 
 def is_harbor_dataset(path: Path) -> bool:
@@ -228,14 +224,7 @@ def is_harbor_dataset(path: Path) -> bool:
 def load_harbor_dataset(path: Path) -> tuple[list[Task], list[TaskError]]:
     """Every sub-folder is one task (hidden folders and `__pycache__` skipped); split = the folder's
     name. A sub-folder without `task.toml` is rejected, never skipped silently."""
-    tasks: list[Task] = []
-    rejected: list[TaskError] = []
-    for child in sorted(path.iterdir()):
-        if child.name.startswith((".", "__")) or not (child.is_dir() or child.is_symlink()):
-            continue
-        result = try_load_harbor_task(child, path.name)
-        (tasks if isinstance(result, Task) else rejected).append(result)  # type: ignore[arg-type]
-    return tasks, rejected
+    return load_each(path, try_load_harbor_task)
 
 
 def refuse_internet(tasks: Sequence[Task], allow: bool) -> None:

@@ -17,12 +17,14 @@ task ids are rejected too (the first one wins), since ids key rewards and report
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harnessrl.tasks.clawgym_folder import is_task_dir, load_split_dir, try_load_task_dir
 from harnessrl.tasks.clawgym_jsonl import load_jsonl
 from harnessrl.tasks.config import TaskFormat, TasksConfig
+from harnessrl.tasks.folders import Loads
 from harnessrl.tasks.harbor import (
     is_harbor_dataset,
     is_harbor_task,
@@ -74,24 +76,34 @@ def _add(out: TaskSetLoad, result: Task | TaskError) -> None:
     (out.tasks if isinstance(result, Task) else out.rejected).append(result)  # type: ignore[arg-type]
 
 
-def _load_harbor(path: Path, out: TaskSetLoad) -> bool:
-    if is_harbor_task(path):
-        _add(out, try_load_harbor_task(path, path.resolve().parent.name))
+def _is_clawgym_task(path: Path) -> bool:
+    return (path / "data_entry.json").exists()
+
+
+Layout = tuple[Callable[[Path, str], Task | TaskError], Callable[[Path], bool], Callable[[Path], Loads]]
+"""A folder layout: load one task (folder, split), is this a set of tasks, load a set."""
+
+
+def _load_layout(path: Path, out: TaskSetLoad, is_task: Callable[[Path], bool], layout: Layout) -> bool:
+    """`path` as one task, or a set of tasks, or a folder of sets, of one layout; False if none."""
+    load_task, is_set, load_set = layout
+    if is_task(path):
+        _add(out, load_task(path, path.resolve().parent.name))
         return True
-    datasets = [path] if is_harbor_dataset(path) else [c for c in _subdirs(path) if is_harbor_dataset(c)]
-    for dataset in datasets:
-        out.extend(*load_harbor_dataset(dataset))
-    return bool(datasets)
+    sets = [path] if is_set(path) else [c for c in _subdirs(path) if is_set(c)]
+    for folder in sets:
+        out.extend(*load_set(folder))
+    return bool(sets)
+
+
+def _load_harbor(path: Path, out: TaskSetLoad) -> bool:
+    return _load_layout(
+        path, out, is_harbor_task, (try_load_harbor_task, is_harbor_dataset, load_harbor_dataset)
+    )
 
 
 def _load_clawgym(path: Path, out: TaskSetLoad) -> bool:
-    if (path / "data_entry.json").exists():
-        _add(out, try_load_task_dir(path, path.resolve().parent.name))
-        return True
-    splits = [path] if _is_split_dir(path) else [c for c in _subdirs(path) if _is_split_dir(c)]
-    for split_dir in splits:
-        out.extend(*load_split_dir(split_dir))
-    return bool(splits)
+    return _load_layout(path, out, _is_clawgym_task, (try_load_task_dir, _is_split_dir, load_split_dir))
 
 
 def _load_dir(path: Path, out: TaskSetLoad, fmt: TaskFormat) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from harnessrl.tasks.clawgym_folder import require_graders
+from harnessrl.tasks.clawgym_folder import graded
 from harnessrl.tasks.files import scan_dir
 from harnessrl.tasks.rubric import rules_from_markdown
 from harnessrl.tasks.syntax import first_syntax_error
@@ -190,7 +190,9 @@ def load_markdown(md: Path, split: str = "") -> Task:
     grading = meta.get("grading_type") or "automated"
     checker = _checker(secs, md, text)
     rubric = rules_from_markdown(secs.get("llm judge rubric", ""))
-    require_graders(grading, checker is not None, bool(rubric), where, _line_of(text, "grading_type"))
+    fields = graded(
+        split, meta.get("category"), grading, (checker, rubric), where, _line_of(text, "grading_type")
+    )
     entries = meta.get("workspace_files") or []
     if not isinstance(entries, list):
         raise TaskError("`workspace_files` must be a list", where, _line_of(text, "workspace_files"))
@@ -203,12 +205,8 @@ def load_markdown(md: Path, split: str = "") -> Task:
     return Task(
         id=str(meta.get("id") or md.stem),
         prompt=prompt,
-        split=split,
-        category=str(meta.get("category") or ""),
-        grading_type=grading,
         workspace=workspace,
-        checker=checker,
-        rubric=rubric,
+        **fields,
         grading_weights={str(k): float(v) for k, v in weights.items()} if isinstance(weights, dict) else {},
         timeout_s=float(timeout) if timeout is not None else None,
         source=where,

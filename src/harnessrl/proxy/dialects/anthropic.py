@@ -23,7 +23,7 @@ verifies it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harnessrl.proxy import sse
@@ -63,18 +63,26 @@ def _text_of(content: Any, where: str, images: bool = False) -> str:
     return text_parts(content, where, kinds, "is not supported here (text only)")
 
 
+def _content_blocks(content: Any, where: str, texts: list[str]) -> Iterator[tuple[str, Any, dict[str, Any]]]:
+    """Each block of a content list but its text blocks: where it is (`messages[i].content[j]`), its
+    type, the block. A text block's text is appended to `texts` instead, in order."""
+    for j, block in enumerate(expect(content, list, where)):
+        bw = f"{where}[{j}]"
+        kind = expect(block, dict, bw).get("type")
+        if kind == "text":
+            texts.append(expect(block.get("text", ""), str, f"{bw}.text"))
+        else:
+            yield bw, kind, block
+
+
 def _assistant(content: Any, where: str) -> ChatMessage:
     if isinstance(content, str):
         return ChatMessage(role="assistant", content=content)
     texts: list[str] = []
     thoughts: list[str] = []
     calls: list[ToolCall] = []
-    for j, block in enumerate(expect(content, list, where)):
-        bw = f"{where}[{j}]"
-        kind = expect(block, dict, bw).get("type")
-        if kind == "text":
-            texts.append(expect(block.get("text", ""), str, f"{bw}.text"))
-        elif kind == "thinking":
+    for bw, kind, block in _content_blocks(content, where, texts):
+        if kind == "thinking":
             thoughts.append(expect(block.get("thinking", ""), str, f"{bw}.thinking"))
         elif kind == "redacted_thinking":
             continue
@@ -96,12 +104,8 @@ def _user(content: Any, where: str) -> list[ChatMessage]:
         return [ChatMessage(role="user", content=content)]
     out: list[ChatMessage] = []
     texts: list[str] = []
-    for j, block in enumerate(expect(content, list, where)):
-        bw = f"{where}[{j}]"
-        kind = expect(block, dict, bw).get("type")
-        if kind == "text":
-            texts.append(expect(block.get("text", ""), str, f"{bw}.text"))
-        elif kind == "image":
+    for bw, kind, block in _content_blocks(content, where, texts):
+        if kind == "image":
             texts.append(IMAGE_PLACEHOLDER)
         elif kind == "tool_result":
             call_id = expect(block.get("tool_use_id"), str, f"{bw}.tool_use_id")

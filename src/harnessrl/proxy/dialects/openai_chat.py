@@ -52,8 +52,12 @@ def openai_error(
 
 
 class OpenAIModels:
-    """What both OpenAI dialects answer alike: OpenAI's model list and error body, and no header of
-    their own."""
+    """What both OpenAI dialects answer alike: OpenAI's model list and error body, tool call ids,
+    server-sent events with comment keepalives, and no header of their own."""
+
+    tool_id_prefix = "call_"
+    keepalive = sse.COMMENT_KEEPALIVE
+    stream_media_type = "text/event-stream"
 
     def error_json(
         self, status: int, message: str, param: str | None = None, code: str | None = None
@@ -190,10 +194,7 @@ def _check_unsupported(body: dict[str, Any]) -> None:
 class OpenAIChatDialect(OpenAIModels):
     name = "openai_chat"
     routes: tuple[str, ...] = ("/v1/chat/completions",)
-    tool_id_prefix = "call_"
     response_id_prefix = "chatcmpl-"
-    keepalive = sse.COMMENT_KEEPALIVE
-    stream_media_type = "text/event-stream"
     models_paths: tuple[str, ...] = ("/v1/models",)
 
     def endpoints(self) -> dict[str, Endpoint]:

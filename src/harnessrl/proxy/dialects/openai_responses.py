@@ -56,10 +56,7 @@ def _response(req: CanonicalRequest, response_id: str, created: int, status: str
 class OpenAIResponsesDialect(OpenAIModels):
     name = "openai_responses"
     routes: tuple[str, ...] = ("/v1/responses",)
-    tool_id_prefix = "call_"
     response_id_prefix = "resp_"
-    keepalive = sse.COMMENT_KEEPALIVE
-    stream_media_type = "text/event-stream"
     models_paths: tuple[str, ...] = ()
     """OpenAI's `/v1/models` is answered by the Chat Completions dialect (the same shape)."""
 

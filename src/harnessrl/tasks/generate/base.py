@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +115,30 @@ def _score(ws, s, E):
     s["{present}"] = 1.0
 {checks.strip(chr(10))}
 """
+
+
+def answer_instance(
+    prompt: str, source: tuple[str, str], out: str, solve: str, wrong: str, **expected: Any
+) -> Instance:
+    """An instance of an `answer_body` family: one input file `source` (path, text) kept unchanged,
+    the answer written to `out`; `expected` adds what the checks read."""
+    name, text = source
+    return Instance(
+        prompt=prompt,
+        files={name: text},
+        expected={"input": name, "original": text, "out": out, **expected},
+        solve=solve,
+        wrong=wrong,
+    )
+
+
+def steps_instance(
+    prompt: str, files: dict[str, str], expected: dict[str, Any], steps: Sequence[str], wrong: Sequence[str]
+) -> Instance:
+    """An instance of a multi-step family: the reference and the wrong sequence, one command a step."""
+    return Instance(
+        prompt=prompt, files=files, expected=expected, solve="\n".join(steps), wrong="\n".join(wrong)
+    )
 
 
 ONE_VALUE_CHECKS = """

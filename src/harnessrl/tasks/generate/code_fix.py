@@ -45,6 +45,8 @@ def _score(ws, s, E):
     s["fixed_function_correct"] = float(fixed == E["fixed_values"])
     s["other_function_correct"] = float(other == E["other_values"])
 """
+SUMMARY = "the module compiles, the buggy function is fixed, the other function still correct."
+METRICS = ("module_compiles", "fixed_function_correct", "other_function_correct")
 
 
 def _pattern(op: str) -> str:
@@ -73,10 +75,4 @@ def make(rng: random.Random) -> Instance:
     )
 
 
-FAMILY = Family(
-    name="code_fix",
-    metrics=("module_compiles", "fixed_function_correct", "other_function_correct"),
-    check_body=BODY,
-    make=make,
-    summary="the module compiles, the buggy function is fixed, the other function still correct.",
-)
+FAMILY = Family(name="code_fix", metrics=METRICS, check_body=BODY, make=make, summary=SUMMARY)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 
-from harnessrl.tasks.generate.base import Family, Instance
+from harnessrl.tasks.generate.base import Family, Instance, steps_instance
 
 APPS = ("server", "client", "proxy", "cache", "mailer", "gateway", "indexer", "scheduler")
 VALUES = {
@@ -33,6 +33,8 @@ def _score(ws, s, E):
     s["key_updated"] = float(_read(ws / E["path"]) == E["updated"])
     s["change_logged"] = float(_read(ws / "changes.txt") == E["change"] + "\\n")
 """
+SUMMARY = "the original config in backup/, the key changed in place, the change logged."
+METRICS = ("backup_original", "key_updated", "change_logged")
 
 
 def make(rng: random.Random) -> Instance:
@@ -54,19 +56,8 @@ def make(rng: random.Random) -> Instance:
         f"3. Append the line {key}={new} to changes.txt."
     )
     expected = {"name": name, "path": path, "original": original, "updated": updated}
-    return Instance(
-        prompt=prompt,
-        files={path: original},
-        expected=expected | {"change": f"{key}={new}"},
-        solve="\n".join(steps),
-        wrong="\n".join((steps[1], steps[0], steps[2])),
-    )
+    expected["change"] = f"{key}={new}"
+    return steps_instance(prompt, {path: original}, expected, steps, (steps[1], steps[0], steps[2]))
 
 
-FAMILY = Family(
-    name="config_update",
-    metrics=("backup_original", "key_updated", "change_logged"),
-    check_body=BODY,
-    make=make,
-    summary="the original config in backup/, the key changed in place, the change logged.",
-)
+FAMILY = Family(name="config_update", metrics=METRICS, check_body=BODY, make=make, summary=SUMMARY)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from harnessrl.tasks.generate.base import Family, Instance, answer_body
+from harnessrl.tasks.generate.base import Family, Instance, answer_body, answer_instance
 
 WORDS = ("ERROR", "WARN", "FAIL", "TIMEOUT", "DENIED")
 FILES = ("log.txt", "server.log", "events.txt", "app.log")
@@ -24,6 +24,8 @@ BODY = answer_body(
     s["count_correct"] = float(answer.strip() == str(E["count"]))
 """,
 )
+SUMMARY = "the number of lines holding the word, alone in the answer file; the log unchanged."
+METRICS = ("answer_exists", "answer_is_number", "count_correct", "input_unchanged")
 
 
 def make(rng: random.Random) -> Instance:
@@ -36,19 +38,9 @@ def make(rng: random.Random) -> Instance:
     lines.insert(rng.randint(0, len(lines)), f"10:31 INFO retry after {word.lower()}")
     text = "\n".join(lines) + "\n"
     count = sum(word in line for line in lines)
-    return Instance(
-        prompt=f"Count the lines of {name} that contain {word} and write the number to {out}.",
-        files={name: text},
-        expected={"input": name, "original": text, "out": out, "count": count},
-        solve=f"grep -c {word} {name} > {out}",
-        wrong=f"grep -ci {word} {name} > {out}",
-    )
+    prompt = f"Count the lines of {name} that contain {word} and write the number to {out}."
+    solve, wrong = f"grep -c {word} {name} > {out}", f"grep -ci {word} {name} > {out}"
+    return answer_instance(prompt, (name, text), out, solve, wrong, count=count)
 
 
-FAMILY = Family(
-    name="count_matches",
-    metrics=("answer_exists", "answer_is_number", "count_correct", "input_unchanged"),
-    check_body=BODY,
-    make=make,
-    summary="the number of lines holding the word, alone in the answer file; the log unchanged.",
-)
+FAMILY = Family(name="count_matches", metrics=METRICS, check_body=BODY, make=make, summary=SUMMARY)

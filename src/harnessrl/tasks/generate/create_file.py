@@ -22,6 +22,8 @@ def _score(ws, s, E):
     s["content_exact"] = float(text.strip() == E["line"])
     s["single_line"] = float(text.strip() != "" and text.rstrip("\\n").count("\\n") == 0)
 """
+SUMMARY = "the file at the given path holding exactly the given line."
+METRICS = ("file_exists", "content_exact", "single_line")
 
 
 def make(rng: random.Random) -> Instance:
@@ -37,10 +39,4 @@ def make(rng: random.Random) -> Instance:
     )
 
 
-FAMILY = Family(
-    name="create_file",
-    metrics=("file_exists", "content_exact", "single_line"),
-    check_body=BODY,
-    make=make,
-    summary="the file at the given path holding exactly the given line.",
-)
+FAMILY = Family(name="create_file", metrics=METRICS, check_body=BODY, make=make, summary=SUMMARY)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from harnessrl.tasks.generate.base import ONE_VALUE_CHECKS, Family, Instance, answer_body
+from harnessrl.tasks.generate.base import ONE_VALUE_CHECKS, Family, Instance, answer_body, answer_instance
 
 FILES = ("people.csv", "members.csv", "staff.csv")
 NAMES = ("Ada", "Bram", "Chen", "Dana", "Emil", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lena")
@@ -15,6 +15,8 @@ CITIES = ("Oslo", "Lima", "Pune", "Kyiv", "Nice", "Cork", "Graz", "Bern", "Riga"
 FIELDS = {"city": 2, "age": 3}
 
 BODY = answer_body("csv_unchanged", "answer_exists", ONE_VALUE_CHECKS)
+SUMMARY = "the asked field of the asked row, alone on one line; the CSV unchanged."
+METRICS = ("answer_exists", "single_line", "value_correct", "csv_unchanged")
 
 
 def make(rng: random.Random) -> Instance:
@@ -26,19 +28,10 @@ def make(rng: random.Random) -> Instance:
     field = rng.choice(sorted(FIELDS))
     col = FIELDS[field]
     out = rng.choice((f"{field}.txt", "answer.txt"))
-    return Instance(
-        prompt=f"Write the {field} of {who[0]} from {name} to {out}.",
-        files={name: text},
-        expected={"input": name, "original": text, "out": out, "value": who[col - 1]},
-        solve=f"awk -F, '$1==\"{who[0]}\" {{print ${col}}}' {name} > {out}",
-        wrong=f"awk -F, '$1==\"{who[0]}\" {{print ${5 - col}}}' {name} > {out}",
-    )
+    prompt = f"Write the {field} of {who[0]} from {name} to {out}."
+    solve = f"awk -F, '$1==\"{who[0]}\" {{print ${col}}}' {name} > {out}"
+    wrong = f"awk -F, '$1==\"{who[0]}\" {{print ${5 - col}}}' {name} > {out}"
+    return answer_instance(prompt, (name, text), out, solve, wrong, value=who[col - 1])
 
 
-FAMILY = Family(
-    name="csv_field",
-    metrics=("answer_exists", "single_line", "value_correct", "csv_unchanged"),
-    check_body=BODY,
-    make=make,
-    summary="the asked field of the asked row, alone on one line; the CSV unchanged.",
-)
+FAMILY = Family(name="csv_field", metrics=METRICS, check_body=BODY, make=make, summary=SUMMARY)

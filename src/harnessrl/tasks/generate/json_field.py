@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import random
 
-from harnessrl.tasks.generate.base import ONE_VALUE_CHECKS, Family, Instance, answer_body
+from harnessrl.tasks.generate.base import ONE_VALUE_CHECKS, Family, Instance, answer_body, answer_instance
 
 FILES = ("config.json", "settings.json", "app.json")
 HOSTS = ("alpha.local", "db.internal", "edge-1", "cache-2", "api.test")
 REGIONS = ("eu-west", "us-east", "ap-south", "sa-east")
 
 BODY = answer_body("json_unchanged", "answer_exists", ONE_VALUE_CHECKS)
+SUMMARY = "the asked top-level value, alone on one line; the JSON file unchanged."
+METRICS = ("answer_exists", "single_line", "value_correct", "json_unchanged")
 
 
 def _config(rng: random.Random) -> dict[str, object]:
@@ -36,19 +38,10 @@ def make(rng: random.Random) -> Instance:
     text = json.dumps(config, indent=2) + "\n"
     key = rng.choice(("host", "port", "region", "timeout"))
     out = rng.choice((f"{key}.txt", "value.txt"))
-    return Instance(
-        prompt=f"Write the value of {key} in {name} to {out}.",
-        files={name: text},
-        expected={"input": name, "original": text, "out": out, "value": str(config[key])},
-        solve=f"python3 -c \"import json; print(json.load(open('{name}'))['{key}'])\" > {out}",
-        wrong=f"grep '\"{key}\"' {name} > {out}",
-    )
+    prompt = f"Write the value of {key} in {name} to {out}."
+    solve = f"python3 -c \"import json; print(json.load(open('{name}'))['{key}'])\" > {out}"
+    wrong = f"grep '\"{key}\"' {name} > {out}"
+    return answer_instance(prompt, (name, text), out, solve, wrong, value=str(config[key]))
 
 
-FAMILY = Family(
-    name="json_field",
-    metrics=("answer_exists", "single_line", "value_correct", "json_unchanged"),
-    check_body=BODY,
-    make=make,
-    summary="the asked top-level value, alone on one line; the JSON file unchanged.",
-)
+FAMILY = Family(name="json_field", metrics=METRICS, check_body=BODY, make=make, summary=SUMMARY)

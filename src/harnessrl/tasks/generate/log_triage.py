@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 
-from harnessrl.tasks.generate.base import Family, Instance
+from harnessrl.tasks.generate.base import Family, Instance, steps_instance
 
 LEVELS = ("ERROR", "WARN", "FAIL", "DENIED")
 SERVICES = ("api", "web", "worker", "db", "auth", "cron", "mail", "queue", "search", "billing")
@@ -30,6 +30,8 @@ def _score(ws, s, E):
     s["count_correct"] = float(count is not None and count.strip() == str(E["count"]))
     s["log_moved"] = float(_read(folder / E["name"]) == E["content"])
 """
+SUMMARY = "the folder made, the level's line count in its count.txt, the log moved into it."
+METRICS = ("folder_exists", "count_correct", "log_moved", "source_gone")
 
 
 def make(rng: random.Random) -> Instance:
@@ -48,20 +50,10 @@ def make(rng: random.Random) -> Instance:
         f"Three steps: 1. Create the folder {folder}. 2. Write the number of lines of {source} that "
         f"contain {level} to {folder}/count.txt. 3. Move {source} into {folder}."
     )
-    expected = {"folder": folder, "source": source, "name": name, "content": text}
-    return Instance(
-        prompt=prompt,
-        files={source: text, "logs/README": "service logs\n"},
-        expected=expected | {"count": sum(level in line for line in lines)},
-        solve="\n".join(steps),
-        wrong="\n".join(wrong),
-    )
+    expected: dict[str, object] = {"folder": folder, "source": source, "name": name, "content": text}
+    expected["count"] = sum(level in line for line in lines)
+    files = {source: text, "logs/README": "service logs\n"}
+    return steps_instance(prompt, files, expected, steps, wrong)
 
 
-FAMILY = Family(
-    name="log_triage",
-    metrics=("folder_exists", "count_correct", "log_moved", "source_gone"),
-    check_body=BODY,
-    make=make,
-    summary="the folder made, the level's line count in its count.txt, the log moved into it.",
-)
+FAMILY = Family(name="log_triage", metrics=METRICS, check_body=BODY, make=make, summary=SUMMARY)

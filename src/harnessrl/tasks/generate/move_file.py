@@ -24,6 +24,8 @@ def _score(ws, s, E):
     s["dest_exists"] = 1.0
     s["content_identical"] = float(_read(dest) == E["content"])
 """
+SUMMARY = "the file at its new path with the same content, gone from the old one; the other file kept."
+METRICS = ("dest_exists", "content_identical", "source_gone", "others_untouched")
 
 
 def make(rng: random.Random) -> Instance:
@@ -49,10 +51,4 @@ def make(rng: random.Random) -> Instance:
     )
 
 
-FAMILY = Family(
-    name="move_file",
-    metrics=("dest_exists", "content_identical", "source_gone", "others_untouched"),
-    check_body=BODY,
-    make=make,
-    summary="the file at its new path with the same content, gone from the old one; the other file kept.",
-)
+FAMILY = Family(name="move_file", metrics=METRICS, check_body=BODY, make=make, summary=SUMMARY)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from harnessrl.tasks.generate.base import Family, Instance, answer_body
+from harnessrl.tasks.generate.base import Family, Instance, answer_body, answer_instance
 
 FILES = ("words.txt", "names.txt", "items.txt")
 WORDS = ("apple", "cedar", "maple", "lemon", "olive", "peach", "plum", "basil", "thyme", "mint", "fig")
@@ -25,6 +25,8 @@ BODY = answer_body(
 """,
     var="text",
 )
+SUMMARY = "the transformed lines, exactly, in the output file; the input unchanged."
+METRICS = ("output_exists", "line_count_correct", "lines_correct", "input_unchanged")
 
 
 def _words(rng: random.Random, op: str) -> list[str]:
@@ -52,19 +54,7 @@ def make(rng: random.Random) -> Instance:
         out, want = "unique.txt", sorted(set(words))
         prompt = f"Write the distinct lines of {name}, sorted alphabetically, to {out}."
         solve, wrong = f"sort -u {name} > {out}", f"uniq {name} > {out}"
-    return Instance(
-        prompt=prompt,
-        files={name: text},
-        expected={"input": name, "original": text, "out": out, "lines": want},
-        solve=solve,
-        wrong=wrong,
-    )
+    return answer_instance(prompt, (name, text), out, solve, wrong, lines=want)
 
 
-FAMILY = Family(
-    name="text_transform",
-    metrics=("output_exists", "line_count_correct", "lines_correct", "input_unchanged"),
-    check_body=BODY,
-    make=make,
-    summary="the transformed lines, exactly, in the output file; the input unchanged.",
-)
+FAMILY = Family(name="text_transform", metrics=METRICS, check_body=BODY, make=make, summary=SUMMARY)
