@@ -45,7 +45,6 @@ def one_line(command: str) -> str:
 
 class Aider(HarnessBase):
     name = "aider"
-    version = VERSION
     package = f"aider-chat=={VERSION}"
     installer = "pypi"
     command = "aider"

@@ -1,8 +1,8 @@
 """`HarnessBase`: what every adapter shares, so that an adapter module holds only what is its own
 (its pins, its config files, its command line and its output format).
 
-- Install: an adapter declares `installer`, `package` and `version` (and, for npm, `install_scripts`
-  and `pinned_node`; for PyPI, `python` when it needs the Python 3.13 runtime of `images/runtime.py`,
+- Install: an adapter declares `installer` and `package` (`version` is read from it; and, for npm,
+  `install_scripts` and `pinned_node`; for PyPI, `python` when it needs the Python 3.13 runtime of `images/runtime.py`,
   and `pip_left_out`); its lockfile is `install.LOCKS / name`. `install_dir` computes the one install
   folder (`harnessrl harness list` and the runner ask it too), `ensure_installed` installs from the
   lockfile (`install.npm_install` / `install.python_install`), `lock` rewrites the lockfile.
@@ -20,6 +20,7 @@ Adding a harness = one module with a `HarnessBase` subclass + one line in `regis
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -43,12 +44,17 @@ class HarnessBase:
     """Defaults every adapter shares; subclasses set the class attributes, `prepare` and `parse`."""
 
     name: str
-    version: str = ""
     package: str = ""
     """Pinned package spec (`@openai/codex@0.171.0`, `mini-swe-agent==2.4.6`); "" = nothing to install."""
     says_version: str | None = None
     """What its binary prints for `--version` when that differs from `version` (a version hard-coded
     in the CLI, as Grok CLI's); None: it prints `version`."""
+
+    @property
+    def version(self) -> str:
+        """The pinned version: what follows the last `@` (npm) or `==` (PyPI) of `package`."""
+        return re.split(r"@|==", self.package)[-1] if self.package else ""
+
     installer: Installer = "npm"
     command: str = ""
     """Its executable: in `node_modules/.bin` of an npm install, in `bin` of a PyPI venv."""

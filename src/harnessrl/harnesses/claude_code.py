@@ -25,7 +25,6 @@ VERSION = "2.1.332"
 
 class ClaudeCode(HarnessBase):
     name = "claude-code"
-    version = VERSION
     package = f"@anthropic-ai/claude-code@{VERSION}"
     command = "claude"
     install_scripts = ("@anthropic-ai/claude-code",)

@@ -54,7 +54,6 @@ def cline_providers(ctx: HarnessContext, model: str) -> dict[str, Any]:
 
 class Cline(HarnessBase):
     name = "cline"
-    version = VERSION
     package = f"cline@{VERSION}"
     command = "cline"
     shell_tool = CommandList("run_commands", "commands")

@@ -32,7 +32,6 @@ ESCAPES = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b\[[0-9;?]*[A-Za-z]"
 
 class CodePuppy(HarnessBase):
     name = "code-puppy"
-    version = VERSION
     package = f"code-puppy=={VERSION}"
     installer = "pypi"
     command = "code-puppy"

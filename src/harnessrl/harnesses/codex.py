@@ -56,7 +56,6 @@ class Codex(HarnessBase):
     requests it sends any model of the user's own (a `namespace` tool among them)."""
 
     name = "codex"
-    version = VERSION
     package = f"@openai/codex@{VERSION}"
     command = "codex"
     shell_tool = ShellTool("exec_command", "cmd")

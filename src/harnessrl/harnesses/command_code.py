@@ -48,7 +48,6 @@ def command_code_providers(ctx: HarnessContext, model: str, api: str) -> dict[st
 
 class CommandCode(HarnessBase):
     name = "command-code"
-    version = VERSION
     package = f"command-code@{VERSION}"
     command = "cmd"
     pinned_node = True

@@ -41,7 +41,6 @@ def continue_config(ctx: HarnessContext, model: str) -> dict[str, Any]:
 
 class ContinueCli(HarnessBase):
     name = "continue"
-    version = VERSION
     package = f"@continuedev/cli@{VERSION}"
     command = "cn"
     shell_tool = ShellTool("Bash", "command")

@@ -38,7 +38,6 @@ def mcp_config(ctx: HarnessContext) -> dict[str, Any]:
 
 class Copilot(HarnessBase):
     name = "copilot"
-    version = VERSION
     package = f"@github/copilot@{VERSION}"
     command = "copilot"
     shell_tool = ShellTool("bash", "command", extra={"description": "Run the command"})

@@ -45,7 +45,6 @@ def droid_settings(ctx: HarnessContext, model: str, provider: str) -> dict[str, 
 
 class Droid(HarnessBase):
     name = "droid"
-    version = VERSION
     package = f"{PLATFORM_PACKAGE}@{VERSION}"
     command = "droid"
     shell_tool = ShellTool("Execute", "command", extra={"summary": "Run the task command"})

@@ -43,7 +43,6 @@ def gemini_settings(ctx: HarnessContext) -> dict[str, Any]:
 
 class GeminiCli(HarnessBase):
     name = "gemini-cli"
-    version = VERSION
     package = f"@google/gemini-cli@{VERSION}"
     command = "gemini"
     shell_tool = ShellTool("run_shell_command", "command")

@@ -36,7 +36,6 @@ def chat_config(ctx: HarnessContext) -> str:
 
 class Gptme(HarnessBase):
     name = "gptme"
-    version = VERSION
     package = f"gptme=={VERSION}"
     installer = "pypi"
     command = "gptme"

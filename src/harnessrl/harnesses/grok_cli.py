@@ -28,7 +28,6 @@ SETTINGS_VERSION = 2
 
 class GrokCli(HarnessBase):
     name = "grok-cli"
-    version = VERSION
     says_version = "1.0.1"
     package = f"@vibe-kit/grok-cli@{VERSION}"
     command = "grok"

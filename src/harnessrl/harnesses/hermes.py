@@ -18,7 +18,6 @@ VERSION = "0.19.0"
 
 class Hermes(HarnessBase):
     name = "hermes"
-    version = VERSION
     package = f"hermes-agent=={VERSION}"
     installer = "pypi"
     command = "hermes"

@@ -36,7 +36,6 @@ OFF_SWITCHES = (
 
 class Kilo(HarnessBase):
     name = "kilo"
-    version = VERSION
     package = f"@kilocode/cli@{VERSION}"
     command = "kilo"
     shell_tool = ShellTool("bash", "command")

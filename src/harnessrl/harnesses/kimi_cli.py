@@ -23,7 +23,6 @@ ALIAS = "harnessrl"
 
 class KimiCli(HarnessBase):
     name = "kimi-cli"
-    version = VERSION
     package = f"kimi-cli=={VERSION}"
     installer = "pypi"
     python = "3.13"

@@ -77,7 +77,6 @@ def store_connection(ctx: HarnessContext, name: str, provider_type: str, base_ur
 
 class LettaCode(HarnessBase):
     name = "letta-code"
-    version = VERSION
     package = f"@letta-ai/letta-code@{VERSION}"
     command = "letta"
     pinned_node = True

@@ -47,7 +47,6 @@ def mini_config(ctx: HarnessContext, model: str) -> dict[str, Any]:
 
 class MiniSweAgent(HarnessBase):
     name = "mini-swe-agent"
-    version = VERSION
     package = f"mini-swe-agent=={VERSION}"
     installer = "pypi"
     command = "python"

@@ -55,7 +55,6 @@ def vibe_config(ctx: HarnessContext, model: str) -> str:
 
 class MistralVibe(HarnessBase):
     name = "mistral-vibe"
-    version = VERSION
     package = f"mistral-vibe=={VERSION}"
     installer = "pypi"
     python = "3.13"

@@ -46,7 +46,6 @@ def json_report(stdout: str) -> dict[str, Any]:
 
 class Nanocoder(HarnessBase):
     name = "nanocoder"
-    version = VERSION
     package = f"@nanocollective/nanocoder@{VERSION}"
     command = "nanocoder"
     pinned_node = True

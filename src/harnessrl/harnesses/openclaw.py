@@ -52,7 +52,6 @@ def openclaw_config(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]
 
 class OpenClaw(HarnessBase):
     name = "openclaw"
-    version = VERSION
     package = f"openclaw@{VERSION}"
     command = "openclaw"
     pinned_node = True

@@ -78,7 +78,6 @@ def parse_opencode_events(res: ExecResult, step: str) -> HarnessResult:
 
 class Opencode(HarnessBase):
     name = "opencode"
-    version = VERSION
     package = f"opencode-ai@{VERSION}"
     command = "opencode"
     install_scripts = ("opencode-ai",)

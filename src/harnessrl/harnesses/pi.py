@@ -44,7 +44,6 @@ def pi_models(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]:
 
 class Pi(HarnessBase):
     name = "pi"
-    version = VERSION
     package = f"@mariozechner/pi-coding-agent@{VERSION}"
     command = "pi"
     shell_tool = ShellTool("bash", "command")

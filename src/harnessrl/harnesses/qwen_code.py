@@ -38,7 +38,6 @@ def qwen_settings(ctx: HarnessContext, model: str) -> dict[str, Any]:
 
 class QwenCode(HarnessBase):
     name = "qwen-code"
-    version = VERSION
     package = f"@qwen-code/qwen-code@{VERSION}"
     command = "qwen"
     pinned_node = True

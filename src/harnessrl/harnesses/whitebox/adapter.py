@@ -64,9 +64,14 @@ class Whitebox(HarnessBase):
         tools = levels(code)[1]  # ValueError for a malformed code
         self.code = code
         self.name = HarnessName.whitebox(code)
-        self.version = agent_digest()
+        self.digest = agent_digest()
         shell = SHELL_TOOLS.get(tools)
         self.shell_tool = TEXT_SHELL if shell is None else ShellTool(*shell)
+
+    @property
+    def version(self) -> str:
+        """The white-box agent's digest: its code is its package."""
+        return self.digest
 
     def reference_engine(
         self, fmt: ChatFormat, scripts: Sequence[tuple[str, Sequence[str]]], *, max_context: int | None
