@@ -2,10 +2,11 @@
 (its pins, its config files, its command line and its output format).
 
 - Install: an adapter declares `installer` and `package` (`version` is read from it; and, for npm,
-  `install_scripts` and `pinned_node`; for PyPI, `python` when it needs the Python 3.13 runtime of `images/runtime.py`,
-  and `pip_left_out`); its lockfile is `install.LOCKS / name`. `install_dir` computes the one install
-  folder (`harnessrl harness list` and the runner ask it too), `ensure_installed` installs from the
-  lockfile (`install.npm_install` / `install.python_install`), `lock` rewrites the lockfile.
+  `install_scripts` and `pinned_node`; for PyPI, `python` when it needs the Python 3.13 runtime of
+  `images/runtime.py`, and `pip_left_out`); its lockfile is `install.LOCKS / name`. `install_dir`
+  computes the one install folder (`harnessrl harness list` and the runner ask it too),
+  `ensure_installed` installs from the lockfile (`install.npm_install` / `install.python_install`),
+  `lock` rewrites the lockfile.
 - Paths: `executable(ctx)` (the `command` in the install's bin folder), `launch_path(ctx)` (the
   sandbox's PATH, with the pinned Node first when the harness needs one).
 - Options: `choices` (option -> allowed values, the first the default) checked by `check_options`
