@@ -89,6 +89,26 @@ async def solve_and_fail(
 F = TypeVar("F")
 
 
+def assert_solved(
+    good: Rollout,
+    tool: str,
+    *,
+    dialect: str = "openai_chat",
+    stream: bool | None = True,
+    spliced: bool = True,
+) -> None:
+    """The usual scripted solve: two calls in `dialect`, the first calling its shell tool `tool`, the
+    second `spliced` onto it (the harness kept its history exactly), both streamed or not (`stream`;
+    None: either), ending in "done"."""
+    assert [c.dialect for c in good.calls] == [dialect, dialect]
+    assert good.calls[0].tool_calls[0].name == tool
+    if stream is not None:
+        assert [("stream" in c.tags) for c in good.calls] == [stream, stream]
+    if spliced:
+        assert good.calls[1].render == "spliced" and good.calls[1].spliced_from == good.calls[0].call_id
+    assert good.final_message == "done"
+
+
 def harness_test(fn: F) -> F:
     """MARKS on one test, for files that also hold tests without the real harness."""
     for mark in MARKS:
