@@ -51,7 +51,7 @@ def sandbox(m: Machine) -> Outcome:
 
 def version_command(harness: Harness, folder: Path) -> tuple[list[str], str]:
     """The command printing the installed version of `harness` (installed at `folder`) and its PATH:
-    npm, the package's own first `bin` with `--version` (a package with none: its `bin/<command>`),
+    npm, the package's own first `bin` with `--version` (a package with none: the adapter's `entry`),
     after its pinned Node when it has one; PyPI,
     the venv's python asking its package metadata."""
     name = package_name(harness.package)
@@ -63,10 +63,8 @@ def version_command(harness: Harness, folder: Path) -> tuple[list[str], str]:
     bins = meta.get("bin") if isinstance(meta, dict) else None
     node = folder / NODE_BIN
     path = f"{node}:{SYSTEM_PATH}" if node.is_dir() else SYSTEM_PATH
-    own: object = getattr(harness, "command", None)
-    if not (isinstance(bins, dict) and bins) and isinstance(own, str):
-        # a platform package with no `bin` (droid's binary): the adapter runs its bin/<command>
-        return [str(folder / "node_modules" / name / "bin" / own), "--version"], path
+    if not (isinstance(bins, dict) and bins):  # a package with no `bin` (droid's): the adapter's entry
+        return [str(harness.entry(folder)), "--version"], path
     command = next(iter(bins)) if isinstance(bins, dict) and bins else name.rsplit("/", 1)[-1]
     return [str(folder / "node_modules" / ".bin" / command), "--version"], path
 

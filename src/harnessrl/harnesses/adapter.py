@@ -214,6 +214,10 @@ class Harness(Protocol):
         """Where it is (or will be) installed: the one place that computes the folder."""
         ...
 
+    def entry(self, install_dir: Path) -> Path:
+        """Its executable in the install at `install_dir` (what a launch runs)."""
+        ...
+
     def ensure_installed(self, cache_root: Path | None = None) -> Path:
         """Install (once, under a file lock) and return `install_dir`."""
         ...

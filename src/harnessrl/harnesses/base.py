@@ -70,7 +70,7 @@ class HarnessBase:
     "3.13": on the Python runtime (`images/runtime.py`, made once per machine when first needed)."""
     pip_left_out: Mapping[str, str] = MappingProxyType({})
     """Requirements of `package` its lockfile leaves out (name -> why: no wheel of them, so they cannot
-    be installed without running their build); the lockfile is then installed whole, `--no-deps`."""
+    be installed without running their build); every lockfile is installed whole, `--no-deps`."""
     shell_tool: ShellTool | None = None
     """None: the harness's model has no shell of its own (the `shell` harness runs a fixed command)."""
     modes: tuple[Mode, ...] = ()
@@ -113,9 +113,7 @@ class HarnessBase:
             )
         if self.installer == "pypi":
             root = self._runtime(cache_root)
-            return install.python_install(
-                self.lock_dir, target, runtime=root, no_deps=bool(self.pip_left_out)
-            )
+            return install.python_install(self.lock_dir, target, runtime=root)
         return target
 
     def _runtime(self, cache_root: Path | None) -> Path | None:
@@ -151,10 +149,13 @@ class HarnessBase:
 
     # ---- launch -------------------------------------------------------------------------------
 
+    def entry(self, install_dir: Path) -> Path:
+        """Its `command` in the install at `install_dir`: the venv's or node_modules' bin folder."""
+        return install_dir / ("bin" if self.installer == "pypi" else "node_modules/.bin") / self.command
+
     def executable(self, ctx: HarnessContext) -> str:
-        """Its `command` in the install, as seen inside the sandbox."""
-        bin_dir = ctx.install_dir / ("bin" if self.installer == "pypi" else "node_modules/.bin")
-        return str(bin_dir / self.command)
+        """Its `command` in the install, as seen inside the sandbox (`entry`)."""
+        return str(self.entry(ctx.install_dir))
 
     def launch_path(self, ctx: HarnessContext) -> str:
         """PATH for its launch: the sandbox's programs (`sandbox/programs.py`: the same on every

@@ -19,6 +19,7 @@ Left out: Factory accounts and cloud sessions, missions, spec mode, its own sand
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
@@ -55,9 +56,9 @@ class Droid(HarnessBase):
     )
     choices = one_of(provider=("generic-chat-completion-api", "openai", "anthropic"))
 
-    def executable(self, ctx: HarnessContext) -> str:
+    def entry(self, install_dir: Path) -> Path:
         """The platform package's binary (it declares no `bin`, so nothing is in `.bin`)."""
-        return str(ctx.install_dir / "node_modules" / PLATFORM_PACKAGE / "bin" / self.command)
+        return install_dir / "node_modules" / PLATFORM_PACKAGE / "bin" / self.command
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
         model = self.model(ctx)
