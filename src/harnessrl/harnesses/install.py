@@ -169,12 +169,13 @@ def _npm_build(lock: Path, work: Path, scripts: Sequence[str], path_prefix: Sequ
 
 
 def python_install(
-    lock: Path, target: Path, python: str = HOST_PYTHON, *, runtime: Path | None = None, no_deps: bool = False
+    lock: Path, target: Path, python: str = HOST_PYTHON, *, runtime: Path | None = None
 ) -> Path:
     """Install the PyPI lock folder `lock` (its requirements.txt) into the venv `target` once (module
     docstring); return `target`. `runtime`: the root of the Python runtime (`images/runtime.py`) whose
-    interpreter makes the venv and runs it, in place of `python`. `no_deps`: the lockfile is the whole
-    set, some requirement of its packages being left out on purpose (`HarnessBase.pip_left_out`)."""
+    interpreter makes the venv and runs it, in place of `python`. The lockfile is the whole set
+    (`lockfiles.PIP_STRICT` has `--no-deps`), so a requirement it leaves out on purpose
+    (`HarnessBase.pip_left_out`) is never fetched."""
     interpreter = Interpreter(python) if runtime is None else Interpreter.of_runtime(runtime)
     if not os.access(interpreter.python, os.X_OK):
         raise HarnessError(
@@ -185,7 +186,7 @@ def python_install(
             f"{runtime} must be reachable by every uid (o+x on its parents): pip runs unprivileged"
         )
     lockfiles.check_pip_lock(lock)
-    return _publish(target, lambda venv: _pip_build(lock, venv, interpreter, no_deps), in_place=True)
+    return _publish(target, lambda venv: _pip_build(lock, venv, interpreter), in_place=True)
 
 
 @dataclass(frozen=True)
@@ -213,23 +214,22 @@ class Interpreter:
         return [self.python, "-m", "venv", *(["--without-pip"] if self.runtime else []), str(venv)]
 
 
-def _pip_build(lock: Path, venv: Path, interpreter: Interpreter, no_deps: bool) -> None:
+def _pip_build(lock: Path, venv: Path, interpreter: Interpreter) -> None:
     wheels = Path(tempfile.mkdtemp(prefix=f".{venv.name}.wheels-", dir=venv.parent))
     home = Path(tempfile.mkdtemp(prefix=f".{venv.name}.home-", dir=venv.parent))
-    deps = ["--no-deps"] if no_deps else []
     try:
         shutil.copyfile(lock / lockfiles.PIP_FILE, wheels / lockfiles.PIP_FILE)
         with unprivileged(wheels, home) as uid:
             alias = reachable(venv.parent)
             got = alias / wheels.name
-            argv = [interpreter.python, "-m", "pip", "download", *lockfiles.PIP_STRICT, *deps, "-d", str(got)]
+            argv = [interpreter.python, "-m", "pip", "download", *lockfiles.PIP_STRICT, "-d", str(got)]
             argv += ["-r", str(got / lockfiles.PIP_FILE)]
             env = install_env(alias / home.name, PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
             proc = run_as(uid, argv, env=env, cwd=got, timeout_s=PIP_TIMEOUT_S, what="pip download")
         if proc.returncode != 0:
             raise HarnessError(lockfiles.pip_failure(lock, proc.stderr))
         seal(wheels)  # ours again, readable by the sandbox's uid
-        offline = ["--no-index", "--find-links", str(wheels), *lockfiles.PIP_STRICT, *deps]
+        offline = ["--no-index", "--find-links", str(wheels), *lockfiles.PIP_STRICT]
         pip = [*interpreter.pip(venv), "install", *offline, "-r", str(wheels / lockfiles.PIP_FILE)]
         script = f"{shlex.join(interpreter.make_venv(venv))} && {shlex.join(pip)}"
         env = {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
