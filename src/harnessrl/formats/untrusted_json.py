@@ -190,6 +190,16 @@ def _check_surrogates(data: bytes | str, value: Any, where: str) -> None:
         _encodes(json.dumps(value, ensure_ascii=False), where)
 
 
+def is_text(text: str) -> bool:
+    """Whether `text` is Unicode text that can be written (no lone UTF-16 surrogate, which a JSON
+    `\\ud800` escape gives and UTF-8 cannot encode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _encodes(text: str, where: str) -> None:
     try:
         text.encode("utf-8")
@@ -198,4 +208,4 @@ def _encodes(text: str, where: str) -> None:
         raise UntrustedJSONError(where, why) from None
 
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_INT_DIGITS", "UntrustedJSONError", "loads"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_INT_DIGITS", "UntrustedJSONError", "is_text", "loads"]

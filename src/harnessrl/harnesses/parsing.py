@@ -62,11 +62,7 @@ def as_dict(value: Any) -> dict[str, Any]:
 
 def clean_text(text: str) -> str:
     """`text` with lone surrogates (from `\\ud800` escapes in JSON) replaced, so it can be written."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
+    return text if untrusted_json.is_text(text) else text.encode("utf-8", "replace").decode("utf-8")
 
 
 def stderr_tail(res: ExecResult, limit: int = 2000) -> str:

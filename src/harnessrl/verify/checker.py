@@ -88,18 +88,10 @@ def metrics_from_value(value: Any) -> tuple[dict[str, float], str | None]:
             number = math.nan
         if not math.isfinite(number):
             return {}, f"metric {key!r} is not a finite number: {v!r}"
-        if not _is_text(str(key)):  # a lone surrogate: no record holding it could be written
+        if not untrusted_json.is_text(str(key)):  # a lone surrogate: no record holding it could be written
             return {}, f"metric name {key!r} is not Unicode text"
         metrics[str(key)] = number
     return metrics, None
-
-
-def _is_text(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def parse_stdout(stdout: str) -> tuple[Any, str | None]:
