@@ -24,8 +24,8 @@ Made under a lock (`store.locked`) in a temporary sibling, checked (the interpre
 3.13), then its marker is written and it is renamed into place. An entry is used only when `ready`
 says so: a folder (not a link) of ours that nobody else may write, whose marker (a regular file)
 names this recipe's digest and whose launcher is the one we would write; anything else at its name
-(half made, left by a crash, changed by someone) is removed and made again. Built in ~100 s on 2
-cores (most of it downloading and unpacking ~40 Debian packages); ~140 MB.
+(half made, left by a crash, changed by someone) is removed and made again. Built in 49-56 s on 2
+cores (most of it downloading and unpacking ~40 Debian packages); 131 MB of files.
 """
 
 from __future__ import annotations
