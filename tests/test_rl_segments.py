@@ -287,9 +287,9 @@ def test_outcome_and_credited_train_the_segments_of_traced_rollouts() -> None:
 
 
 def test_the_experiment_config_differs_only_in_credit(tmp_path: Path) -> None:
-    """configs/credit.toml (`scripts/harness_transfer -c configs/credit.toml`): three arms through one
+    """configs/credit.toml (`scripts/harness_transfer -c configs/credit.toml`): four arms through one
     white-box configuration that delegates and compacts, the same budget, differing only in
-    `train.segments`; multi-step families, 60 held-out instances, two seeds, the policies also
+    `train.segments` and `train.advantage.mode`; multi-step families, 60 held-out instances, two seeds, the policies also
     evaluated through Claude Code (on 5 tasks per family)."""
     from harnessrl.config import load_config
     from harnessrl.experiments.transfer import arm_config, check
@@ -304,6 +304,7 @@ def test_the_experiment_config_differs_only_in_credit(tmp_path: Path) -> None:
         "exclude": ("exclude", "rollout"),
         "outcome": ("outcome", "rollout"),
         "credited": ("credited", "rollout"),
+        "credited-tree": ("credited", "tree"),
     }
     rest = {a: t.model_dump(exclude={"segments", "advantage", "out_dir"}) for a, t in trains.items()}
     assert all(r == rest["exclude"] for r in rest.values())  # same budget, same everything else
