@@ -5,7 +5,7 @@ A harness here must be an unmodified published CLI, installed from a committed n
 its dialects, and run headless in the sandbox with no network but the proxy. Each record names the
 package and version that was read and what in it (a file and line, its metadata, a doc, or the
 output of a command) rules it out, so the reason can be checked again when a new version appears.
-`scripts/harness_compat` prints these as the README's second table; a name here is never also in
+`scripts/harness_compat` prints these as docs/harnesses.md's second table; a name here is never also in
 `registry.HARNESSES` (tests/test_harness_compat_table.py checks that). Examined 2026-12-04.
 """
 
