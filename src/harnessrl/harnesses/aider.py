@@ -47,7 +47,6 @@ class Aider(HarnessBase):
     name = "aider"
     package = f"aider-chat=={VERSION}"
     installer = "pypi"
-    command = "aider"
     shell_tool = TEXT_SHELL
     modes = (Mode("openai_chat", 2751),)
 

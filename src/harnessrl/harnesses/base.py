@@ -31,7 +31,7 @@ from harnessrl.harnesses import install, lockfiles
 from harnessrl.harnesses.adapter import HarnessContext, Installer, McpServer, Mode, ShellTool
 from harnessrl.images import runtime
 from harnessrl.sandbox.programs import PROGRAMS_DIR
-from harnessrl.types import ChatMessage, HarnessError, ImageError
+from harnessrl.types import ChatMessage, DialectName, HarnessError, ImageError
 
 if TYPE_CHECKING:
     from harnessrl.chat.format import ChatFormat
@@ -58,7 +58,8 @@ class HarnessBase:
 
     installer: Installer = "npm"
     command: str = ""
-    """Its executable: in `node_modules/.bin` of an npm install, in `bin` of a PyPI venv."""
+    """Its executable: in `node_modules/.bin` of an npm install, in `bin` of a PyPI venv (not set:
+    its `name`, when it has a package)."""
     install_scripts: tuple[str, ...] = ()
     """npm packages whose install scripts it cannot work without (they run in a sandbox); every
     other package's scripts are skipped."""
@@ -83,6 +84,11 @@ class HarnessBase:
     needs a name it knows)."""
     choices: Mapping[str, tuple[str, ...]] = MappingProxyType({})
     """Options that pick one of a few values (`api`): the allowed values, the first the default."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.package and not cls.command:
+            cls.command = cls.name
 
     # ---- install ------------------------------------------------------------------------------
 
@@ -205,6 +211,19 @@ class HarnessBase:
 def one_of(**options: tuple[str, ...]) -> Mapping[str, tuple[str, ...]]:
     """`choices` of an adapter: each option's allowed values, the first its default (read-only)."""
     return MappingProxyType(options)
+
+
+def option_modes(
+    option: str, values: Mapping[str, tuple[DialectName, int | None]]
+) -> tuple[tuple[Mode, ...], Mapping[str, tuple[str, ...]]]:
+    """`modes, choices` of an adapter whose modes differ in one option (`api`, `provider`): each value
+    with the dialect it speaks and its first prompt's size; the first value is the default (its mode
+    sets no option). Each value is written once."""
+    modes = tuple(
+        Mode(dialect, tokens, {option: value} if i else {}, f"{option} {value}")
+        for i, (value, (dialect, tokens)) in enumerate(values.items())
+    )
+    return modes, one_of(**{option: tuple(values)})
 
 
 def context_window(ctx: HarnessContext) -> int:

@@ -55,7 +55,6 @@ def cline_providers(ctx: HarnessContext, model: str) -> dict[str, Any]:
 class Cline(HarnessBase):
     name = "cline"
     package = f"cline@{VERSION}"
-    command = "cline"
     shell_tool = CommandList("run_commands", "commands")
     modes = (Mode("openai_chat", 5_699),)
 

@@ -34,7 +34,6 @@ class CodePuppy(HarnessBase):
     name = "code-puppy"
     package = f"code-puppy=={VERSION}"
     installer = "pypi"
-    command = "code-puppy"
     shell_tool = ShellTool("shell", "command", extra={"cwd": None, "timeout": 60, "background": False})
     """Its history re-sends a call with every argument filled in: the reference sends them so."""
     modes = (Mode("openai_chat", 3977),)

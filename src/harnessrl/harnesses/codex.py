@@ -57,7 +57,6 @@ class Codex(HarnessBase):
 
     name = "codex"
     package = f"@openai/codex@{VERSION}"
-    command = "codex"
     shell_tool = ShellTool("exec_command", "cmd")
     modes = (Mode("openai_responses", 9_649),)
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json, one_of
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
+from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json, option_modes
 from harnessrl.harnesses.parsing import as_count, as_dict, as_text, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -52,12 +52,14 @@ class CommandCode(HarnessBase):
     command = "cmd"
     pinned_node = True
     shell_tool = ShellTool("shell_command", "command")
-    modes = (
-        Mode("openai_chat", 15_928, note="api openai-completions"),
-        Mode("openai_responses", 15_928, {"api": "openai-responses"}, "api openai-responses"),
-        Mode("anthropic", 15_926, {"api": "anthropic-messages"}, "api anthropic-messages"),
+    modes, choices = option_modes(
+        "api",
+        {
+            "openai-completions": ("openai_chat", 15_928),
+            "openai-responses": ("openai_responses", 15_928),
+            "anthropic-messages": ("anthropic", 15_926),
+        },
     )
-    choices = one_of(api=("openai-completions", "openai-responses", "anthropic-messages"))
 
     @property
     def npm_specs(self) -> tuple[str, ...]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, one_of
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
+from harnessrl.harnesses.base import HarnessBase, context_window, option_modes
 from harnessrl.harnesses.parsing import as_dict, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -39,14 +39,15 @@ def mcp_config(ctx: HarnessContext) -> dict[str, Any]:
 class Copilot(HarnessBase):
     name = "copilot"
     package = f"@github/copilot@{VERSION}"
-    command = "copilot"
     shell_tool = ShellTool("bash", "command", extra={"description": "Run the command"})
     """Its `bash` tool requires a `description` beside the command."""
-    modes = (
-        Mode("openai_chat", 12_273, note="wire_api completions"),
-        Mode("openai_responses", None, {"wire_api": "responses"}, "wire_api responses"),
+    modes, choices = option_modes(
+        "wire_api",
+        {
+            "completions": ("openai_chat", 12_273),
+            "responses": ("openai_responses", None),
+        },
     )
-    choices = one_of(wire_api=("completions", "responses"))
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
         model = self.model(ctx)

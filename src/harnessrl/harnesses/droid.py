@@ -22,8 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json, one_of
+from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, ShellTool
+from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json, option_modes
 from harnessrl.harnesses.parsing import parse_result_event
 
 VERSION = "0.225.2"
@@ -47,14 +47,15 @@ def droid_settings(ctx: HarnessContext, model: str, provider: str) -> dict[str, 
 class Droid(HarnessBase):
     name = "droid"
     package = f"{PLATFORM_PACKAGE}@{VERSION}"
-    command = "droid"
     shell_tool = ShellTool("Execute", "command", extra={"summary": "Run the task command"})
-    modes = (
-        Mode("openai_chat", 7_952, note="provider generic-chat-completion-api"),
-        Mode("openai_responses", 8_298, {"provider": "openai"}, "provider openai"),
-        Mode("anthropic", 8_037, {"provider": "anthropic"}, "provider anthropic"),
+    modes, choices = option_modes(
+        "provider",
+        {
+            "generic-chat-completion-api": ("openai_chat", 7_952),
+            "openai": ("openai_responses", 8_298),
+            "anthropic": ("anthropic", 8_037),
+        },
     )
-    choices = one_of(provider=("generic-chat-completion-api", "openai", "anthropic"))
 
     def entry(self, install_dir: Path) -> Path:
         """The platform package's binary (it declares no `bin`, so nothing is in `.bin`)."""

@@ -38,7 +38,6 @@ class Gptme(HarnessBase):
     name = "gptme"
     package = f"gptme=={VERSION}"
     installer = "pypi"
-    command = "gptme"
     shell_tool = ShellTool("shell", "command")
     modes = (Mode("openai_chat", 2231),)
 

@@ -20,7 +20,6 @@ class Hermes(HarnessBase):
     name = "hermes"
     package = f"hermes-agent=={VERSION}"
     installer = "pypi"
-    command = "hermes"
     shell_tool = ShellTool("terminal", "command")
     modes = (Mode("openai_chat", 13_653),)
 

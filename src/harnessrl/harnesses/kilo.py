@@ -37,7 +37,6 @@ OFF_SWITCHES = (
 class Kilo(HarnessBase):
     name = "kilo"
     package = f"@kilocode/cli@{VERSION}"
-    command = "kilo"
     shell_tool = ShellTool("bash", "command")
     modes = (Mode("openai_chat", 12_669),)
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, one_of
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
+from harnessrl.harnesses.base import HarnessBase, option_modes
 from harnessrl.harnesses.parsing import json_lines, parse_result_event
 from harnessrl.sandbox.spec import ExecResult
 
@@ -81,12 +81,14 @@ class LettaCode(HarnessBase):
     command = "letta"
     pinned_node = True
     shell_tool = ShellTool("Bash", "command")
-    modes = (
-        Mode("openai_chat", 15_090, note="provider llama-cpp"),
-        Mode("anthropic", 14_823, {"provider": "anthropic"}, "provider anthropic"),
-        Mode("gemini", 15_090, {"provider": "google-ai"}, "provider google-ai"),
+    modes, choices = option_modes(
+        "provider",
+        {
+            "llama-cpp": ("openai_chat", 15_090),
+            "anthropic": ("anthropic", 14_823),
+            "google-ai": ("gemini", 15_090),
+        },
     )
-    choices = one_of(provider=tuple(PROVIDERS))
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
         name = self.choice(ctx, "provider")

@@ -47,7 +47,6 @@ def json_report(stdout: str) -> dict[str, Any]:
 class Nanocoder(HarnessBase):
     name = "nanocoder"
     package = f"@nanocollective/nanocoder@{VERSION}"
-    command = "nanocoder"
     pinned_node = True
     shell_tool = ShellTool("execute_bash", "command")
     modes = (Mode("openai_chat", 5_807),)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json, one_of
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
+from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json, option_modes
 from harnessrl.harnesses.parsing import as_count, as_dict, as_text, load_json, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -53,17 +53,18 @@ def openclaw_config(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]
 class OpenClaw(HarnessBase):
     name = "openclaw"
     package = f"openclaw@{VERSION}"
-    command = "openclaw"
     pinned_node = True
     install_scripts = ("openclaw",)
     """Its postinstall completes the package lifecycle (without it OpenClaw refuses to start)."""
     shell_tool = ShellTool("exec", "command")
-    modes = (
-        Mode("openai_responses", 9_729, note="api openai-responses"),
-        Mode("openai_chat", 9_735, {"api": "openai-completions"}, "api openai-completions"),
-        Mode("anthropic", 9_754, {"api": "anthropic-messages"}, "api anthropic-messages"),
+    modes, choices = option_modes(
+        "api",
+        {
+            "openai-responses": ("openai_responses", 9_729),
+            "openai-completions": ("openai_chat", 9_735),
+            "anthropic-messages": ("anthropic", 9_754),
+        },
     )
-    choices = one_of(api=("openai-responses", "openai-completions", "anthropic-messages"))
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
         model = self.model(ctx)

@@ -79,7 +79,6 @@ def parse_opencode_events(res: ExecResult, step: str) -> HarnessResult:
 class Opencode(HarnessBase):
     name = "opencode"
     package = f"opencode-ai@{VERSION}"
-    command = "opencode"
     install_scripts = ("opencode-ai",)
     """Its postinstall copies the native binary of its platform package over the `opencode` stub."""
     shell_tool = ShellTool("bash", "command", extra={"description": "Run the command"})

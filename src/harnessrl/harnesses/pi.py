@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, one_of
+from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
+from harnessrl.harnesses.base import HarnessBase, context_window, option_modes
 from harnessrl.harnesses.parsing import as_dict, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -45,16 +45,15 @@ def pi_models(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]:
 class Pi(HarnessBase):
     name = "pi"
     package = f"@mariozechner/pi-coding-agent@{VERSION}"
-    command = "pi"
     shell_tool = ShellTool("bash", "command")
-    modes = (
-        Mode("openai_chat", 1_537, note="api openai-completions"),
-        Mode("openai_responses", None, {"api": "openai-responses"}, "api openai-responses"),
-        Mode("anthropic", None, {"api": "anthropic-messages"}, "api anthropic-messages"),
-        Mode("gemini", None, {"api": "google-generative-ai"}, "api google-generative-ai"),
-    )
-    choices = one_of(
-        api=("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
+    modes, choices = option_modes(
+        "api",
+        {
+            "openai-completions": ("openai_chat", 1_537),
+            "openai-responses": ("openai_responses", None),
+            "anthropic-messages": ("anthropic", None),
+            "google-generative-ai": ("gemini", None),
+        },
     )
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
