@@ -20,6 +20,7 @@ Adding a harness = one module with a `HarnessBase` subclass + one line in `regis
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
 CONTEXT_WINDOW = 131072
 """The context window adapters declare to their harness unless option `context_window` says otherwise."""
+MAX_OUTPUT = 8192
+"""The output cap an adapter that must declare one gives its model, unless option `max_tokens` is set."""
 
 
 class HarnessBase:
@@ -229,6 +232,21 @@ def option_modes(
 def context_window(ctx: HarnessContext) -> int:
     """Option `context_window` (tokens), else CONTEXT_WINDOW."""
     return int(ctx.options.get("context_window", CONTEXT_WINDOW))
+
+
+def max_output(ctx: HarnessContext) -> int:
+    """Option `max_tokens`, else MAX_OUTPUT: the output cap an adapter declares for its model."""
+    return int(ctx.options.get("max_tokens", MAX_OUTPUT))
+
+
+def toml_str(value: str) -> str:
+    """A TOML basic string (JSON string escaping is a valid subset of TOML's)."""
+    return json.dumps(value)
+
+
+def toml_table(values: Mapping[str, str]) -> str:
+    """An inline TOML table of strings: `{ "K" = "v", ... }`."""
+    return "{ " + ", ".join(f"{toml_str(k)} = {toml_str(v)}" for k, v in values.items()) + " }"
 
 
 def positive_int(value: Any, option: str) -> int:

@@ -9,20 +9,13 @@ temp folder inside its home). Left out: profiles, `codex login`, reasoning-effor
 
 from __future__ import annotations
 
-import json
-
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase
+from harnessrl.harnesses.base import HarnessBase, toml_str, toml_table
 from harnessrl.harnesses.parsing import as_dict, as_text, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "0.171.0"
 KEY_ENV = "HARNESSRL_API_KEY"
-
-
-def toml_str(value: str) -> str:
-    """A TOML basic string (JSON string escaping is a valid subset of TOML's)."""
-    return json.dumps(value)
 
 
 def config_toml(ctx: HarnessContext, model: str) -> str:
@@ -46,8 +39,7 @@ def config_toml(ctx: HarnessContext, model: str) -> str:
         lines += ["", f"[mcp_servers.{toml_str(server.name)}]", f"command = {toml_str(server.command[0])}"]
         lines.append(f"args = [{', '.join(toml_str(a) for a in server.command[1:])}]")
         if server.env:
-            pairs = ", ".join(f"{toml_str(k)} = {toml_str(v)}" for k, v in server.env.items())
-            lines.append(f"env = {{ {pairs} }}")
+            lines.append(f"env = {toml_table(server.env)}")
     return "\n".join(lines) + "\n"
 
 

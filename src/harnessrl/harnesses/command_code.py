@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json, option_modes
+from harnessrl.harnesses.base import HarnessBase, context_window, max_output, mcp_servers_json, option_modes
 from harnessrl.harnesses.parsing import as_count, as_dict, as_text, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -35,7 +35,7 @@ def command_code_providers(ctx: HarnessContext, model: str, api: str) -> dict[st
     entry = {
         "name": model,
         "contextWindow": context_window(ctx),
-        "maxOutput": int(ctx.options.get("max_tokens", 8192)),
+        "maxOutput": max_output(ctx),
     }
     provider = {
         "api": api,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json, option_modes
+from harnessrl.harnesses.base import HarnessBase, context_window, max_output, mcp_servers_json, option_modes
 from harnessrl.harnesses.parsing import parse_result_event
 
 VERSION = "0.225.2"
@@ -38,7 +38,7 @@ def droid_settings(ctx: HarnessContext, model: str, provider: str) -> dict[str, 
         "baseUrl": ctx.endpoint.base_url + ("" if provider == "anthropic" else "/v1"),
         "apiKey": "${" + KEY_ENV + "}",
         "provider": provider,
-        "maxOutputTokens": int(ctx.options.get("max_tokens", 8192)),
+        "maxOutputTokens": max_output(ctx),
         "maxContextLimit": context_window(ctx),
     }
     return {"customModels": [entry]}

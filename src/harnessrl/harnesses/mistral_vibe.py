@@ -12,8 +12,7 @@ model; telemetry, update checks, the model catalog, connectors and notifications
 from __future__ import annotations
 
 from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window
-from harnessrl.harnesses.codex import toml_str
+from harnessrl.harnesses.base import HarnessBase, context_window, toml_str, toml_table
 from harnessrl.harnesses.parsing import parse_plain_text
 
 VERSION = "3.0.2"
@@ -48,8 +47,7 @@ def vibe_config(ctx: HarnessContext, model: str) -> str:
         lines += ["", "[[mcp_servers]]", f"name = {toml_str(server.name)}", 'transport = "stdio"']
         lines.append(f"command = [{', '.join(toml_str(a) for a in server.command)}]")
         if server.env:
-            pairs = ", ".join(f"{toml_str(k)} = {toml_str(v)}" for k, v in server.env.items())
-            lines.append(f"env = {{ {pairs} }}")
+            lines.append(f"env = {toml_table(server.env)}")
     return "\n".join(lines) + "\n"
 
 

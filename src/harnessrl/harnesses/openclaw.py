@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json, option_modes
+from harnessrl.harnesses.base import HarnessBase, context_window, max_output, mcp_servers_json, option_modes
 from harnessrl.harnesses.parsing import as_count, as_dict, as_text, load_json, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -36,7 +36,7 @@ def openclaw_config(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]
         "input": ["text"],
         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
         "contextWindow": context_window(ctx),
-        "maxTokens": int(ctx.options.get("max_tokens", 8192)),
+        "maxTokens": max_output(ctx),
     }
     provider = {"baseUrl": base, "apiKey": ctx.endpoint.api_key, "api": api, "models": [model_entry]}
     config: dict[str, Any] = {

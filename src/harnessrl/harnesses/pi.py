@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, option_modes
+from harnessrl.harnesses.base import HarnessBase, context_window, max_output, option_modes
 from harnessrl.harnesses.parsing import as_dict, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -34,7 +34,7 @@ def pi_models(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]:
         "reasoning": False,
         "input": ["text"],
         "contextWindow": context_window(ctx),
-        "maxTokens": int(ctx.options.get("max_tokens", 8192)),
+        "maxTokens": max_output(ctx),
         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
     }
     base = ctx.endpoint.base_url + BASE_SUFFIX.get(api, "/v1")
