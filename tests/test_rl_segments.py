@@ -289,8 +289,8 @@ def test_outcome_and_credited_train_the_segments_of_traced_rollouts() -> None:
 def test_the_experiment_config_differs_only_in_credit(tmp_path: Path) -> None:
     """configs/credit.toml (`scripts/harness_transfer -c configs/credit.toml`): four arms through one
     white-box configuration that delegates and compacts, the same budget, differing only in
-    `train.segments` and `train.advantage.mode`; multi-step families, 60 held-out instances, two seeds, the policies also
-    evaluated through Claude Code (on 5 tasks per family)."""
+    `train.segments` and `train.advantage.mode`; multi-step families, 60 held-out instances, two
+    seeds, the policies also evaluated through Claude Code (on 5 tasks per family)."""
     from harnessrl.config import load_config
     from harnessrl.experiments.transfer import arm_config, check
     from harnessrl.tasks.generate import MULTI_STEP_FAMILIES

@@ -10,7 +10,8 @@ status `TAMPERED`: another process wrote to the channel). The workspace path is 
 checker as argv[1]: `reward.sh` hard-codes `/root/.openclaw/workspace`, so the hook command itself
 is never run.
 
-Score = equal-weight mean of the metric values (not clipped: a checker decides its own range). Each
+Score = equal-weight mean of the metric values (a score outside `verify.reward_range`, [0, 1] unless
+set, is refused and scores 0 in `hybrid.score_task`). Each
 metric value goes through `float(v)`, as the canonical `reward.sh` wrapper does
 (`tasks.reward_sh.wrapper_score`): numeric strings (`"1.0"`, `" 0 "`, `"1e0"`) and booleans count as
 their float value, so a checker scores here what it scored upstream. A checker that raises, exits

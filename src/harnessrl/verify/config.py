@@ -6,7 +6,7 @@ pydantic, `Section` and other section modules, so `harnessrl.config` never impor
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from harnessrl.config_section import Section
 
@@ -40,6 +40,19 @@ class VerifyConfig(Section):
     share its stdout while it runs and can change its answer (docs/SECURITY.md), so training refuses
     them with a message naming them. Evaluation runs them either way (`reward_detail.code.mode` is
     `shell`)."""
+    reward_range: tuple[float, float] | None = (0.0, 1.0)
+    """The scores a task's checker or verifier may give. A score outside it is refused: the rollout
+    scores 0 with the reason (`verifier_error`, trained as the policy's failure), since a checker that
+    reads a number from the agent's workspace (a results file, a count) would otherwise pay whatever
+    the agent wrote there. None: any finite score counts (a checker with its own scale)."""
+
+    @field_validator("reward_range")
+    @classmethod
+    def _ordered(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not v[0] <= v[1]:
+            raise ValueError(f"verify.reward_range must be [low, high] with low <= high, got {list(v)}")
+        return v
+
     allow_verifier_network: bool = False
     """Give the network to the verifier of a task that says its verifier needs it (Harbor's per-phase
     network policy: `[verifier] network_mode = "public"`, or a public environment without a verifier

@@ -25,6 +25,7 @@ from harnessrl.verify.command_runner import CommandRunner
 from harnessrl.verify.config import VerifyConfig
 from harnessrl.verify.harbor_roots import VerifierRoot
 from harnessrl.verify.judge import RubricJudge
+from harnessrl.verify.result import CheckResult
 
 
 class Score(BaseModel):
@@ -33,6 +34,18 @@ class Score(BaseModel):
     reward: float
     detail: dict[str, Any] = Field(default_factory=dict)
     """grading_type, weights, `code` (CheckResult dump) and/or `rubric` (JudgeResult dump)."""
+
+
+def in_range(check: CheckResult, reward_range: tuple[float, float] | None) -> CheckResult:
+    """`check`, or, when its score is outside `verify.reward_range`, a failed check scoring 0 that
+    says so (its metrics kept for the record)."""
+    if reward_range is None or check.error is not None:
+        return check
+    low, high = reward_range
+    if low <= check.score <= high:
+        return check
+    reason = f"score {check.score:g} is outside verify.reward_range [{low:g}, {high:g}]: refused, scored 0"
+    return check.model_copy(update={"score": 0.0, "error": reason})
 
 
 def hybrid_weights(task: Task, cfg: VerifyConfig) -> tuple[float, float]:
@@ -70,6 +83,7 @@ async def score_task(
             timeout,
             runner,
         )
+        check = in_range(check, cfg.reward_range)
         code = check.score
         detail["code"] = check.model_dump()
     if kind in ("llm_judge", "hybrid"):
