@@ -146,14 +146,12 @@ class HarnessBase:
         if self.installer == "npm":
             lockfiles.lock_npm(self.npm_specs, self.lock_dir)
         elif self.installer == "pypi" and self.python:
-            python = str(runtime.runtime_python(self._runtime(None) or Path()))
+            on = lockfiles.Interpreter.of_runtime(self._runtime(None) or Path())
             label = f"Python {self.python} (the runtime of images/runtime.py)"
             left_out = dict(self.pip_left_out)
-            lockfiles.lock_pypi(
-                self.package, self.lock_dir, python, runtime=True, left_out=left_out, label=label
-            )
+            lockfiles.lock_pypi(self.package, self.lock_dir, on, left_out=left_out, label=label)
         elif self.installer == "pypi":
-            lockfiles.lock_pypi(self.package, self.lock_dir, install.HOST_PYTHON)
+            lockfiles.lock_pypi(self.package, self.lock_dir, lockfiles.Interpreter(install.HOST_PYTHON))
         return self.lock_dir
 
     # ---- launch -------------------------------------------------------------------------------

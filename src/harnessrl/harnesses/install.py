@@ -39,14 +39,13 @@ import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harnessrl.cache import cache_root
 from harnessrl.harnesses import lockfiles
 from harnessrl.harnesses.confine import install_env, reachable, run_as, run_in_sandbox, seal, unprivileged
-from harnessrl.images.runtime import runtime_python
+from harnessrl.harnesses.lockfiles import Interpreter
 from harnessrl.sandbox import identity
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.sandbox.sandbox import SYSTEM_PATH
@@ -187,31 +186,6 @@ def python_install(
         )
     lockfiles.check_pip_lock(lock)
     return _publish(target, lambda venv: _pip_build(lock, venv, interpreter), in_place=True)
-
-
-@dataclass(frozen=True)
-class Interpreter:
-    """The python a PyPI harness is installed with and runs on: the host's (`HOST_PYTHON`, under
-    /usr, visible in every sandbox, its venvs made with their own pip), or a runtime's (`runtime`:
-    its root, which a sandbox must bind; its venvs are made without pip and filled by the runtime's
-    own pip, `pip --python VENV/bin/python`, since Debian's ensurepip looks for its wheels under the
-    system's /usr/share)."""
-
-    python: str
-    runtime: Path | None = None
-
-    @classmethod
-    def of_runtime(cls, root: Path) -> Interpreter:
-        return cls(str(runtime_python(root)), root)
-
-    def pip(self, venv: Path) -> list[str]:
-        """The command running pip on the venv `venv`."""
-        if self.runtime is None:
-            return [str(venv / "bin/python"), "-m", "pip"]
-        return [self.python, "-m", "pip", "--python", str(venv / "bin/python")]
-
-    def make_venv(self, venv: Path) -> list[str]:
-        return [self.python, "-m", "venv", *(["--without-pip"] if self.runtime else []), str(venv)]
 
 
 def _pip_build(lock: Path, venv: Path, interpreter: Interpreter) -> None:

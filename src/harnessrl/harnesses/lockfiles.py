@@ -17,12 +17,14 @@ import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from harnessrl.harnesses.confine import install_env, run_as, unprivileged
+from harnessrl.images.runtime import runtime_python
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.types import HarnessError
 
@@ -160,17 +162,15 @@ def lock_npm(specs: Sequence[str], out: Path) -> None:
 def lock_pypi(
     spec: str,
     out: Path,
-    python: str,
+    interpreter: Interpreter,
     *,
-    runtime: bool = False,
     left_out: Mapping[str, str] | None = None,
     label: str = "",
 ) -> None:
-    """Resolve `spec` (wheels only) on `python` and write `requirements.txt` into `out`: every
+    """Resolve `spec` (wheels only) on `interpreter` and write `requirements.txt` into `out`: every
     package of the set with the sha256 of each of its Linux wheels on PyPI.
 
-    `runtime`: `python` is a runtime's interpreter (`images/runtime.py`), whose own pip resolves for a
-    venv made without pip. `left_out`: requirements of `spec`'s own package that are not resolved
+    `left_out`: requirements of `spec`'s own package that are not resolved
     (name -> why; written as comments), its other requirements being resolved without them (an
     install then takes the file as the whole set, `--no-deps`). `label` names the interpreter in the
     file's first line (default: `python`)."""
@@ -178,9 +178,10 @@ def lock_pypi(
     try:
         work.chmod(0o755)
         with unprivileged(work) as uid:
-            resolve = _Resolver(uid, work, python, runtime)
+            resolve = _Resolver(uid, work, interpreter)
             chosen, py = resolve.chosen([spec], left_out or {})
-        lines = [f"# {spec} for {label or python}, wheels only: `scripts/lock_harnesses` wrote this file"]
+        on = label or interpreter.python
+        lines = [f"# {spec} for {on}, wheels only: `scripts/lock_harnesses` wrote this file"]
         lines += [f"# left out: {name} ({why})" for name, why in sorted((left_out or {}).items())]
         for item in sorted(chosen, key=lambda i: i["metadata"]["name"].lower()):
             name, version = item["metadata"]["name"], item["metadata"]["version"]
@@ -195,25 +196,41 @@ def lock_pypi(
         remove_tree(work)
 
 
-class _Resolver:
-    """pip's resolver (`install --dry-run --report`) in a fresh venv of `python` under `work`, run as
-    `uid` with a minimal environment."""
+@dataclass(frozen=True)
+class Interpreter:
+    """The python a PyPI harness is installed with and runs on: the host's (`HOST_PYTHON`, under
+    /usr, visible in every sandbox, its venvs made with their own pip), or a runtime's (`runtime`:
+    its root, which a sandbox must bind; its venvs are made without pip and filled by the runtime's
+    own pip, `pip --python VENV/bin/python`, since Debian's ensurepip looks for its wheels under the
+    system's /usr/share)."""
 
-    def __init__(self, uid: int | None, work: Path, python: str, runtime: bool) -> None:
+    python: str
+    runtime: Path | None = None
+
+    @classmethod
+    def of_runtime(cls, root: Path) -> Interpreter:
+        return cls(str(runtime_python(root)), root)
+
+    def pip(self, venv: Path) -> list[str]:
+        """The command running pip on the venv `venv`."""
+        if self.runtime is None:
+            return [str(venv / "bin/python"), "-m", "pip"]
+        return [self.python, "-m", "pip", "--python", str(venv / "bin/python")]
+
+    def make_venv(self, venv: Path) -> list[str]:
+        return [self.python, "-m", "venv", *(["--without-pip"] if self.runtime else []), str(venv)]
+
+
+class _Resolver:
+    """pip's resolver (`install --dry-run --report`) in a fresh venv of `interpreter` under `work`, run
+    as `uid` with a minimal environment."""
+
+    def __init__(self, uid: int | None, work: Path, interpreter: Interpreter) -> None:
         self.uid, self.work, self.env = uid, work, install_env(work, PIP_NO_CACHE_DIR="1")
         self.env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
         venv = work / "venv"
-        make = [python, "-m", "venv", *(["--without-pip"] if runtime else []), str(venv)]
-        self._run(make, f"making a venv of {python}")
-        self.pip = (
-            [python, "-m", "pip", "--python", str(venv / "bin/python")]
-            if runtime
-            else [
-                str(venv / "bin/python"),
-                "-m",
-                "pip",
-            ]
-        )
+        self._run(interpreter.make_venv(venv), f"making a venv of {interpreter.python}")
+        self.pip = interpreter.pip(venv)
 
     def _run(self, argv: list[str], what: str) -> None:
         proc = run_as(self.uid, argv, env=self.env, cwd=self.work, timeout_s=LOCK_TIMEOUT_S, what=what)
