@@ -173,6 +173,46 @@ def test_slowloris_headers_are_cut_off_at_the_header_deadline() -> None:
         server.stop()
 
 
+def test_a_trickled_body_gets_408_at_the_body_deadline_and_its_connection_closes() -> None:
+    """Headers on time, then a body a byte a second: it held the connection (and a share of
+    `max_connections`) for as long as the sandbox lived. Now a 408 at `body_timeout_s`, then closed."""
+    server = scripted_proxy(["done"], config=ProxyConfig(body_timeout_s=1.5)).start()
+    try:
+        info = server.server.deps.sessions.open("slow-body")
+        path = info.base_url.split(str(addr(server)[1]), 1)[1] + "/v1/messages"
+        head = f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n"
+        head += "\r\n"
+        start = time.monotonic()
+        with socket.create_connection(addr(server)) as sock:
+            sock.settimeout(30)
+            sock.sendall(head.encode() + b"{")
+            got = b""
+            try:
+                for _ in range(20):  # one more byte a second while the server has not answered
+                    time.sleep(0.5)
+                    sock.sendall(b" ")
+                    sock.setblocking(False)
+                    try:
+                        got += sock.recv(65536)
+                    except BlockingIOError:
+                        pass
+                    sock.setblocking(True)
+                    if got:
+                        break
+                sock.settimeout(10)
+                while chunk := sock.recv(65536):
+                    got += chunk
+            except (ConnectionResetError, BrokenPipeError):
+                pass
+        elapsed = time.monotonic() - start
+        assert got.startswith(b"HTTP/1.1 408"), got[:200]
+        assert b"request body not complete within 1.5 s" in got and elapsed < 8, elapsed
+        assert server.server.deps.sessions.calls(info.rollout_id) == []
+        assert httpx.post(info.base_url + "/v1/messages", json=ANTHROPIC).status_code == 200
+    finally:
+        server.stop()
+
+
 def test_connections_past_the_cap_get_503() -> None:
     server = scripted_proxy(["done"], config=ProxyConfig(max_connections=2)).start()
     idle: list[socket.socket] = []

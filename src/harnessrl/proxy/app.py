@@ -123,7 +123,8 @@ class ProxyApp:
         try:
             return await self.model_call(request, headers, endpoint, session)
         except RequestError as e:
-            return json_response(dialect.error_json(e.status, e.message, e.param, e.code), e.status)
+            close = {"connection": "close"} if e.status == 408 else None  # the rest of its body is not read
+            return json_response(dialect.error_json(e.status, e.message, e.param, e.code), e.status, close)
         except ClientDisconnect:  # before the body was complete: nothing to answer, nothing to record
             log.debug("client went away while sending its request to %s", route)
             return Response(status_code=499)
@@ -167,7 +168,9 @@ class ProxyApp:
         endpoint: Endpoint,
         session: Session,
     ) -> Response:
-        raw = await read_body(request, headers, self.deps.config.max_body_bytes)
+        raw = await read_body(
+            request, headers, self.deps.config.max_body_bytes, self.deps.config.body_timeout_s
+        )
         dialect = endpoint.dialect
         if endpoint.count_tokens is not None:
             return json_response(endpoint.count_tokens(await self.count_tokens(dialect, raw, headers)))

@@ -4,12 +4,13 @@ anything it refuses: not JSON, nesting deeper than 256, an integer past 4,300 di
 surrogate). The JSON strings inside a body (tool-call arguments, in every dialect) go through the
 same decoder (`canonical.field_json`), whose refusals are 400s naming the field.
 
-    raw = await read_body(request, headers, limit)     # bytes, decoded content-encoding
+    raw = await read_body(request, headers, limit, timeout_s)  # bytes, decoded content-encoding
     body = parse_body(raw, content_type, limit)        # dict
 """
 
 from __future__ import annotations
 
+import asyncio
 import zlib
 from collections.abc import Mapping
 from typing import Any
@@ -20,19 +21,27 @@ from harnessrl.formats.untrusted_json import MAX_BYTES, UntrustedJSONError, load
 from harnessrl.types import RequestError
 
 
-async def read_body(request: Request, headers: Mapping[str, str], limit: int) -> bytes:
-    """The body, or a 413 as soon as it is known to exceed `limit` bytes. A client that goes away
-    before the body is complete raises starlette's `ClientDisconnect`."""
+async def read_body(request: Request, headers: Mapping[str, str], limit: int, timeout_s: float) -> bytes:
+    """The body, or a 413 as soon as it is known to exceed `limit` bytes, or a 408 when it is not
+    whole within `timeout_s` (the connection is then closed). A client that goes away before the
+    body is complete raises starlette's `ClientDisconnect`."""
     declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise RequestError(f"request body exceeds {limit} bytes", status=413)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise RequestError(f"request body exceeds {limit} bytes", status=413)
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise RequestError(f"request body exceeds {limit} bytes", status=413)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise RequestError(
+            f"request body not complete within {timeout_s:g} s ({size} bytes arrived; proxy.body_timeout_s)",
+            status=408,
+        ) from None
     return decode_body(b"".join(chunks), headers.get("content-encoding", ""), limit)
 
 

@@ -42,6 +42,10 @@ class ProxyConfig(Section):
     header_timeout_s: float = Field(default=10.0, gt=0)
     """A request's headers must arrive within this many seconds of its first byte (or of the
     connection opening); slower connections (slowloris) are closed."""
+    body_timeout_s: float = Field(default=60.0, gt=0)
+    """A request's body must arrive whole within this many seconds of its headers, or the request
+    gets a 408 and its connection is closed (a body trickled a byte at a time held a connection, and
+    its share of `max_connections`, for as long as its sandbox lived)."""
     idle_timeout_s: int = Field(default=600, ge=1)
     """Idle keep-alive connections are closed after this many seconds (harnesses keep theirs open
     while a tool runs)."""
