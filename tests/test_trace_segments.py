@@ -17,11 +17,12 @@ from traffic_replay import replay
 
 from harnessrl.config import TraceConfig
 from harnessrl.formats.calls import read_calls
+from harnessrl.rollout.prompt_check import first_prompt
 from harnessrl.trace import build_trace
 from harnessrl.trace.segments import carries
 from harnessrl.trace.tree import TraceTree
 from harnessrl.trace.views import render_html, render_text
-from harnessrl.types import ModelCall, SegmentInfo, ToolCall
+from harnessrl.types import ModelCall, Rollout, SegmentInfo, ToolCall
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -204,3 +205,22 @@ def test_segments_of_a_whitebox_rollout() -> None:
     ).to_sample()
     assert sorted({n.segment for n in sample.nodes}) == [0, 1, 2, 3]
     assert [s.kind for s in sample.segments] == ["main", "subagent", "compaction", "main"]
+
+
+def test_a_helper_that_runs_on_past_the_main_thread_is_not_taken_for_it() -> None:
+    """A real `whitebox:00020` rollout of the credit experiment's cold start (an evaluation,
+    2026-12-04): the helper ran three calls, was delegated to again at the third step, and the
+    rollout ended in replays; the helper's counted calls (1-3, 10-11) spanned more of it than the main
+    thread's (0, 5, 7, 9), and the old rule made the helper the main thread: `exclude` would have
+    trained the helper and dropped the agent, and the prompt check stopped the run ("tools removed:
+    delegate"). The main thread is the group that starts first."""
+    calls = read_calls(FIXTURES / "segments" / "whitebox-00020-long-helper" / "calls.jsonl")
+    tree = build_trace(calls, reward=1.0)
+    kinds = [c.kind for c in tree.calls]
+    assert kinds[:13] == [
+        "main", "subagent", "subagent", "subagent", "compaction_request", "compacted", "compaction_request",
+        "compacted", "compaction_request", "compacted", "subagent", "subagent", "compaction_request",
+    ]  # fmt: skip
+    assert set(kinds[13:]) == {"replay"}
+    prompt = first_prompt(Rollout(rollout_id="r", task_id="t", harness="whitebox:00020", calls=calls))
+    assert prompt is not None and (prompt.call_index, prompt.tools) == (0, ["bash", "delegate"])

@@ -52,19 +52,23 @@ def group_key(call: ModelCall) -> str:
 
 
 def choose_main_group(calls: list[ModelCall]) -> str:
-    """The group whose calls span the most of the rollout; then the most calls; then the latest."""
+    """The main thread's group: the group of the earliest call whose group makes two or more calls
+    (the harness's own loop starts first; a call a harness makes once before it, as Claude Code's
+    quota check, is passed over), replays and compaction requests not counted. Sub-agents start
+    after the main thread, however long they run: a white-box helper that ran on past the main
+    thread's last counted call (its calls after it were replays) spanned more of the rollout, and
+    the old rule (the group spanning the most) made it the main thread. When no group makes two
+    calls: the latest call's."""
     counts: Counter[str] = Counter()
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
-    for i, call in enumerate(calls):
+    order: list[str] = []
+    for call in calls:
         if call.replay_of is None and "compaction_request" not in call.tags:
             key = group_key(call)
             counts[key] += 1
-            first.setdefault(key, i)
-            last[key] = i
+            order.append(key)
     if not counts:
         return group_key(calls[0]) if calls else ""
-    return max(counts, key=lambda k: (last[k] - first[k], counts[k], last[k]))
+    return next((k for k in order if counts[k] >= 2), order[-1])
 
 
 def initial_kind(call: ModelCall, main_key: str) -> CallKind:
