@@ -224,3 +224,22 @@ def test_a_helper_that_runs_on_past_the_main_thread_is_not_taken_for_it() -> Non
     assert set(kinds[13:]) == {"replay"}
     prompt = first_prompt(Rollout(rollout_id="r", task_id="t", harness="whitebox:00020", calls=calls))
     assert prompt is not None and (prompt.call_index, prompt.tools) == (0, ["bash", "delegate"])
+
+
+def test_the_main_thread_is_the_first_with_tools_of_two_or_more_calls() -> None:
+    """Side threads a harness starts first are passed over: a single call (a quota check) and a
+    tool-less thread of several (titles, next-speaker checks); a sub-agent that outlasts the main
+    thread is not it; with no tools anywhere, the first of two or more calls; with no group of two,
+    the latest call's."""
+    from harnessrl.trace.classify import choose_main_group, group_key
+
+    bash = ["bash"]
+    quota = call("r", 0, [1], [2], system="quota")
+    title = [call("r", i, [1, i], [2], system="title") for i in (1, 6)]
+    agent = [call("r", i, [3, i], [4], system="agent", tool_names=bash) for i in (2, 5)]
+    helper = [call("r", i, [5, i], [6], system="helper", tool_names=bash) for i in (3, 4, 7, 8)]
+    calls = sorted([quota, *title, *agent, *helper], key=lambda c: c.index)
+    assert choose_main_group(calls) == group_key(agent[0])
+    plain = [c.model_copy(update={"tool_names": []}) for c in calls]
+    assert choose_main_group(plain) == group_key(title[0])
+    assert choose_main_group([quota, agent[0]]) == group_key(agent[0])

@@ -53,22 +53,27 @@ def group_key(call: ModelCall) -> str:
 
 def choose_main_group(calls: list[ModelCall]) -> str:
     """The main thread's group: the group of the earliest call whose group makes two or more calls
-    (the harness's own loop starts first; a call a harness makes once before it, as Claude Code's
-    quota check, is passed over), replays and compaction requests not counted. Sub-agents start
-    after the main thread, however long they run: a white-box helper that ran on past the main
-    thread's last counted call (its calls after it were replays) spanned more of the rollout, and
-    the old rule (the group spanning the most) made it the main thread. When no group makes two
-    calls: the latest call's."""
+    and offers the model tools (the harness's agent loop starts first; a call a harness makes once
+    before it, or a tool-less side thread of its own such as a title, a quota or a next-speaker check,
+    is passed over), replays and compaction requests not counted; with no group offering tools, the
+    earliest of two or more calls. Sub-agents start after the main thread, however long they run: a
+    white-box helper that ran on past the main thread's last counted call (its calls after it were
+    replays) spanned more of the rollout, and the old rule (the group spanning the most) made it the
+    main thread. When no group makes two calls: the latest call's."""
     counts: Counter[str] = Counter()
     order: list[str] = []
+    tools: set[str] = set()
     for call in calls:
         if call.replay_of is None and "compaction_request" not in call.tags:
             key = group_key(call)
             counts[key] += 1
             order.append(key)
+            if call.tool_names:
+                tools.add(key)
     if not counts:
         return group_key(calls[0]) if calls else ""
-    return next((k for k in order if counts[k] >= 2), order[-1])
+    several = [k for k in order if counts[k] >= 2]
+    return next((k for k in several if k in tools), several[0] if several else order[-1])
 
 
 def initial_kind(call: ModelCall, main_key: str) -> CallKind:
