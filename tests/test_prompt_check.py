@@ -79,6 +79,22 @@ def test_the_proxy_records_tool_names_and_the_first_prompt_is_the_main_threads(r
     assert first_prompt(rollout("r0", [])) is None
 
 
+def test_a_sub_agent_that_outlasts_its_agent_does_not_change_the_first_prompt(record: Any) -> None:
+    """The agent delegates in its first call and the rollout ends while the helper runs (a timeout):
+    the helper made more calls, with other tools; the first prompt is still the agent's, so what
+    the policy did never stops the run."""
+    helper = [tool("terminal", "run a command")]
+    calls = record(
+        "r2", body("agent", [*BASE, tool("delegate")]), body("helper", helper), body("helper", helper, "x")
+    )
+    prompt = first_prompt(rollout("r2", calls))
+    assert prompt is not None and (prompt.call_index, prompt.tools[-1]) == (0, "delegate")
+    agent = [*BASE, tool("delegate")]
+    alone = record("r3", body("agent", agent), body("agent", agent, "y"))
+    both = [rollout("r3", alone), rollout("r2", calls)]
+    assert PromptCheck().observe(both) == both
+
+
 def test_the_check_fires_on_a_changed_tool_set(record: Any) -> None:
     check = PromptCheck()
     same = [rollout(f"a{i}", record(f"a{i}", body("agent", BASE, f"task {i}"))) for i in range(2)]

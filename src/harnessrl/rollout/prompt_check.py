@@ -2,8 +2,8 @@
 
 A harness builds its prompt from what it finds on the machine: Hermes adds 10 `browser_*` tools when a
 `chromium` is on PATH. `sandbox/programs.py` makes what the sandbox shows the same everywhere; this
-check catches what still differs. Each rollout's first main-thread call (`first_prompt`: the main thread
-as `trace.classify` finds it, so a side call made first does not count) is written to
+check catches what still differs. Each rollout's first agent call (`first_prompt`: its first call that
+offers tools, so a tool-less side call made first does not count) is written to
 `<rollout>/prompt.json` (`formats/first_prompt.py`), and every backend's `run_many` hands its rollouts
 to the run's `PromptCheck`, with the system each ran on (`system_of`: its task's image, or the host's
 root): the first rollout of a harness that made a call on a system fixes that harness's tool set on that
@@ -48,12 +48,18 @@ def system_of(task: Task) -> str:
 
 
 def first_prompt(rollout: Rollout) -> FirstPrompt | None:
-    """The first main-thread call of `rollout` as a FirstPrompt; None when it made no call."""
+    """The harness's first agent call of `rollout` as a FirstPrompt: its first call that offers the
+    model tools (not a replay or a compaction request), else the first call of the main thread;
+    None when it made no call. What the policy did afterwards never decides which call it is (a
+    rollout cut short while a sub-agent ran has a sub-agent of more calls than its main thread)."""
     calls = rollout.calls
     if not calls:
         return None
-    main = choose_main_group(calls)
-    call = next((c for c in calls if group_key(c) == main), calls[0])
+    agent = (c for c in calls if c.tool_names and c.replay_of is None and "compaction_request" not in c.tags)
+    call = next(agent, None)
+    if call is None:
+        main = choose_main_group(calls)
+        call = next((c for c in calls if group_key(c) == main), calls[0])
     return FirstPrompt(
         harness=rollout.harness,
         call_index=call.index,
