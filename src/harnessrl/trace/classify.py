@@ -1,13 +1,14 @@
 """Which thread each call belongs to, and which leaves are alive.
 
 **Main thread.** Calls are grouped by (system digest, tools digest, requested model). The main group
-is the group whose calls span the most of the rollout (last arrival index minus first), then the one
-with the most calls, then the one whose last call came latest. The main thread is there before any
-sub-agent is spawned and answers after the last one returns, so its span is the widest even when the
-sub-agents together make many more calls than it does (a count would pick them). Every other group
-is a sub-agent, as is any call tagged `subagent`. It fails when a helper with its own system prompt
-makes both the very first and the very last call of a rollout (then its span ties the main
-thread's and the count decides), and for a rollout cut off inside a sub-agent.
+is the group of the earliest call whose group makes two or more calls and offers the model tools
+(replays and compaction requests not counted; `choose_main_group`): the main thread is there before
+any sub-agent is spawned, however many calls the sub-agents make or however long one runs (a span
+rule, the group spanning the most of the rollout, took a white-box helper that ran past the main
+thread's last counted call for the main thread). A call a harness makes once before its loop (a
+quota check) and a tool-less side thread (titles, next-speaker checks) are passed over. Every other
+group is a sub-agent, as is any call tagged `subagent`. It fails when a helper with its own system
+prompt starts before the main thread makes its second call and the main thread makes only one.
 
 **Compaction.** A call tagged `compaction_request` asks for a summary. A main-group call *restarts*
 when it drops model tokens that the main-thread call it shares the longest prefix with had in its
