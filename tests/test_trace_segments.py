@@ -226,11 +226,10 @@ def test_a_helper_that_runs_on_past_the_main_thread_is_not_taken_for_it() -> Non
     assert prompt is not None and (prompt.call_index, prompt.tools) == (0, ["bash", "delegate"])
 
 
-def test_the_main_thread_is_the_first_with_tools_of_two_or_more_calls() -> None:
-    """Side threads a harness starts first are passed over: a single call (a quota check) and a
-    tool-less thread of several (titles, next-speaker checks); a sub-agent that outlasts the main
-    thread is not it; with no tools anywhere, the first of two or more calls; with no group of two,
-    the latest call's."""
+def test_the_main_thread_is_the_first_to_offer_tools() -> None:
+    """Tool-less side calls a harness makes first are passed over (a quota check, titles); a
+    sub-agent that outlasts the main thread, or is cut off by the timeout, is not it; with no tools
+    anywhere, the first of two or more calls; with no group of two, the latest call's."""
     from harnessrl.trace.classify import choose_main_group, group_key
 
     bash = ["bash"]
@@ -243,3 +242,5 @@ def test_the_main_thread_is_the_first_with_tools_of_two_or_more_calls() -> None:
     plain = [c.model_copy(update={"tool_names": []}) for c in calls]
     assert choose_main_group(plain) == group_key(title[0])
     assert choose_main_group([quota, agent[0]]) == group_key(agent[0])
+    cut_off = [agent[0], *helper[:2]]  # the rollout's timeout hit while the helper ran
+    assert choose_main_group(cut_off) == group_key(agent[0])

@@ -1,14 +1,14 @@
 """Which thread each call belongs to, and which leaves are alive.
 
 **Main thread.** Calls are grouped by (system digest, tools digest, requested model). The main group
-is the group of the earliest call whose group makes two or more calls and offers the model tools
-(replays and compaction requests not counted; `choose_main_group`): the main thread is there before
-any sub-agent is spawned, however many calls the sub-agents make or however long one runs (a span
-rule, the group spanning the most of the rollout, took a white-box helper that ran past the main
-thread's last counted call for the main thread). A call a harness makes once before its loop (a
-quota check) and a tool-less side thread (titles, next-speaker checks) are passed over. Every other
-group is a sub-agent, as is any call tagged `subagent`. It fails when a helper with its own system
-prompt starts before the main thread makes its second call and the main thread makes only one.
+is the group of the rollout's first call that offers the model tools (replays and compaction requests
+not counted; `choose_main_group`): the main thread is there before any sub-agent is spawned, however
+many calls the sub-agents make or however long one runs (a span rule, the group spanning the most
+of the rollout, took a white-box helper that ran past the main thread's last counted call, or was
+cut off by the timeout, for the main thread). A tool-less call or thread a harness makes before or
+beside its loop (a quota check, titles, next-speaker checks) is passed over. Every other group is a
+sub-agent, as is any call tagged `subagent`. It fails for a harness whose first tool-offering call
+is not its agent loop's (none of the 23 CLIs' captured traffic has one).
 
 **Compaction.** A call tagged `compaction_request` asks for a summary. A main-group call *restarts*
 when it drops model tokens that the main-thread call it shares the longest prefix with had in its
@@ -53,28 +53,27 @@ def group_key(call: ModelCall) -> str:
 
 
 def choose_main_group(calls: list[ModelCall]) -> str:
-    """The main thread's group: the group of the earliest call whose group makes two or more calls
-    and offers the model tools (the harness's agent loop starts first; a call a harness makes once
-    before it, or a tool-less side thread of its own such as a title, a quota or a next-speaker check,
-    is passed over), replays and compaction requests not counted; with no group offering tools, the
-    earliest of two or more calls. Sub-agents start after the main thread, however long they run: a
-    white-box helper that ran on past the main thread's last counted call (its calls after it were
-    replays) spanned more of the rollout, and the old rule (the group spanning the most) made it the
-    main thread. When no group makes two calls: the latest call's."""
+    """The main thread's group: the group of the rollout's first call that offers the model tools
+    (the harness's agent loop starts first; a tool-less side call or thread it makes before or
+    beside it, a title, a quota or a next-speaker check, is passed over), replays and compaction
+    requests not counted. Sub-agents start after the main thread, however long they run or however
+    many calls they make: a white-box helper that ran past the main thread's last counted call (its
+    calls after it were replays), or was cut off by the rollout's timeout, spanned more of the
+    rollout, and the old rule (the group spanning the most) made it the main thread. With no call
+    offering tools: the group of the earliest call whose group makes two or more; else the latest
+    call's."""
     counts: Counter[str] = Counter()
     order: list[str] = []
-    tools: set[str] = set()
     for call in calls:
         if call.replay_of is None and "compaction_request" not in call.tags:
+            if call.tool_names:
+                return group_key(call)
             key = group_key(call)
             counts[key] += 1
             order.append(key)
-            if call.tool_names:
-                tools.add(key)
     if not counts:
         return group_key(calls[0]) if calls else ""
-    several = [k for k in order if counts[k] >= 2]
-    return next((k for k in several if k in tools), several[0] if several else order[-1])
+    return next((k for k in order if counts[k] >= 2), order[-1])
 
 
 def initial_kind(call: ModelCall, main_key: str) -> CallKind:
