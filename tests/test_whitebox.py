@@ -317,3 +317,39 @@ async def test_multi_step_task_demonstration_delegates_and_compacts(tmp_path: Pa
         assert kinds == ["main", "subagent", "compaction", "main", "compaction", "main", "compaction", "main"]
         summaries = [p.rsplit("<|im_start|>assistant", 1)[0] for p in prompts(r)]
         assert sum(context.COMPACT_PROMPT in p for p in summaries) == 3
+
+
+def test_every_request_is_fresh_so_the_proxy_never_replays_it() -> None:
+    """The white-box client never retries: it says so on every request (`x-stainless-retry-count:
+    0`), and the proxy samples again for a request identical to an earlier one (tests/
+    test_proxy_server.py) instead of replaying it (a compaction loop on one sample)."""
+    import http.server
+    import threading
+
+    from harnessrl.harnesses.whitebox.agent.client import Client
+
+    seen: list[str | None] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append(self.headers.get("x-stainless-retry-count"))
+            self.rfile.read(int(self.headers["content-length"]))
+            body = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\ndata: [DONE]\n\n'
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = Client(f"http://127.0.0.1:{server.server_address[1]}", "k", "m", 8, 10.0)
+        messages = [{"role": "user", "content": "same"}]
+        assert [client.chat(messages, None).text for _ in range(2)] == ["hi", "hi"]
+    finally:
+        server.shutdown()
+    assert seen == ["0", "0"]

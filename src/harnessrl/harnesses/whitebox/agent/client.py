@@ -49,7 +49,15 @@ class Client:
 
     def __init__(self, base_url: str, api_key: str, model: str, max_tokens: int, timeout_s: float) -> None:
         self.url = base_url.rstrip("/") + "/v1/chat/completions"
-        self.headers = {"content-type": "application/json", "authorization": f"Bearer {api_key}"}
+        # The client never retries, so every request is a fresh one (`x-stainless-retry-count: 0`, the
+        # SDKs' convention the proxy reads): without it the proxy took a request identical to an
+        # earlier one for a retry and replayed the earlier answer, and a compaction that summarised a
+        # step as before looped the rollout to its step limit on one sample (57 of 60 evaluations).
+        self.headers = {
+            "content-type": "application/json",
+            "authorization": f"Bearer {api_key}",
+            "x-stainless-retry-count": "0",
+        }
         self.model, self.max_tokens, self.timeout_s = model, max_tokens, timeout_s
         self.calls = 0
 
