@@ -32,6 +32,7 @@ from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpe
 from harnessrl.harnesses.base import HarnessBase, option_modes
 from harnessrl.harnesses.parsing import json_lines, parse_result_event
 from harnessrl.sandbox.spec import ExecResult
+from harnessrl.types import DialectName
 
 VERSION = "0.25.9"
 STORE = ".letta/lc-local-backend/providers/auth.json"
@@ -42,22 +43,33 @@ STORE = ".letta/lc-local-backend/providers/auth.json"
 class Provider:
     """One of its pi-ai providers: the model handle's prefix, the model it asks for (None: the
     endpoint's; catalog providers take only models they know, and the proxy serves whatever policy
-    it holds), what follows the API root in its base URL, and how the endpoint reaches it:
-    environment variables, or (`store`) a connection in STORE under that name."""
+    it holds), what follows the API root in its base URL, the dialect it speaks and its first
+    prompt's size (its `Mode`), and how the endpoint reaches it: environment variables, or (`store`)
+    a connection in STORE under that name."""
 
     prefix: str
     model: str | None
     suffix: str
+    dialect: DialectName
+    first_prompt: int
     url_env: str = ""
     key_env: str = ""
     store: str = ""
 
 
 PROVIDERS = {
-    "llama-cpp": Provider("llama-cpp", None, "/v1", "LLAMA_CPP_BASE_URL", "LLAMA_CPP_API_KEY"),
-    "anthropic": Provider("anthropic", "claude-sonnet-4-6", "", store="lc-anthropic"),
+    "llama-cpp": Provider(
+        "llama-cpp", None, "/v1", "openai_chat", 15_090, "LLAMA_CPP_BASE_URL", "LLAMA_CPP_API_KEY"
+    ),
+    "anthropic": Provider("anthropic", "claude-sonnet-4-6", "", "anthropic", 14_823, store="lc-anthropic"),
     "google-ai": Provider(
-        "google_ai", "gemini-2.5-pro", "/v1beta", "GOOGLE_GENERATIVE_AI_BASE_URL", "GEMINI_API_KEY"
+        "google_ai",
+        "gemini-2.5-pro",
+        "/v1beta",
+        "gemini",
+        15_090,
+        "GOOGLE_GENERATIVE_AI_BASE_URL",
+        "GEMINI_API_KEY",
     ),
 }
 
@@ -81,14 +93,7 @@ class LettaCode(HarnessBase):
     command = "letta"
     pinned_node = True
     shell_tool = ShellTool("Bash", "command")
-    modes, choices = option_modes(
-        "provider",
-        {
-            "llama-cpp": ("openai_chat", 15_090),
-            "anthropic": ("anthropic", 14_823),
-            "google-ai": ("gemini", 15_090),
-        },
-    )
+    modes, choices = option_modes("provider", {n: (p.dialect, p.first_prompt) for n, p in PROVIDERS.items()})
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
         name = self.choice(ctx, "provider")

@@ -48,18 +48,14 @@ def system_of(task: Task) -> str:
 
 
 def first_prompt(rollout: Rollout) -> FirstPrompt | None:
-    """The harness's first agent call of `rollout` as a FirstPrompt: its first call that offers the
-    model tools (not a replay or a compaction request), else the first call of the main thread;
-    None when it made no call. What the policy did afterwards never decides which call it is (a
-    rollout cut short while a sub-agent ran has a sub-agent of more calls than its main thread)."""
+    """The first main-thread call of `rollout` as a FirstPrompt (`trace.classify.choose_main_group`:
+    the group of its first call that offers tools, so what the policy did afterwards never decides
+    which call it is); None when it made no call."""
     calls = rollout.calls
     if not calls:
         return None
-    agent = (c for c in calls if c.tool_names and c.replay_of is None and "compaction_request" not in c.tags)
-    call = next(agent, None)
-    if call is None:
-        main = choose_main_group(calls)
-        call = next((c for c in calls if group_key(c) == main), calls[0])
+    main = choose_main_group(calls)
+    call = next((c for c in calls if group_key(c) == main), calls[0])
     return FirstPrompt(
         harness=rollout.harness,
         call_index=call.index,
