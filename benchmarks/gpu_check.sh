@@ -21,7 +21,7 @@ export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 missing=$("$PY" - <<'PY'
 import importlib.util
-print(" ".join(m for m in ("torch", "transformers", "pydantic", "safetensors") if importlib.util.find_spec(m) is None))
+print(" ".join(m for m in ("torch", "transformers", "pydantic", "safetensors", "orjson") if importlib.util.find_spec(m) is None))
 PY
 )
 if [ -n "$missing" ]; then
