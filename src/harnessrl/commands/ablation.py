@@ -6,16 +6,14 @@ runs side by side with `--combine`), print the table.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from harnessrl.commands import options as opt
-from harnessrl.config import ConfigError, load_config, shipped_config
+from harnessrl.config import Config
 from harnessrl.experiments.ablation import TABLE_HEADER, arm_space, run_ablation, table_rows
 
 ABLATION_CONFIG = "scaling/ablation.toml"
@@ -23,10 +21,7 @@ ABLATION_CONFIG = "scaling/ablation.toml"
 
 
 def main(
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="TOML config (default: configs/scaling/ablation.toml)."),
-    ] = None,
+    config: opt.ShippedConfig = None,
     override: opt.Override = None,
     fresh: opt.Fresh = False,
     combine: Annotated[
@@ -37,10 +32,12 @@ def main(
         str, typer.Option("--reference", help="With --combine: the policy the others are paired against.")
     ] = "cold-start",
 ) -> None:
-    """One GRPO run per harness-space design from a shared cold start; prints the paper's table."""
+    """One GRPO run per harness-space design from a shared cold start; prints the paper's table.
+
+    Config: configs/scaling/ablation.toml unless --config."""
     from rich.table import Table
 
-    from harnessrl.progress import console, quiet_loading
+    from harnessrl.progress import console
 
     if combine:
         from harnessrl.experiments.ablation_seeds import combine as combine_runs
@@ -52,15 +49,12 @@ def main(
             raise typer.BadParameter(str(e)) from None
         return
 
-    try:
-        cfg = load_config(config or shipped_config(ABLATION_CONFIG), override or [])
+    def check(cfg: Config) -> None:
         for arm in cfg.ablation.arms:
             arm_space(cfg, arm)
-    except ConfigError as e:
-        raise typer.BadParameter(str(e)) from None
-    quiet_loading()
-    t0 = time.perf_counter()
-    summary = asyncio.run(run_ablation(cfg, fresh=fresh, echo=lambda s: print(s, flush=True)))
+
+    cfg = opt.experiment_config(config, ABLATION_CONFIG, override, check)
+    summary, seconds = opt.run_experiment(run_ablation, cfg, fresh)
     table = Table(
         *TABLE_HEADER, title=f"harness-scaling ablation ({summary['heldout_tasks']} held-out tasks)"
     )
@@ -68,7 +62,7 @@ def main(
         table.add_row(*row)
     console().print(table)
     stages = {k: round(v) for k, v in summary["seconds"].items()}
-    print(f"total {time.perf_counter() - t0:.0f} s; stages {json.dumps(stages)}")
+    print(f"total {seconds:.0f} s; stages {json.dumps(stages)}")
     print(f"table: {Path(cfg.ablation.out_dir) / 'ablation.md'}", flush=True)
 
 

@@ -40,9 +40,7 @@ def eval_cmd(
     concurrency: opt.Concurrency = None,
     out: Annotated[str | None, typer.Option(help="Run folder: report + rollouts (eval.out_dir).")] = None,
     config: opt.ConfigFile = None,
-    override: Annotated[
-        list[str] | None, typer.Option("-o", help="Dotted override, e.g. eval.pass_threshold=0.5.")
-    ] = None,
+    override: opt.Override = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the summaries as one JSON object (progress to stderr).")
     ] = False,

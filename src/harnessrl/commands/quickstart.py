@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import time
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from harnessrl.commands import options as opt
-from harnessrl.config import shipped_config
 from harnessrl.experiments.quickstart import TABLE_HEADER, run_quickstart, table_rows
 
 QUICKSTART_CONFIG = "quickstart.toml"
@@ -20,23 +14,21 @@ QUICKSTART_CONFIG = "quickstart.toml"
 
 
 def quickstart(
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="TOML config (default: the packaged one).")
-    ] = None,
+    config: opt.ShippedConfig = None,
     override: opt.Override = None,
     fresh: opt.Fresh = False,
 ) -> None:
-    """Demonstrations -> SFT -> eval -> GRPO -> eval on generated tasks; prints the before/after table."""
+    """Demonstrations -> SFT -> eval -> GRPO -> eval on generated tasks; prints the before/after table.
+
+    Config: configs/quickstart.toml unless --config."""
     from rich.table import Table
 
     from harnessrl.evaluate.paired import sentence
-    from harnessrl.progress import console, quiet_loading
+    from harnessrl.progress import console
 
-    cfg = opt.config_or_usage(config or shipped_config(QUICKSTART_CONFIG), override or [])
-    quiet_loading()
+    cfg = opt.experiment_config(config, QUICKSTART_CONFIG, override)
     out = console()
-    t0 = time.perf_counter()
-    summary = asyncio.run(run_quickstart(cfg, fresh=fresh, echo=lambda s: print(s, flush=True)))
+    summary, seconds = opt.run_experiment(run_quickstart, cfg, fresh)
     table = Table(*TABLE_HEADER, title=f"before / after ({summary['heldout_tasks']} held-out tasks)")
     for row in table_rows(summary["policies"], summary["paired"]):
         table.add_row(*row)
@@ -45,7 +37,7 @@ def quickstart(
         print(sentence({"policy": name, "baseline": c["baseline"], "overall": c}))
     root = Path(cfg.quickstart.out_dir)
     stages = {k: round(v) for k, v in summary["seconds"].items()}
-    print(f"total {time.perf_counter() - t0:.0f} s; stages {json.dumps(stages)}")
+    print(f"total {seconds:.0f} s; stages {json.dumps(stages)}")
     print(f"table: {root / 'quickstart.md'}; eval reports: {root / 'eval'}/*/eval.md; "
           f"RL metrics: {root / 'rl' / 'metrics.jsonl'}", flush=True)  # fmt: skip
     sys.stdout.flush()

@@ -212,9 +212,7 @@ def rollout(
     timeout: Annotated[float | None, typer.Option(help="Agent timeout per rollout, seconds.")] = None,
     out: Annotated[str | None, typer.Option(help="Output folder (one sub-folder per rollout).")] = None,
     config: opt.ConfigFile = None,
-    override: Annotated[
-        list[str] | None, typer.Option("-o", help="Dotted override, e.g. engine.dtype=bfloat16.")
-    ] = None,
+    override: opt.Override = None,
     option: Annotated[
         list[str] | None,
         typer.Option(

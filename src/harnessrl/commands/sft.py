@@ -26,9 +26,7 @@ def sft(
     steps: Annotated[int | None, typer.Option(help="Optimizer steps (sft.steps).")] = None,
     out: Annotated[str | None, typer.Option(help="Output folder (sft.out_dir).")] = None,
     config: opt.ConfigFile = None,
-    override: Annotated[
-        list[str] | None, typer.Option("-o", help="Dotted override, e.g. sft.lr=1e-4.")
-    ] = None,
+    override: opt.Override = None,
 ) -> None:
     """Fine-tune on demonstrations (the real harness replaying references) and kept rollouts."""
     from harnessrl.progress import quiet_loading

@@ -49,12 +49,8 @@ def select_tasks(cfg: Config) -> list[Task]:
 
 
 def train(
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="TOML config (default: the packaged demo).")
-    ] = None,
-    override: Annotated[
-        list[str] | None, typer.Option("-o", help="Dotted override, e.g. train.lr=1e-5 (repeatable).")
-    ] = None,
+    config: opt.ShippedConfig = None,
+    override: opt.Override = None,
     steps: Annotated[int | None, typer.Option(help="Training steps (train.steps).")] = None,
     harness: Annotated[
         str | None, typer.Option(help="Train through this harness only (sets train.harnesses).")
@@ -65,7 +61,9 @@ def train(
     ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from the latest checkpoint.")] = False,
 ) -> None:
-    """Train the policy with RL through unmodified harnesses; one metrics line per step."""
+    """Train the policy with RL through unmodified harnesses; one metrics line per step.
+
+    Config: configs/demo.toml unless --config."""
     flags: dict[str, object] = {"train.steps": steps, "tasks.path": tasks, "train.resume": resume or None}
     if harness is not None:
         flags["train.harnesses"] = [harness]
