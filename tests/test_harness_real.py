@@ -16,6 +16,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -224,16 +225,24 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "replay", "options"), CASES, indirect=["replay"])
-async def test_real_harness_runs_tool_in_sandbox(
-    sb_base: Path, name: str, replay: ReplayServer, options: dict[str, Any], tmp_path: Path
-) -> None:
+@asynccontextmanager
+async def installed_in_sandbox(
+    name: str, replay: ReplayServer, sb_base: Path
+) -> AsyncIterator[tuple[Any, Sandbox, Endpoint]]:
+    """The harness installed, a sandbox whose endpoint is the replay server, and the endpoint it sees."""
     harness = get_harness(name)
     await asyncio.to_thread(harness.ensure_installed)
     spec = SandboxSpec(endpoint=("127.0.0.1", replay.port), ro_binds=harness_binds(), base_dir=sb_base)
     async with await Sandbox.create(spec) as sb:
         assert sb.endpoint_url is not None
-        endpoint = Endpoint(base_url=sb.endpoint_url + PREFIX, api_key=API_KEY)
+        yield harness, sb, Endpoint(base_url=sb.endpoint_url + PREFIX, api_key=API_KEY)
+
+
+@pytest.mark.parametrize(("name", "replay", "options"), CASES, indirect=["replay"])
+async def test_real_harness_runs_tool_in_sandbox(
+    sb_base: Path, name: str, replay: ReplayServer, options: dict[str, Any], tmp_path: Path
+) -> None:
+    async with installed_in_sandbox(name, replay, sb_base) as (harness, sb, endpoint):
         result, raw = await run_harness(
             harness, sb, endpoint, "Create hello.txt containing hi.", timeout_s=240, options=options
         )
@@ -287,17 +296,13 @@ async def test_real_harness_starts_mcp_server_inside_sandbox(
     sb_base: Path, name: str, replay: ReplayServer, offered: str, options: dict[str, Any], tmp_path: Path
 ) -> None:
     """The adapter's MCP config makes the harness start a stdio server inside the sandbox, offer its tool."""
-    harness = get_harness(name)
-    await asyncio.to_thread(harness.ensure_installed)
-    spec = SandboxSpec(endpoint=("127.0.0.1", replay.port), ro_binds=harness_binds(), base_dir=sb_base)
-    async with await Sandbox.create(spec) as sb:
-        assert sb.endpoint_url is not None
+    async with installed_in_sandbox(name, replay, sb_base) as (harness, sb, endpoint):
         (sb.host_home / "mcp_probe.py").write_text(MCP_PROBE)
         server = McpServer("probe", ["python3", f"{sb.home}/mcp_probe.py"], {"PROBE_DIR": sb.home})
         result, raw = await run_harness(
             harness,
             sb,
-            Endpoint(sb.endpoint_url + PREFIX, API_KEY),
+            endpoint,
             "Create hello.txt.",
             timeout_s=240,
             mcp_servers=[server],

@@ -142,18 +142,21 @@ def run_tracker(tracker: str, tmp_path: Path) -> dict[str, Any]:
     return {"out": out, **json.loads(line[3:])}
 
 
+RUN_NAMES = ("runs/train", "train", "runs/eval", "eval")
+"""(name, kind) of the train run, then of the eval run, as each tracker records them."""
+
+
+def run_names(train: dict[str, Any], ev: dict[str, Any], kind: str) -> tuple[str, str, str, str]:
+    return (train["name"], train[kind], ev["name"], ev[kind])
+
+
 EVAL_ROW = ["a", "0.500 +- 0.500 (0.000-1.000)", "1.000", "1.000 (k=2)", "0.000 (k=2)", "1x2", "ok 2"]
 
 
 def test_mlflow_file_store_under_the_run_folder(tmp_path: Path) -> None:
     got = run_tracker("mlflow", tmp_path)
     train, ev = got["train"], got["eval"]
-    assert (train["name"], train["kind"], ev["name"], ev["kind"]) == (
-        "runs/train",
-        "train",
-        "runs/eval",
-        "eval",
-    )
+    assert run_names(train, ev, "kind") == RUN_NAMES
     assert train["params"]["train.lr"] == "1e-06" and train["params"]["train.steps"] == "2"
     assert train["metrics"] == {
         "reward/mean": [[0, 0.5], [1, 0.75]],
@@ -182,12 +185,7 @@ def test_trackio_local_database(tmp_path: Path) -> None:
 def test_wandb_offline_run_under_the_run_folder(tmp_path: Path) -> None:
     got = run_tracker("wandb", tmp_path)
     train, ev = got["train"], got["eval"]
-    assert (train["name"], train["job"], ev["name"], ev["job"]) == (
-        "runs/train",
-        "train",
-        "runs/eval",
-        "eval",
-    )
+    assert run_names(train, ev, "job") == RUN_NAMES
     assert train["config"] == {"train": {"lr": 1e-6, "steps": 2}}
     rows = [(h["_step"], h.get("reward/mean"), h.get("groups/informative")) for h in train["history"]]
     assert rows == [(0, 0.5, 1.0), (1, 0.75, 2.0)]
