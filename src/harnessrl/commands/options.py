@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -65,7 +65,7 @@ def experiment_config(
 
 
 def run_experiment(
-    run: Callable[..., Awaitable[dict[str, Any]]], cfg: Config, fresh: bool
+    run: Callable[..., Coroutine[Any, Any, dict[str, Any]]], cfg: Config, fresh: bool
 ) -> tuple[dict[str, Any], float]:
     """Run an experiment's stages (`run(cfg, fresh=, echo=)`), each progress line printed as it comes;
     its summary and the wall seconds it took."""

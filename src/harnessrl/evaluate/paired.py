@@ -18,6 +18,9 @@ the outcomes pair up one to one. For a baseline A and a policy B:
 - excludes_zero: lo > 0 or hi < 0; up / down / same: tasks with d_t > 0, < 0, = 0;
 - se_tasks: the standard error of the mean of d_t (n - 1), the normal-theory counterpart.
 
+`metric="score"` pairs the mean score instead (an `ok` rollout's checker score, 0 for a failure):
+the same d_t, interval and counts with `score` in place of `passed`.
+
 `comparisons` runs every later policy of a report against every earlier one, overall and per harness.
 """
 
@@ -29,9 +32,12 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from statistics import fmean, stdev
-from typing import Any
+from typing import Any, Literal
 
 from harnessrl.evaluate.stats import Outcome
+
+Metric = Literal["passed", "score"]
+"""The outcome field a paired difference compares: Pass@1 (`passed`) or mean score (`score`)."""
 
 RESAMPLES = 10_000
 CONFIDENCE = 0.95
@@ -47,9 +53,11 @@ def outcomes_of(report: Mapping[str, Any], policy: str) -> list[Outcome]:
     ]
 
 
-def task_differences(base: Sequence[Outcome], other: Sequence[Outcome]) -> dict[str, float]:
-    """task id -> d_t (module docstring); ValueError unless both ran the same (task, harness, run,
-    seed) set."""
+def task_differences(
+    base: Sequence[Outcome], other: Sequence[Outcome], metric: Metric = "passed"
+) -> dict[str, float]:
+    """task id -> d_t of `metric` (module docstring); ValueError unless both ran the same (task,
+    harness, run, seed) set."""
 
     def index(outs: Sequence[Outcome]) -> dict[tuple[str, str, int], Outcome]:
         return {(o.task_id, o.harness, o.run): o for o in outs}
@@ -61,7 +69,7 @@ def task_differences(base: Sequence[Outcome], other: Sequence[Outcome]) -> dict[
         raise ValueError("paired differences need the same seed for each run of both policies")
     per_task: dict[str, list[float]] = defaultdict(list)
     for key in sorted(a):
-        per_task[key[0]].append(float(b[key].passed) - float(a[key].passed))
+        per_task[key[0]].append(float(getattr(b[key], metric)) - float(getattr(a[key], metric)))
     return {t: fmean(ds) for t, ds in per_task.items()}
 
 
@@ -92,9 +100,11 @@ def paired(
     resamples: int = RESAMPLES,
     seed: int = 0,
     confidence: float = CONFIDENCE,
+    metric: Metric = "passed",
 ) -> dict[str, Any]:
-    """Difference of Pass@1 (other - base), its bootstrap interval over tasks and the task counts."""
-    return summarize(list(task_differences(base, other).values()), resamples, seed, confidence)
+    """Difference of Pass@1 (or `metric`) other - base, its bootstrap interval over tasks and the
+    task counts."""
+    return summarize(list(task_differences(base, other, metric).values()), resamples, seed, confidence)
 
 
 def pooled(
@@ -103,6 +113,7 @@ def pooled(
     resamples: int = RESAMPLES,
     seed: int = 0,
     confidence: float = CONFIDENCE,
+    metric: Metric = "passed",
 ) -> dict[str, Any]:
     """`paired` over several replicates (base, other) of one comparison on the same tasks (a policy
     trained with several seeds, each evaluated like the baseline): d_t is the mean over replicates
@@ -110,7 +121,7 @@ def pooled(
     replicate holds the same tasks."""
     if not replicates:
         raise ValueError("no replicates to pool")
-    per = [task_differences(a, b) for a, b in replicates]
+    per = [task_differences(a, b, metric) for a, b in replicates]
     if any(set(d) != set(per[0]) for d in per):
         raise ValueError("pooled differences need every replicate on the same tasks")
     values = [fmean(d[t] for d in per) for t in sorted(per[0])]

@@ -1,0 +1,138 @@
+"""The credit experiment's tables (docs/credit.md) from its run folder, finished or cut short.
+
+    python -m harnessrl.experiments.credit_tables runs/credit [--resamples N]
+
+Reads every `eval/<policy>/eval.json` present (`cold-start`, `<arm>-s<seed>`) and prints, per
+evaluation harness: a row per policy (Pass@1, mean score, statuses) and the paired differences of
+`COMPARISONS` whose two sides both ran, in mean score and in Pass@1. A difference between two arms
+pairs seed s with seed s over the seeds both have; against the cold start every seed of the arm is
+paired with it; the replicates are pooled (`evaluate.paired.pooled`: d_t averaged over the seeds,
+percentile bootstrap over tasks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harnessrl.evaluate.paired import Metric, pooled, signed
+from harnessrl.evaluate.stats import Outcome
+from harnessrl.experiments.transfer_report import COLD, read_outcomes
+
+COMPARISONS = (
+    ("cold-start", "exclude"),
+    ("cold-start", "credited"),
+    ("exclude", "credited"),
+    ("exclude", "outcome"),
+    ("outcome", "credited"),
+    ("credited", "credited-tree"),
+)
+"""(base, other) pairs: does training the segments help, and does credit of their own beat the
+rollout's advantage; does the tree advantage add to the credited segments."""
+
+_POLICY = re.compile(r"(?P<arm>.+)-s(?P<seed>\d+)")
+ARM_ORDER = ("cold-start", "exclude", "outcome", "credited", "credited-tree")
+"""The order of the policy rows (other arms after these, by name)."""
+
+
+def ordered(names: Sequence[str]) -> list[str]:
+    """Policy names by arm (`ARM_ORDER`), then seed."""
+
+    def key(name: str) -> tuple[int, str, int]:
+        m = _POLICY.fullmatch(name)
+        arm, seed = (m["arm"], int(m["seed"])) if m else (name, -1)
+        return (ARM_ORDER.index(arm) if arm in ARM_ORDER else len(ARM_ORDER), arm, seed)
+
+    return sorted(names, key=key)
+
+
+def replicates(names: Sequence[str]) -> dict[str, dict[int, str]]:
+    """Policy folder names -> {arm: {seed: policy}}; the cold start is the arm `cold-start` whose one
+    policy stands for every seed."""
+    out: dict[str, dict[int, str]] = {}
+    for name in names:
+        if name == COLD:
+            out[COLD] = {-1: COLD}
+        elif m := _POLICY.fullmatch(name):
+            out.setdefault(m["arm"], {})[int(m["seed"])] = name
+    return out
+
+
+def _pairs(reps: Mapping[str, Mapping[int, str]], base: str, other: str) -> list[tuple[str, str]]:
+    a, b = reps.get(base, {}), reps.get(other, {})
+    if base == COLD and a:
+        return [(COLD, b[s]) for s in sorted(b)]
+    return [(a[s], b[s]) for s in sorted(set(a) & set(b))]
+
+
+def policy_rows(outcomes: Mapping[str, Sequence[Outcome]], harness: str) -> list[list[str]]:
+    """[policy, Pass@1, mean score, statuses] for every policy with outcomes through `harness`."""
+    rows = []
+    for policy, outs in outcomes.items():
+        mine = [o for o in outs if o.harness == harness]
+        if not mine:
+            continue
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(Counter(o.status for o in mine).items()))
+        n = len(mine)
+        pass1, score = sum(o.passed for o in mine) / n, sum(o.score for o in mine) / n
+        rows.append([policy, f"{pass1:.3f}", f"{score:.3f}", f"{statuses} (n {n})"])
+    return rows
+
+
+def comparison_rows(outcomes: Mapping[str, Sequence[Outcome]], harness: str, **kw: Any) -> list[list[str]]:
+    """[other - base (seeds), mean score difference [interval], Pass@1 difference [interval]] for
+    every `COMPARISONS` entry whose two sides both ran."""
+    reps = replicates(list(outcomes))
+    rows = []
+    for base, other in COMPARISONS:
+        pairs = _pairs(reps, base, other)
+        if not pairs:
+            continue
+        cells = [f"{other} - {base} ({len(pairs)} seed{'s' if len(pairs) > 1 else ''})"]
+        metrics: tuple[Metric, ...] = ("score", "passed")
+        for m in metrics:
+            sides = [
+                (
+                    [o for o in outcomes[a] if o.harness == harness],
+                    [o for o in outcomes[b] if o.harness == harness],
+                )
+                for a, b in pairs
+            ]
+            s = pooled(sides, metric=m, **kw)
+            cells.append(f"{signed(s['difference'])} [{signed(s['lo'])}, {signed(s['hi'])}]")
+        rows.append(cells)
+    return rows
+
+
+def markdown(outcomes: Mapping[str, Sequence[Outcome]], **kw: Any) -> str:
+    """Both tables for every harness the outcomes hold, as markdown."""
+    lines: list[str] = []
+    for h in sorted({o.harness for outs in outcomes.values() for o in outs}):
+        lines += [f"### {h}", "", "| policy | Pass@1 | mean score | statuses |", "|---|---|---|---|"]
+        lines += ["| " + " | ".join(r) + " |" for r in policy_rows(outcomes, h)]
+        rows = comparison_rows(outcomes, h, **kw)
+        if rows:
+            lines += ["", "| difference (paired over tasks, 95%) | mean score | Pass@1 |", "|---|---|---|"]
+            lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run", type=Path, help="the experiment's out_dir (e.g. runs/credit)")
+    ap.add_argument("--resamples", type=int, default=10_000)
+    args = ap.parse_args(argv)
+    folders = ordered([p.parent.name for p in (args.run / "eval").glob("*/eval.json")])
+    if not folders:
+        raise SystemExit(f"{args.run}/eval: no eval/<policy>/eval.json yet")
+    outcomes = {p: read_outcomes(args.run, p) for p in folders}
+    print(markdown(outcomes, resamples=args.resamples))
+
+
+if __name__ == "__main__":
+    main()
