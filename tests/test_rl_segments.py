@@ -237,6 +237,29 @@ def test_outcome_and_credited_advantages() -> None:
     )
 
 
+def test_the_compaction_baseline_counts_each_rollout_once() -> None:
+    """One rollout that compacted twice is no baseline for itself (it was: its two summaries made the
+    group's "two compactions", std 0, credit 0); with a peer, the mean is over rollouts, not summaries."""
+    group = segment_group()
+    r0 = group[0]
+    r0.segments.append(
+        SegmentInfo(kind="compaction", parent=0, origin_call="m-r0", answer_call=None, used=True)
+    )
+    r0.nodes.append(TreeNode(node_id=len(r0.nodes), parent=-1, tokens=[9, 94], model_mask=[False, True],
+                             logprobs=[0.0, 0.0], segment=3))  # fmt: skip
+    r0.paths.append([len(r0.nodes) - 1])
+    group[1].segments[1].used = False  # r0 is the only rollout with a used summary
+    layouts = [layout_tree(s) for s in group]
+    credited = build_algorithm("grpo", AdvantageConfig(eps=0.0), "credited").targets(group, layouts)
+    # no baseline of its own kind: both summaries take r0's rollout advantage sqrt 2
+    assert trained(credited.advantages[0], layouts[0].loss_mask)[-2:] == pytest.approx([2**0.5] * 2)
+    group[1].segments[1].used = True  # r1 (reward 0) with one summary, r0 (reward 1) with two
+    credited = build_algorithm("grpo", AdvantageConfig(eps=0.0), "credited").targets(group, layouts)
+    # over rollouts: mean 0.5, std 0.5 -> +1 and -1 (over summaries it was mean 2/3: +0.71, -1.41)
+    assert trained(credited.advantages[0], layouts[0].loss_mask)[-2:] == pytest.approx([1.0, 1.0])
+    assert trained(credited.advantages[1], layouts[1].loss_mask)[2:] == pytest.approx([-1.0, -1.0])
+
+
 def test_credited_compaction_without_a_peer_takes_the_step_that_resumed_on_it() -> None:
     group = segment_group()
     group[1].segments[1].used = False  # r1's summary was never read: 0, and no baseline for r0's
@@ -262,6 +285,28 @@ def test_ppo_credited_returns_zero_for_unused_segments() -> None:
     assert tree.returns is not None
     assert trained(tree.returns[0], layouts[0].loss_mask) == [1.0, 1.0, 0.0, 0.0, 1.0]
     assert ppo_advantages(layouts[0], values[0], [1.0, 1.0, 1.0])[1].max() == 1.0
+
+
+def test_ppo_an_unused_summary_does_not_zero_the_main_steps_it_extends() -> None:
+    """A compaction request extends the main thread: its path holds the main tokens before it. Its
+    summary unused, the summary's tokens return 0 and the main tokens keep R (they returned 0 when the
+    path's reward was set by its leaf)."""
+    main, summary = SegmentInfo(kind="main"), SegmentInfo(kind="compaction", parent=0, used=False)
+    nodes = [
+        TreeNode(node_id=0, parent=-1, tokens=[1, 2, 30, 31], model_mask=[False, False, True, True],
+                 logprobs=[0, 0, -1.0, -1.0], call_ids=["m"]),
+        TreeNode(node_id=1, parent=0, tokens=[7, 70, 71], model_mask=[False, True, True],
+                 logprobs=[0, -1.0, -1.0], call_ids=["c"], segment=1),
+    ]  # fmt: skip
+    sample = TreeSample(rollout_id="r", group_id="g", reward=1.0, nodes=nodes, paths=[[0, 1]],
+                        segments=[main, summary])  # fmt: skip
+    layout = layout_tree(sample)
+    values = [torch.zeros(layout.num_tokens)]
+    for cfg in (AdvantageConfig(), AdvantageConfig(gamma=0.9, lam=0.95)):
+        t = build_algorithm("ppo", cfg, "credited").targets([sample], [layout], values)
+        assert t.returns is not None
+        got = trained(t.returns[0], layout.loss_mask)
+        assert got[2:] == [0.0, 0.0] and all(r > 0 for r in got[:2]), (cfg, got)
 
 
 def test_a_rollouts_weight_does_not_grow_with_its_segments() -> None:

@@ -23,8 +23,10 @@ node instead of its own rollout's reward (the advantage is then V(n) - V_model, 
 **Segments** (`train.segments = "credited"`; `rl/` sees them as `TreeSample.segments` and each
 node's `segment`). A compaction is credited with the outcome of the steps that ran on its summary:
 under the rollout mode, its rollout's reward R against the mean (and std) of R over the group's
-compactions whose summary was used, normalised like GRPO (with fewer than two such compactions in
-the group there is no baseline of its own kind, and it takes its rollout's advantage); under the
+rollouts with a summary that was used, each rollout counted once however many summaries it made,
+normalised like GRPO (with fewer than two such rollouts in the group there is no baseline of its own
+kind, and it takes its rollout's advantage; when every rollout compacted this is the rollout's
+GRPO advantage, as under `outcome`); under the
 tree mode, the advantage of the step that resumed on it (already a comparison with the steps its
 siblings took from the same point). A summary no step ran on gets 0. A sub-agent is
 credited with its parent's advantage (that of the main-trajectory step whose tool call started it)
@@ -140,10 +142,12 @@ def _at_call(sample: TreeSample, layout: TreeLayout, adv: torch.Tensor, call_id:
 def _compaction_baselines(
     samples: Sequence[TreeSample], eps: float, normalize: bool
 ) -> dict[str, tuple[float, float]]:
-    """Group -> (mean, scale) of R over its used compactions; only groups with two or more."""
+    """Group -> (mean, scale) of R over its rollouts with a used compaction (each rollout once, however
+    many it made); only groups with two or more such rollouts."""
     returns: dict[str, list[float]] = defaultdict(list)
     for s in samples:
-        returns[s.group_id] += [s.reward for seg in s.segments if seg.kind == "compaction" and seg.used]
+        if any(seg.kind == "compaction" and seg.used for seg in s.segments):
+            returns[s.group_id].append(s.reward)
     out = {}
     for g, rs in returns.items():
         if len(rs) >= 2:

@@ -4,8 +4,8 @@ Every kept path gets its rollout's reward; `gamma` / `lam` from AdvantageConfig 
 `harnessrl.rl.advantages.ppo_advantages`). The loop gives the trainer a value head when none is set.
 Under `mode = "tree"` a token's value target is the return of its node's subtree in the group's
 merged tree (`harnessrl.rl.credit`) and its advantage that target minus its value (gamma = lam = 1
-only); with `segments = "credited"` a path (or token) of a segment whose output was not used
-returns 0 instead of the reward.
+only); with `segments = "credited"` the tokens of a segment whose output was not used return 0
+instead of the reward (the tokens before it on its paths keep theirs).
 """
 
 from __future__ import annotations
@@ -29,10 +29,17 @@ class Ppo(Algorithm):
         own = segment_used(sample) if self.segments == "credited" and sample.segments else None
         if one.credit is not None:
             return self._tree(sample, layout, values_T, one.credit, own)
-        rewards = [scalar] * len(layout.path_tokens)
-        if own is not None:
-            rewards = [scalar if own[sample.nodes[p[-1]].segment] else 0.0 for p in sample.paths]
-        return ppo_advantages(layout, values_T, rewards, gamma=self.cfg.gamma, lam=self.cfg.lam)
+        gae = {"gamma": self.cfg.gamma, "lam": self.cfg.lam}
+        full = ppo_advantages(layout, values_T, [scalar] * len(layout.path_tokens), **gae)
+        if own is None:
+            return full
+        # An unused segment's own tokens return 0: GAE on its paths with reward 0, taken only at its
+        # tokens, so the main tokens its path starts from (a summary request extends the main thread)
+        # keep the reward they earn on every path.
+        rewards = [scalar if own[sample.nodes[p[-1]].segment] else 0.0 for p in sample.paths]
+        zeroed = ppo_advantages(layout, values_T, rewards, **gae)
+        unused_T = ~torch.tensor(own)[segment_of_tokens(sample, layout)]
+        return torch.where(unused_T, zeroed[0], full[0]), torch.where(unused_T, zeroed[1], full[1])
 
     def _tree(
         self,
