@@ -25,14 +25,19 @@ from harnessrl.experiments.transfer_report import COLD, read_outcomes
 
 COMPARISONS = (
     ("cold-start", "exclude"),
+    ("cold-start", "outcome"),
     ("cold-start", "credited"),
-    ("exclude", "credited"),
+    ("cold-start", "credited-tree"),
     ("exclude", "outcome"),
+    ("exclude", "credited"),
     ("outcome", "credited"),
+    ("exclude", "credited-tree"),
     ("credited", "credited-tree"),
 )
-"""(base, other) pairs: does training the segments help, and does credit of their own beat the
-rollout's advantage; does the tree advantage add to the credited segments."""
+"""(base, other) pairs: what each arm's training did; does training the segments help (outcome,
+credited vs exclude: under exclude the main steps after a compaction are dropped too); does credit
+of their own beat the rollout's advantage (credited vs outcome); does the tree advantage add to the
+credited segments (credited-tree vs credited)."""
 
 _POLICY = re.compile(r"(?P<arm>.+)-s(?P<seed>\d+)")
 ARM_ORDER = ("cold-start", "exclude", "outcome", "credited", "credited-tree")
