@@ -226,6 +226,25 @@ def test_a_helper_that_runs_on_past_the_main_thread_is_not_taken_for_it() -> Non
     assert prompt is not None and (prompt.call_index, prompt.tools) == (0, ["bash", "delegate"])
 
 
+def test_a_helper_answer_read_only_by_the_summary_request_was_used() -> None:
+    """A real `whitebox:00020` rollout of the credit experiment's RL stage (compact_tokens = 200,
+    2026-12-04): the helper's answer lands and the context is over the limit at once, so the main
+    thread sends it to be summarised and runs on the summary; no main-thread prompt holds the answer
+    itself. It was scored unused (44 of 46 helpers of that arm were, and `credited` gave them 0): the
+    summary request, the main thread's own context, reads it."""
+    calls = read_calls(FIXTURES / "segments" / "whitebox-00020-summarised-helper" / "calls.jsonl")
+    tree = build_trace(calls, reward=1.0)
+    assert [c.kind for c in tree.calls] == ["main", "subagent", "subagent", "compaction_request", "compacted"]
+    answer = calls[2].output_ids
+    assert carries(calls[3].prompt_ids, answer) and not carries(calls[4].prompt_ids, answer)
+    assert _segments(tree) == [
+        ("main", [0], -1, None, None, None, True),
+        ("subagent", [1, 2], 0, 0, calls[0].tool_calls[0].id, 4, True),
+        ("compaction", [3], 0, 0, None, 4, True),
+        ("main", [4], 2, None, None, None, True),
+    ]
+
+
 def test_the_main_thread_is_the_first_to_offer_tools() -> None:
     """Tool-less side calls a harness makes first are passed over (a quota check, titles); a
     sub-agent that outlasts the main thread, or is cut off by the timeout, is not it; with no tools

@@ -24,7 +24,9 @@ From the recorded traffic alone (token ids, the order of arrival, the parsed too
   with tool calls before the instance's first call, `tool_call` the k-th of its tool calls for the
   k-th instance started after it (instances start in the order of the calls, as harnesses run them),
   `answer_call` the first main-thread call after the instance's last call and `used` whether a later
-  main-thread prompt carries the instance's final answer.
+  main-thread prompt or summary request carries the instance's final answer (a summary request is
+  the main thread's context sent to be summarised: a harness that compacts as soon as the answer
+  lands passes it on only through the summary).
 
 Left out: a sub-agent started by another sub-agent is linked to the main-thread call before it; the
 order rule for parallel tool calls fails for a harness that starts them out of order.
@@ -179,6 +181,7 @@ def _answers(builder: _Builder) -> None:
     calls, records = builder.calls, builder.records
     index = {c.call_id: i for i, c in enumerate(calls)}
     thread = [i for i, c in enumerate(calls) if c.kind in _THREAD]
+    readers = [i for i, c in enumerate(calls) if c.kind in _THREAD or c.kind == "compaction_request"]
     for seg in builder.segments:
         if seg.kind == "main":
             continue
@@ -188,7 +191,7 @@ def _answers(builder: _Builder) -> None:
         later = [i for i in thread if i > members[-1]]
         if seg.kind == "subagent":
             seg.answer_call = calls[later[0]].call_id if later else None
-            seg.used = any(carries(records[i].prompt_ids, answer) for i in later)
+            seg.used = any(carries(records[i].prompt_ids, answer) for i in readers if i > members[-1])
         elif seg.answer_call is not None:
             seg.used = carries(records[index[seg.answer_call]].prompt_ids, answer)
 
