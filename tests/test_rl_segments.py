@@ -20,7 +20,7 @@ from batch_golden import CASES, batch_record, config, rollouts
 from harnessrl.config import AdvantageConfig
 from harnessrl.rl.advantages import grpo_advantages, ppo_advantages, rollout_token_weights
 from harnessrl.rl.algo import build_algorithm
-from harnessrl.rl.credit import tree_credit
+from harnessrl.rl.credit import tree_credit, weight_shares
 from harnessrl.rl.packing import layout_tree
 from harnessrl.types import SegmentInfo, TreeNode, TreeSample
 
@@ -307,6 +307,21 @@ def test_ppo_an_unused_summary_does_not_zero_the_main_steps_it_extends() -> None
         assert t.returns is not None
         got = trained(t.returns[0], layout.loss_mask)
         assert got[2:] == [0.0, 0.0] and all(r > 0 for r in got[:2]), (cfg, got)
+
+
+def test_weight_shares_by_segment_kind_and_zero_advantage() -> None:
+    """segment_group: r0 trains 5 tokens (main 2, sub-agent 2, summary 1), r1 4 (main 2, summary 2),
+    r2 3 (main 2, sub-agent 1); each rollout weighs 1/3, spread over its own tokens."""
+    group = segment_group()
+    layouts = [layout_tree(s) for s in group]
+    credited = build_algorithm("grpo", AdvantageConfig(eps=0.0), "credited").targets(group, layouts)
+    shares = weight_shares(group, layouts, credited.advantages)
+    third = 1 / 3
+    assert shares["weight/main"] == pytest.approx(round(third * (2 / 5 + 2 / 4 + 2 / 3), 6))
+    assert shares["weight/subagent"] == pytest.approx(round(third * (2 / 5 + 1 / 3), 6))
+    assert shares["weight/compaction"] == pytest.approx(round(third * (1 / 5 + 2 / 4), 6))
+    assert sum(v for k, v in shares.items() if k != "weight/zero_advantage") == pytest.approx(1.0, abs=1e-5)
+    assert shares["weight/zero_advantage"] == pytest.approx(round(third / 3, 6))  # r2's unused sub-agent
 
 
 def test_a_rollouts_weight_does_not_grow_with_its_segments() -> None:

@@ -188,3 +188,24 @@ def credited_advantages(
             adv[(seg_T == k) & L.loss_mask] = float(credit) if seg.used else 0.0
         out.append(adv)
     return out
+
+
+def weight_shares(
+    samples: Sequence[TreeSample], layouts: Sequence[TreeLayout], advantages: Sequence[torch.Tensor]
+) -> dict[str, float]:
+    """How the step's loss weight falls: the share of the per-token weights 1/(N x M_i)
+    (`advantages.rollout_token_weights`) on tokens of each segment kind, and on tokens whose
+    advantage is 0 (trained towards nothing but still counted in M_i). Keys `weight/<kind>`
+    (main, compaction, subagent) and `weight/zero_advantage`; they sum to 1 over the kinds."""
+    n = len(samples)
+    shares: dict[str, float] = defaultdict(float)
+    for s, L, adv in zip(samples, layouts, advantages, strict=True):
+        m = int(L.loss_mask.sum())
+        if not m:
+            continue
+        seg_T = segment_of_tokens(s, L)[L.loss_mask]
+        kinds = [seg.kind for seg in s.segments] or ["main"]
+        for k, kind in enumerate(kinds):
+            shares[f"weight/{kind}"] += int((seg_T == k).sum()) / (n * m)
+        shares["weight/zero_advantage"] += int((adv[L.loss_mask] == 0).sum()) / (n * m)
+    return {k: round(v, 6) for k, v in sorted(shares.items())}

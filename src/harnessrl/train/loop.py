@@ -262,6 +262,7 @@ class TrainLoop:
     def optimize(self, batch: TreeBatch, clock: StepClock) -> tuple[dict[str, float], str | None]:
         """Stages `advantages` + `optimize`; returns (trainer metrics, why the step was skipped or None)."""
         from harnessrl.rl.algo import build_algorithm
+        from harnessrl.rl.credit import weight_shares
         from harnessrl.rl.packing import layout_tree
 
         if not batch.samples:
@@ -274,9 +275,10 @@ class TrainLoop:
             clock.lap("advantages")
             return {}, "zero_advantage"
         clock.lap("advantages")
+        shares = weight_shares(batch.samples, layouts, targets.advantages)
         metrics = self.ranks.step(targets.layouts, targets.advantages, targets.returns)
         clock.lap("train")
-        return metrics, None
+        return metrics | shares, None
 
     async def sync_weights(self) -> None:
         """Stage `sync`: the trainer's weights to the engine (module docstring, Weights)."""
