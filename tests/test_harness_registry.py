@@ -151,14 +151,20 @@ def test_no_shell_tool_table_outside_the_adapters() -> None:
             assert shape not in text, (rel, shape)
 
 
+def hermes_installed(cache: Path) -> tuple[Path, dict[str, str], str]:
+    """A harness cache at `cache` where hermes is installed (its marker file); the environment and the
+    `harnessrl` command that use it."""
+    hermes = get_harness("hermes").install_dir(cache)
+    hermes.mkdir(parents=True)
+    (hermes / ".installed").touch()
+    env = dict(os.environ, HARNESSRL_CACHE=str(cache), PYTHONPATH=str(SRC.parent))
+    return hermes, env, str(Path(sys.executable).parent / "harnessrl")
+
+
 def test_harness_list_finds_every_install_and_is_complete_when_piped(tmp_path: Path) -> None:
     """`harnessrl harness list` asks each adapter for its install folder (hermes' is named after its
     harness, not its PyPI package), prints every cell in full into a pipe, and `--json` a line each."""
-    hermes = get_harness("hermes").install_dir(tmp_path)
-    hermes.mkdir(parents=True)
-    (hermes / ".installed").touch()
-    env = dict(os.environ, HARNESSRL_CACHE=str(tmp_path), PYTHONPATH=str(SRC.parent))
-    harnessrl = str(Path(sys.executable).parent / "harnessrl")
+    hermes, env, harnessrl = hermes_installed(tmp_path)
     table = subprocess.run(
         [harnessrl, "harness", "list"], capture_output=True, text=True, env=env, check=True
     )
@@ -184,11 +190,7 @@ def test_harness_list_finds_every_install_and_is_complete_when_piped(tmp_path: P
 def test_harness_install_prints_each_harness_seconds_and_the_total(tmp_path: Path) -> None:
     """`harnessrl harness install` says how long each harness took and the total (CI's log shows what
     the installs cost); an unknown name is a failed line and exit status 1, the others still run."""
-    hermes = get_harness("hermes").install_dir(tmp_path)
-    hermes.mkdir(parents=True)
-    (hermes / ".installed").touch()
-    env = dict(os.environ, HARNESSRL_CACHE=str(tmp_path), PYTHONPATH=str(SRC.parent))
-    harnessrl = str(Path(sys.executable).parent / "harnessrl")
+    hermes, env, harnessrl = hermes_installed(tmp_path)
     run = subprocess.run(
         [harnessrl, "harness", "install", "nope", "hermes"], capture_output=True, text=True, env=env
     )

@@ -24,6 +24,13 @@ def _task_dir(split: Path, name: str, reward_sh: str | None = None) -> Path:
     return d
 
 
+def loaded(path: Path, ids: list[str]) -> list[str]:
+    """Load `path`, check the tasks kept are `ids` (in order), and return the rejections as text."""
+    load = load_tasks(path)
+    assert [t.id for t in load.tasks] == ids
+    return [str(e) for e in load.rejected]
+
+
 def test_folder_bad_tasks_are_rejected_rest_loads(tmp_path: Path) -> None:
     split = tmp_path / "train"
     _task_dir(
@@ -108,9 +115,7 @@ def test_jsonl_lines_past_the_json_limits_are_rejected_not_a_crash(tmp_path: Pat
     path = tmp_path / "deep.jsonl"
     deep = "[" * 5000 + "]" * 5000
     path.write_text("\n".join([_line(), deep, '{"prompt": ' + "9" * 5000 + "}", _line()]) + "\n")
-    load = load_tasks(path)
-    assert [t.id for t in load.tasks] == ["deep.jsonl:1", "deep.jsonl:4"]
-    assert [str(e) for e in load.rejected] == [
+    assert loaded(path, ["deep.jsonl:1", "deep.jsonl:4"]) == [
         f"{path}:2: JSON nests deeper than 256 levels",
         f"{path}:3: JSON holds an integer of 5000 digits (at most 4300)",
     ]
@@ -120,9 +125,7 @@ def test_a_data_entry_nested_too_deep_is_a_rejected_task(tmp_path: Path) -> None
     split = tmp_path / "split"
     _task_dir(split, "task_0000")
     (_task_dir(split, "task_0001") / "data_entry.json").write_text('{"a": ' + "[" * 5000 + "]" * 5000 + "}")
-    load = load_tasks(split)
-    assert [t.id for t in load.tasks] == ["task_0000"]
-    assert [str(e) for e in load.rejected] == [
+    assert loaded(split, ["task_0000"]) == [
         f"{split}/task_0001/data_entry.json: JSON nests deeper than 256 levels"
     ]
 
@@ -237,9 +240,7 @@ def test_harbor_bad_tasks_name_file_line_and_field(tmp_path: Path) -> None:
     (_harbor(ds, "o-latin1") / "instruction.md").write_bytes(b"caf\xe9\n")
     _harbor(ds, "p-timeout", "[verifier]\ntimeout_sec = -1.0\n")
     _harbor(ds, "q-workdir", '[environment]\nworkdir = "app"\n')
-    load = load_tasks(ds)
-    assert [t.id for t in load.tasks] == ["a-ok"]
-    assert [str(e) for e in load.rejected] == [
+    assert loaded(ds, ["a-ok"]) == [
         f"{ds}/b-no-toml/task.toml: missing task.toml",
         f"{ds}/c-bad-toml/task.toml:2: not valid TOML: Invalid value",
         f"{ds}/d-unknown/task.toml:3: `environment.gpu_count`: unknown field",
