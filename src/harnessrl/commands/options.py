@@ -55,12 +55,12 @@ def experiment_config(
 ) -> Config:
     """An experiment command's config: `path`, else the shipped config `shipped`, with the overrides; then
     `check` (the experiment's own validation). A `ConfigError` from either is a usage error (exit 2)."""
-    try:
-        cfg = load_config(path or shipped_config(shipped), overrides or [])
-        if check is not None:
+    cfg = config_or_usage(path or shipped_config(shipped), overrides or [])
+    if check is not None:
+        try:
             check(cfg)
-    except ConfigError as e:
-        raise typer.BadParameter(str(e)) from None
+        except ConfigError as e:
+            raise typer.BadParameter(str(e)) from None
     return cfg
 
 

@@ -200,7 +200,7 @@ def weight_shares(
     n = len(samples)
     shares: dict[str, float] = defaultdict(float)
     for s, L, adv in zip(samples, layouts, advantages, strict=True):
-        m = int(L.loss_mask.sum())
+        m = L.num_model_tokens
         if not m:
             continue
         seg_T = segment_of_tokens(s, L)[L.loss_mask]
