@@ -109,6 +109,15 @@ def assert_solved(
     assert good.final_message == "done"
 
 
+async def solved(
+    harness: str, out: Path, tool: str, options: dict[str, Any] | None = None, **expect: Any
+) -> Rollout:
+    """`solve_and_fail`, then `assert_solved(good, tool, **expect)`; the good rollout."""
+    good, _ = await solve_and_fail(harness, out, options)  # 1.0; the wrong one < 1.0
+    assert_solved(good, tool, **expect)
+    return good
+
+
 def harness_test(fn: F) -> F:
     """MARKS on one test, for files that also hold tests without the real harness."""
     for mark in MARKS:
