@@ -347,10 +347,11 @@ def test_outcome_and_credited_train_the_segments_of_traced_rollouts() -> None:
 
 
 def test_the_experiment_config_differs_only_in_credit(tmp_path: Path) -> None:
-    """configs/credit.toml (`scripts/harness_transfer -c configs/credit.toml`): four arms through one
+    """configs/credit.toml (`scripts/harness_transfer -c configs/credit.toml`): arms through one
     white-box configuration that delegates and compacts, the same budget, differing only in
-    `train.segments` and `train.advantage.mode`; multi-step families, 60 held-out instances, two
-    seeds, the policies also evaluated through Claude Code (on 5 tasks per family)."""
+    `train.segments` and `train.advantage.mode`, and the second design's two arms (`-600`) in the
+    compaction threshold too; multi-step families, 60 held-out instances, two seeds, the policies also
+    evaluated through Claude Code (on 5 tasks per family)."""
     from harnessrl.config import load_config
     from harnessrl.experiments.transfer import arm_config, check
     from harnessrl.tasks.generate import MULTI_STEP_FAMILIES
@@ -360,13 +361,19 @@ def test_the_experiment_config_differs_only_in_credit(tmp_path: Path) -> None:
     w = "whitebox:00020"
     assert all(hs == [w] for hs in cfg.transfer.arms.values())
     trains = {a: arm_config(cfg, a, 0, "m", tmp_path / a).train for a in cfg.transfer.arms}
-    assert {a: (t.segments, t.advantage.mode) for a, t in trains.items()} == {
-        "exclude": ("exclude", "rollout"),
-        "outcome": ("outcome", "rollout"),
-        "credited": ("credited", "rollout"),
-        "credited-tree": ("credited", "tree"),
+    assert {
+        a: (t.segments, t.advantage.mode, t.harness_options[w]["compact_tokens"]) for a, t in trains.items()
+    } == {
+        "exclude": ("exclude", "rollout", 200),
+        "outcome": ("outcome", "rollout", 200),
+        "credited": ("credited", "rollout", 200),
+        "credited-tree": ("credited", "tree", 200),
+        "credited-600": ("credited", "rollout", 600),
+        "outcome-600": ("outcome", "rollout", 600),
     }
     rest = {a: t.model_dump(exclude={"segments", "advantage", "out_dir"}) for a, t in trains.items()}
+    for r in rest.values():
+        r["harness_options"][w].pop("compact_tokens")
     assert all(r == rest["exclude"] for r in rest.values())  # same budget, same everything else
     opts = cfg.train.harness_options[w]
     assert opts["subagents"] is True and opts["compact_tokens"] <= 500

@@ -33,14 +33,20 @@ COMPARISONS = (
     ("outcome", "credited"),
     ("exclude", "credited-tree"),
     ("credited", "credited-tree"),
+    ("cold-start", "outcome-600"),
+    ("cold-start", "credited-600"),
+    ("outcome", "outcome-600"),
+    ("outcome-600", "credited-600"),
 )
 """(base, other) pairs: what each arm's training did; does training the segments help (outcome,
 credited vs exclude: under exclude the main steps after a compaction are dropped too); does credit
 of their own beat the rollout's advantage (credited vs outcome); does the tree advantage add to the
-credited segments (credited-tree vs credited)."""
+credited segments (credited-tree vs credited). The `-600` arms train with `compact_tokens = 600`
+(docs/credit.md, second design: some rollouts do not compact, so a summary's credit is not its
+rollout's advantage): `credited-600 - outcome-600` is the credit rule itself."""
 
 _POLICY = re.compile(r"(?P<arm>.+)-s(?P<seed>\d+)")
-ARM_ORDER = ("cold-start", "exclude", "outcome", "credited", "credited-tree")
+ARM_ORDER = ("cold-start", "exclude", "outcome", "credited", "credited-tree", "outcome-600", "credited-600")
 """The order of the policy rows (other arms after these, by name)."""
 
 
