@@ -36,6 +36,7 @@ COMPARISONS = (
     ("cold-start", "outcome-600"),
     ("cold-start", "credited-600"),
     ("outcome", "outcome-600"),
+    ("outcome", "credited-600"),
     ("outcome-600", "credited-600"),
 )
 """(base, other) pairs: what each arm's training did; does training the segments help (outcome,
@@ -43,7 +44,8 @@ credited vs exclude: under exclude the main steps after a compaction are dropped
 of their own beat the rollout's advantage (credited vs outcome); does the tree advantage add to the
 credited segments (credited-tree vs credited). The `-600` arms train with `compact_tokens = 600`
 (docs/credit.md, second design: some rollouts do not compact, so a summary's credit is not its
-rollout's advantage): `credited-600 - outcome-600` is the credit rule itself."""
+rollout's advantage): `credited-600 - outcome-600` is the credit rule itself; `credited-600 -
+outcome` mostly the compaction threshold RL ran at (evaluation stays at 200)."""
 
 _POLICY = re.compile(r"(?P<arm>.+)-s(?P<seed>\d+)")
 ARM_ORDER = ("cold-start", "exclude", "outcome", "credited", "credited-tree", "outcome-600", "credited-600")
