@@ -43,9 +43,9 @@ COMPARISONS = (
 credited vs exclude: under exclude the main steps after a compaction are dropped too); does credit
 of their own beat the rollout's advantage (credited vs outcome); does the tree advantage add to the
 credited segments (credited-tree vs credited). The `-600` arms train with `compact_tokens = 600`
-(docs/credit.md, second design: some rollouts do not compact, so a summary's credit is not its
-rollout's advantage): `credited-600 - outcome-600` is the credit rule itself; `credited-600 -
-outcome` mostly the compaction threshold RL ran at (evaluation stays at 200)."""
+(docs/credit.md, second design, meant to let some rollouts compact and some not; as run 1 of 32 did,
+so `credited-600 - outcome-600` differs in a few helpers and summaries, not in the rule);
+`credited-600 - outcome` is mostly the compaction threshold RL ran at (evaluation stays at 200)."""
 
 _POLICY = re.compile(r"(?P<arm>.+)-s(?P<seed>\d+)")
 ARM_ORDER = ("cold-start", "exclude", "outcome", "credited", "credited-tree", "outcome-600", "credited-600")
