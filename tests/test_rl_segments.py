@@ -349,7 +349,7 @@ def test_outcome_and_credited_train_the_segments_of_traced_rollouts() -> None:
 def test_the_experiment_config_differs_only_in_credit(tmp_path: Path) -> None:
     """configs/credit.toml (`scripts/harness_transfer -c configs/credit.toml`): arms through one
     white-box configuration that delegates and compacts, the same budget, differing only in
-    `train.segments` and `train.advantage.mode`, and the second design's two arms (`-600`) in the
+    `train.segments` and `train.advantage.mode`, and the second design's two arms (`-300`) in the
     compaction threshold too; multi-step families, 60 held-out instances, two seeds, the policies also
     evaluated through Claude Code (on 5 tasks per family)."""
     from harnessrl.config import load_config
@@ -368,8 +368,8 @@ def test_the_experiment_config_differs_only_in_credit(tmp_path: Path) -> None:
         "outcome": ("outcome", "rollout", 200),
         "credited": ("credited", "rollout", 200),
         "credited-tree": ("credited", "tree", 200),
-        "credited-600": ("credited", "rollout", 600),
-        "outcome-600": ("outcome", "rollout", 600),
+        "credited-300": ("credited", "rollout", 300),
+        "outcome-300": ("outcome", "rollout", 300),
     }
     rest = {a: t.model_dump(exclude={"segments", "advantage", "out_dir"}) for a, t in trains.items()}
     for r in rest.values():

@@ -38,6 +38,10 @@ COMPARISONS = (
     ("outcome", "outcome-600"),
     ("outcome", "credited-600"),
     ("outcome-600", "credited-600"),
+    ("cold-start", "outcome-300"),
+    ("cold-start", "credited-300"),
+    ("outcome", "outcome-300"),
+    ("outcome-300", "credited-300"),
 )
 """(base, other) pairs: what each arm's training did; does training the segments help (outcome,
 credited vs exclude: under exclude the main steps after a compaction are dropped too); does credit
@@ -45,10 +49,16 @@ of their own beat the rollout's advantage (credited vs outcome); does the tree a
 credited segments (credited-tree vs credited). The `-600` arms train with `compact_tokens = 600`
 (docs/credit.md, second design, meant to let some rollouts compact and some not; as run 1 of 32 did,
 so `credited-600 - outcome-600` differs in a few helpers and summaries, not in the rule);
-`credited-600 - outcome` is mostly the compaction threshold RL ran at (evaluation stays at 200)."""
+`credited-600 - outcome` is mostly the compaction threshold RL ran at (evaluation stays at 200).
+The `-300` arms (the second design as configured now) train at `compact_tokens = 300`, where a
+group mixes rollouts that compact and that do not: `credited-300 - outcome-300` is the credit rule's
+comparison."""
 
 _POLICY = re.compile(r"(?P<arm>.+)-s(?P<seed>\d+)")
-ARM_ORDER = ("cold-start", "exclude", "outcome", "credited", "credited-tree", "outcome-600", "credited-600")
+ARM_ORDER = (
+    "cold-start", "exclude", "outcome", "credited", "credited-tree",
+    "outcome-600", "credited-600", "outcome-300", "credited-300",
+)  # fmt: skip
 """The order of the policy rows (other arms after these, by name)."""
 
 
