@@ -82,3 +82,31 @@ def test_tables_from_a_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_an_empty_run_folder_says_so(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match=r"no eval/<policy>/eval\.json yet"):
         ct.main([str(tmp_path)])
+
+
+def test_rl_rows_count_compactions_mixed_groups_and_used_segments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rl_rows` from an arm's rollout folders: the captured whitebox:00020 rollout (a helper, one
+    summary the rest ran on) and its first four calls (the helper and the step after it, no
+    summary), as a group of two that mixes and a group of one that compacts."""
+    from harnessrl.formats.calls import read_calls
+    from harnessrl.formats.rollout_dir import write_rollout
+    from harnessrl.types import Rollout, group_id
+
+    calls = read_calls(Path(__file__).parent / "fixtures" / "segments" / "whitebox-00020" / "calls.jsonl")
+    made = [("a", "t1", calls), ("b", "t1", calls[:4]), ("c", "t2", calls)]
+    for name, task, mine in made:
+        folder = tmp_path / "arm-credited-300-s0" / "rollouts" / name
+        folder.mkdir(parents=True)
+        write_rollout(
+            folder, Rollout(rollout_id=name, task_id=task, harness=H, group_id=group_id(task, H), calls=mine)
+        )
+    (tmp_path / "arm-exclude-s0" / "rollouts").mkdir(parents=True)  # no rollouts yet: no row
+    assert ct.rl_rows(tmp_path) == [["credited-300-s0", "3", "2", "1 of 2", "2 of 2", "3 of 3"]]
+    (tmp_path / "eval" / "cold-start").mkdir(parents=True)
+    (tmp_path / "eval" / "cold-start" / "eval.json").write_text(
+        json.dumps({"outcomes": [x.as_dict() | {"policy": "cold-start"} for x in outs([1.0])]})
+    )
+    ct.main([str(tmp_path), "--resamples", "10"])
+    assert "| credited-300-s0 | 3 | 2 | 1 of 2 | 2 of 2 | 3 of 3 |" in capsys.readouterr().out

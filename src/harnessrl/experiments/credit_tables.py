@@ -7,7 +7,10 @@ evaluation harness: a row per policy (Pass@1, mean score, statuses) and the pair
 `COMPARISONS` whose two sides both ran, in mean score and in Pass@1. A difference between two arms
 pairs seed s with seed s over the seeds both have; against the cold start every seed of the arm is
 paired with it; the replicates are pooled (`evaluate.paired.pooled`: d_t averaged over the seeds,
-percentile bootstrap over tasks).
+percentile bootstrap over tasks). Then, from each `arm-<arm>-s<seed>/rollouts`, what the RL
+rollouts held (`rl_rows`): how many compacted, how many GRPO groups mixed rollouts that compacted
+and that did not (where `credited` gives a summary a baseline of its own), and the summaries and
+helpers whose output was used.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from harnessrl.evaluate.paired import Metric, pooled, signed
 from harnessrl.evaluate.stats import Outcome
 from harnessrl.experiments.transfer_report import COLD, read_outcomes
+from harnessrl.formats.rollout_dir import rollout_folders
 
 COMPARISONS = (
     ("cold-start", "exclude"),
@@ -131,6 +135,50 @@ def comparison_rows(outcomes: Mapping[str, Sequence[Outcome]], harness: str, **k
     return rows
 
 
+RL_HEADER = ("RL rollouts", "compacted", "groups mixed", "summaries used", "helpers used")
+
+
+def rl_counts(rollouts: Path) -> dict[str, int]:
+    """What one arm's RL rollouts held (`harnessrl.trace.segments`): rollouts; those with a summary a
+    later step ran on; GRPO groups (`Rollout.group_id`) where some compacted and some did not; and
+    summaries and sub-agent instances, made and used."""
+    from harnessrl.trace.build import trace_rollout
+    from harnessrl.trace.load import load_rollout
+
+    n: Counter[str] = Counter()
+    by_group: dict[str, set[bool]] = {}
+    for folder in rollout_folders(rollouts):
+        rollout = load_rollout(folder)
+        segs = trace_rollout(rollout).segments
+        compacted = any(s.kind == "compaction" and s.used for s in segs)
+        n["rollouts"] += 1
+        n["compacted"] += compacted
+        for kind in ("compaction", "subagent"):
+            mine = [s for s in segs if s.kind == kind]
+            n[kind] += len(mine)
+            n[kind + "_used"] += sum(bool(s.used) for s in mine)
+        by_group.setdefault(rollout.group_id or folder.name, set()).add(compacted)
+    n["groups"] = len(by_group)
+    n["mixed"] = sum(len(seen) == 2 for seen in by_group.values())
+    return dict(n)
+
+
+def rl_rows(run: Path) -> list[list[str]]:
+    """[run, `RL_HEADER`...] for every `arm-*` folder of `run` with RL rollouts, in `ordered` order."""
+    names = ordered([p.name.removeprefix("arm-") for p in run.glob("arm-*") if (p / "rollouts").is_dir()])
+    rows = []
+    for name in names:
+        c = rl_counts(run / f"arm-{name}" / "rollouts")
+        if not c.get("rollouts"):
+            continue
+        rows.append([
+            name, str(c["rollouts"]), str(c["compacted"]), f"{c['mixed']} of {c['groups']}",
+            f"{c.get('compaction_used', 0)} of {c.get('compaction', 0)}",
+            f"{c.get('subagent_used', 0)} of {c.get('subagent', 0)}",
+        ])  # fmt: skip
+    return rows
+
+
 def markdown(outcomes: Mapping[str, Sequence[Outcome]], **kw: Any) -> str:
     """Both tables for every harness the outcomes hold, as markdown."""
     lines: list[str] = []
@@ -155,6 +203,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(f"{args.run}/eval: no eval/<policy>/eval.json yet")
     outcomes = {p: read_outcomes(args.run, p) for p in folders}
     print(markdown(outcomes, resamples=args.resamples))
+    rows = rl_rows(args.run)
+    if rows:
+        print("### RL rollouts\n\n| run | " + " | ".join(RL_HEADER) + " |\n|" + "---|" * (len(RL_HEADER) + 1))
+        print("\n".join("| " + " | ".join(r) + " |" for r in rows))
 
 
 if __name__ == "__main__":
