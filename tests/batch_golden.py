@@ -118,8 +118,11 @@ def _fixed_values(layouts: Any) -> list[torch.Tensor]:
     return [(L.position_ids % 5).float() / 8 for L in layouts]
 
 
-def batch_record(rollouts: list[Rollout], cfg: Config) -> dict[str, Any]:
-    """The loop's batch for `rollouts` under `cfg` (module docstring)."""
+def batch_record(
+    rollouts: list[Rollout], cfg: Config, metrics: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The loop's batch for `rollouts` under `cfg` (module docstring); the step's trainer metrics
+    into `metrics` when given."""
     from harnessrl.engines.models import tiny_qwen3
     from harnessrl.train.batch import collect_trees, drop_small_groups
     from harnessrl.train.build import trainer_config
@@ -141,7 +144,10 @@ def batch_record(rollouts: list[Rollout], cfg: Config) -> dict[str, Any]:
     trainer.prepare = capture  # type: ignore[method-assign]
     trainer.update = lambda step: {}  # type: ignore[method-assign]
     trainer.values = _fixed_values  # type: ignore[method-assign]
-    TrainLoop.optimize(SimpleNamespace(cfg=cfg, trainer=trainer, ranks=Ranks(trainer)), batch, StepClock())  # type: ignore[arg-type]
+    loop = SimpleNamespace(cfg=cfg, trainer=trainer, ranks=Ranks(trainer))
+    got, _ = TrainLoop.optimize(loop, batch, StepClock())  # type: ignore[arg-type]
+    if metrics is not None:
+        metrics.update(got)
     micro = []
     for b in prepared[0].micro if prepared else []:
         fields = ["input_ids", "position_ids", "pred_index", "subtree_end", "loss_mask", "rollout_logprobs"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,29 +85,50 @@ def test_an_empty_run_folder_says_so(tmp_path: Path) -> None:
         ct.main([str(tmp_path)])
 
 
-def test_rl_rows_count_compactions_mixed_groups_and_used_segments(
+def test_rl_rows_count_compactions_mixed_groups_used_segments_and_credit_moved(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`rl_rows` from an arm's rollout folders: the captured whitebox:00020 rollout (a helper, one
     summary the rest ran on) and its first four calls (the helper and the step after it, no
-    summary), as a group of two that mixes and a group of one that compacts."""
+    summary). Task t1: two that compact (rewards 1, 0.5) and one that does not (0), so under
+    `credited` the summaries are measured against the compacting pair, not the group: credit moves
+    part of the step's weight; task t2: a group of one (dropped by GRPO's minimum group size)."""
     from harnessrl.formats.calls import read_calls
     from harnessrl.formats.rollout_dir import write_rollout
     from harnessrl.types import Rollout, group_id
 
     calls = read_calls(Path(__file__).parent / "fixtures" / "segments" / "whitebox-00020" / "calls.jsonl")
-    made = [("a", "t1", calls), ("b", "t1", calls[:4]), ("c", "t2", calls)]
-    for name, task, mine in made:
-        folder = tmp_path / "arm-credited-300-s0" / "rollouts" / name
-        folder.mkdir(parents=True)
-        write_rollout(
-            folder, Rollout(rollout_id=name, task_id=task, harness=H, group_id=group_id(task, H), calls=mine)
-        )
+
+    def put(arm: str, name: str, task: str, mine: list[Any], reward: float) -> None:
+        folder = tmp_path / f"arm-{arm}-s0" / "rollouts" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        gid = group_id(task, H)
+        rollout = Rollout(rollout_id=f"s000000-{name}", task_id=task, harness=H, group_id=gid, calls=mine)
+        write_rollout(folder, rollout.model_copy(update={"reward": reward}))
+
+    for arm in ("credited-300", "outcome-300"):
+        put(arm, "a", "t1", calls, 1.0)
+        put(arm, "a2", "t1", calls, 0.5)
+        put(arm, "b", "t1", calls[:4], 0.0)
+        put(arm, "c", "t2", calls, 1.0)
     (tmp_path / "arm-exclude-s0" / "rollouts").mkdir(parents=True)  # no rollouts yet: no row
-    assert ct.rl_rows(tmp_path) == [["credited-300-s0", "3", "2", "1 of 2", "2 of 2", "3 of 3"]]
+    counts = ["4", "3", "1 of 2", "3 of 3", "4 of 4"]
+    assert ct.rl_rows(tmp_path) == [["outcome-300-s0", *counts, "-"], ["credited-300-s0", *counts, "-"]]
+    config = tmp_path / "credit.toml"
+    config.write_text(
+        "[transfer.arms]\ncredited-300 = ['whitebox:00020']\noutcome-300 = ['whitebox:00020']\n"
+        "[transfer.arm_train]\ncredited-300 = { segments = 'credited' }\n"
+        "outcome-300 = { segments = 'outcome' }\n"
+    )
     (tmp_path / "eval" / "cold-start").mkdir(parents=True)
     (tmp_path / "eval" / "cold-start" / "eval.json").write_text(
         json.dumps({"outcomes": [x.as_dict() | {"policy": "cold-start"} for x in outs([1.0])]})
     )
-    ct.main([str(tmp_path), "--resamples", "10"])
-    assert "| credited-300-s0 | 3 | 2 | 1 of 2 | 2 of 2 | 3 of 3 |" in capsys.readouterr().out
+    ct.main([str(tmp_path), "--resamples", "10", "--config", str(config)])
+    out = capsys.readouterr().out
+    assert "| outcome-300-s0 | 4 | 3 | 1 of 2 | 3 of 3 | 4 of 4 | - |" in out
+    moved = float(out.split("| credited-300-s0 | 4 | 3 | 1 of 2 | 3 of 3 | 4 of 4 | ")[1].split(" |")[0])
+    assert 0.0 < moved < 0.5  # the two summaries' tokens, a part of two of the three rollouts
+    put("credited-300", "b", "t1", calls, 0.0)  # every rollout of t1 compacts: the group's baseline
+    cfg = ct.TransferSections.model_validate(ct.tomllib.loads(config.read_text()))
+    assert ct.rl_rows(tmp_path, cfg)[1][-1] == "0.000"

@@ -19,7 +19,7 @@ from batch_golden import CASES, batch_record, config, rollouts
 
 from harnessrl.config import AdvantageConfig
 from harnessrl.rl.advantages import grpo_advantages, ppo_advantages, rollout_token_weights
-from harnessrl.rl.algo import build_algorithm
+from harnessrl.rl.algo import build_algorithm, credit_differs
 from harnessrl.rl.credit import tree_credit, weight_shares
 from harnessrl.rl.packing import layout_tree
 from harnessrl.types import SegmentInfo, TreeNode, TreeSample
@@ -336,7 +336,8 @@ def test_outcome_and_credited_train_the_segments_of_traced_rollouts() -> None:
     `exclude` drops; `credited` trains the same tokens with other advantages on them."""
     base = batch_record(rollouts(), config())
     outcome = batch_record(rollouts(), config(segments="outcome"))
-    credited = batch_record(rollouts(), config(segments="credited"))
+    logged: dict[str, float] = {}
+    credited = batch_record(rollouts(), config(segments="credited"), logged)
 
     def tokens(rec: dict[str, object]) -> int:
         return sum(sum(m["loss_mask"]) for m in rec["micro"])  # type: ignore[attr-defined,index]
@@ -344,6 +345,22 @@ def test_outcome_and_credited_train_the_segments_of_traced_rollouts() -> None:
     assert tokens(base) < tokens(outcome) == tokens(credited)
     assert outcome["micro"] != credited["micro"]
     assert [m["input_ids"] for m in outcome["micro"]] == [m["input_ids"] for m in credited["micro"]]
+    assert 0.0 < logged["weight/credit_differs"] < 1.0  # the step says how far credit moved it
+
+
+def test_credit_differs_is_the_weight_on_tokens_credit_moved() -> None:
+    """segment_group: credited moves r0's summary (1 of its 5 tokens), r1's summary (2 of 4) and
+    r2's unused sub-agent (1 of 3); each rollout weighs 1/3. Two rollouts that both compacted and
+    used every segment: the summaries' baseline is the group's, nothing moves."""
+    group = segment_group()
+    layouts = [layout_tree(s) for s in group]
+    cfg = AdvantageConfig(eps=0.0)
+    credited = build_algorithm("grpo", cfg, "credited").targets(group, layouts)
+    got = credit_differs("grpo", cfg, group, layouts, None, credited.advantages)
+    assert got == pytest.approx(round((1 / 5 + 2 / 4 + 1 / 3) / 3, 6))
+    both = group[:2]
+    credited = build_algorithm("grpo", cfg, "credited").targets(both, layouts[:2])
+    assert credit_differs("grpo", cfg, both, layouts[:2], None, credited.advantages) == 0.0
 
 
 def test_the_experiment_config_differs_only_in_credit(tmp_path: Path) -> None:

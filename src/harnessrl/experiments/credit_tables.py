@@ -1,6 +1,6 @@
 """The credit experiment's tables (docs/credit.md) from its run folder, finished or cut short.
 
-    python -m harnessrl.experiments.credit_tables runs/credit [--resamples N]
+    python -m harnessrl.experiments.credit_tables runs/credit [--resamples N] [--config configs/credit.toml]
 
 Reads every `eval/<policy>/eval.json` present (`cold-start`, `<arm>-s<seed>`) and prints, per
 evaluation harness: a row per policy (Pass@1, mean score, statuses) and the paired differences of
@@ -10,13 +10,15 @@ paired with it; the replicates are pooled (`evaluate.paired.pooled`: d_t average
 percentile bootstrap over tasks). Then, from each `arm-<arm>-s<seed>/rollouts`, what the RL
 rollouts held (`rl_rows`): how many compacted, how many GRPO groups mixed rollouts that compacted
 and that did not (where `credited` gives a summary a baseline of its own), and the summaries and
-helpers whose output was used.
+helpers whose output was used; with `--config` (the run's), for the `credited` arms the config
+still holds, how far their own credit moved the RL batches (`credit_moved`).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import tomllib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,6 +26,7 @@ from typing import Any
 
 from harnessrl.evaluate.paired import Metric, pooled, signed
 from harnessrl.evaluate.stats import Outcome
+from harnessrl.experiments.config import TransferSections
 from harnessrl.experiments.transfer_report import COLD, read_outcomes
 from harnessrl.formats.rollout_dir import rollout_folders
 
@@ -135,7 +138,8 @@ def comparison_rows(outcomes: Mapping[str, Sequence[Outcome]], harness: str, **k
     return rows
 
 
-RL_HEADER = ("RL rollouts", "compacted", "groups mixed", "summaries used", "helpers used")
+RL_HEADER = ("RL rollouts", "compacted", "groups mixed", "summaries used", "helpers used", "credit moved")
+_STEP = re.compile(r"s(\d+)-")
 
 
 def rl_counts(rollouts: Path) -> dict[str, int]:
@@ -163,18 +167,54 @@ def rl_counts(rollouts: Path) -> dict[str, int]:
     return dict(n)
 
 
-def rl_rows(run: Path) -> list[list[str]]:
-    """[run, `RL_HEADER`...] for every `arm-*` folder of `run` with RL rollouts, in `ordered` order."""
+def credit_moved(rollouts: Path, cfg: TransferSections) -> float:
+    """The mean over an arm's RL steps of `weight/credit_differs` (the share of the step's loss weight
+    on tokens whose `credited` advantage is not the `outcome` one), recomputed from its rollout
+    folders with `cfg`, the arm's config (`transfer.arm_config`): the steps' batches as the loop
+    built them (a rollout's step from its id, `s<step>-...`)."""
+    from harnessrl.formats.rollout_dir import read_rollout
+    from harnessrl.rl.algo import build_algorithm, credit_differs
+    from harnessrl.rl.packing import layout_tree
+    from harnessrl.train.batch import collect_trees, drop_small_groups
+
+    t = cfg.train
+    steps: dict[str, list[Any]] = {}
+    for folder in rollout_folders(rollouts):
+        r = read_rollout(folder)
+        steps.setdefault(m[1] if (m := _STEP.match(r.rollout_id)) else "", []).append(r)
+    moved = []
+    for step in sorted(steps):
+        batch = collect_trees(steps[step], cfg)
+        drop_small_groups(batch, min(t.failures.min_group_size, t.group_size))
+        samples = batch.samples
+        layouts = [layout_tree(s) for s in samples]
+        own = build_algorithm(t.algorithm, t.advantage, "credited").targets(samples, layouts)
+        moved.append(credit_differs(t.algorithm, t.advantage, samples, layouts, None, own.advantages))
+    return sum(moved) / len(moved) if moved else 0.0
+
+
+def rl_rows(run: Path, cfg: TransferSections | None = None) -> list[list[str]]:
+    """[run, `RL_HEADER`...] for every `arm-*` folder of `run` with RL rollouts, in `ordered` order;
+    "credit moved" for the GRPO `credited` arms of `cfg` ("-" otherwise)."""
+    from harnessrl.experiments.transfer import arm_config
+
     names = ordered([p.name.removeprefix("arm-") for p in run.glob("arm-*") if (p / "rollouts").is_dir()])
     rows = []
     for name in names:
-        c = rl_counts(run / f"arm-{name}" / "rollouts")
+        folder = run / f"arm-{name}"
+        c = rl_counts(folder / "rollouts")
         if not c.get("rollouts"):
             continue
+        moved = "-"
+        m = _POLICY.fullmatch(name)
+        if cfg is not None and m and m["arm"] in cfg.transfer.arms:
+            arm = arm_config(cfg, m["arm"], int(m["seed"]), cfg.engine.model, folder)
+            if arm.train.segments == "credited" and arm.train.algorithm == "grpo":
+                moved = f"{credit_moved(folder / 'rollouts', arm):.3f}"
         rows.append([
             name, str(c["rollouts"]), str(c["compacted"]), f"{c['mixed']} of {c['groups']}",
             f"{c.get('compaction_used', 0)} of {c.get('compaction', 0)}",
-            f"{c.get('subagent_used', 0)} of {c.get('subagent', 0)}",
+            f"{c.get('subagent_used', 0)} of {c.get('subagent', 0)}", moved,
         ])  # fmt: skip
     return rows
 
@@ -197,13 +237,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", type=Path, help="the experiment's out_dir (e.g. runs/credit)")
     ap.add_argument("--resamples", type=int, default=10_000)
+    ap.add_argument(
+        "--config", type=Path, help="the run's config: adds how far credit moved the credited arms"
+    )
     args = ap.parse_args(argv)
     folders = ordered([p.parent.name for p in (args.run / "eval").glob("*/eval.json")])
     if not folders:
         raise SystemExit(f"{args.run}/eval: no eval/<policy>/eval.json yet")
     outcomes = {p: read_outcomes(args.run, p) for p in folders}
     print(markdown(outcomes, resamples=args.resamples))
-    rows = rl_rows(args.run)
+    cfg = None
+    if args.config:
+        cfg = TransferSections.model_validate(tomllib.loads(args.config.read_text(encoding="utf-8")))
+    rows = rl_rows(args.run, cfg)
     if rows:
         print("### RL rollouts\n\n| run | " + " | ".join(RL_HEADER) + " |\n|" + "---|" * (len(RL_HEADER) + 1))
         print("\n".join("| " + " | ".join(r) + " |" for r in rows))

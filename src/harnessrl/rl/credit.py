@@ -209,3 +209,21 @@ def weight_shares(
             shares[f"weight/{kind}"] += int((seg_T == k).sum()) / (n * m)
         shares["weight/zero_advantage"] += int((adv[L.loss_mask] == 0).sum()) / (n * m)
     return {k: round(v, 6) for k, v in sorted(shares.items())}
+
+
+def differing_share(
+    samples: Sequence[TreeSample],
+    layouts: Sequence[TreeLayout],
+    a: Sequence[torch.Tensor],
+    b: Sequence[torch.Tensor],
+    tol: float = 1e-9,
+) -> float:
+    """The share of a step's loss weight (the per-token 1/(N x M_i) of `weight_shares`) on trained
+    tokens whose advantage differs (by more than `tol`) between `a` and `b`, two estimators'
+    advantages for the same batch."""
+    n, total = len(samples), 0.0
+    for L, x, y in zip(layouts, a, b, strict=True):
+        m = L.num_model_tokens
+        if m:
+            total += int(((x - y).abs()[L.loss_mask] > tol).sum()) / (n * m)
+    return round(total, 6)

@@ -261,7 +261,7 @@ class TrainLoop:
 
     def optimize(self, batch: TreeBatch, clock: StepClock) -> tuple[dict[str, float], str | None]:
         """Stages `advantages` + `optimize`; returns (trainer metrics, why the step was skipped or None)."""
-        from harnessrl.rl.algo import build_algorithm
+        from harnessrl.rl.algo import build_algorithm, credit_differs
         from harnessrl.rl.credit import weight_shares
         from harnessrl.rl.packing import layout_tree
 
@@ -276,6 +276,12 @@ class TrainLoop:
             return {}, "zero_advantage"
         clock.lap("advantages")
         shares = weight_shares(batch.samples, layouts, targets.advantages)
+        if self.cfg.train.segments == "credited":
+            t = self.cfg.train
+            differs = credit_differs(
+                t.algorithm, t.advantage, batch.samples, layouts, values, targets.advantages
+            )
+            shares["weight/credit_differs"] = differs
         metrics = self.ranks.step(targets.layouts, targets.advantages, targets.returns)
         clock.lap("train")
         return metrics | shares, None
