@@ -113,7 +113,10 @@ def test_rl_rows_count_compactions_mixed_groups_used_segments_and_credit_moved(
         put(arm, "c", "t2", calls, 1.0)
     (tmp_path / "arm-exclude-s0" / "rollouts").mkdir(parents=True)  # no rollouts yet: no row
     counts = ["4", "3", "1 of 2", "3 of 3", "4 of 4"]
-    assert ct.rl_rows(tmp_path) == [["outcome-300-s0", *counts, "-"], ["credited-300-s0", *counts, "-"]]
+    assert ct.rl_rows(tmp_path) == [
+        ["outcome-300-s0", *counts, "-", "-"],
+        ["credited-300-s0", *counts, "-", "-"],
+    ]
     config = tmp_path / "credit.toml"
     config.write_text(
         "[transfer.arms]\ncredited-300 = ['whitebox:00020']\noutcome-300 = ['whitebox:00020']\n"
@@ -126,9 +129,14 @@ def test_rl_rows_count_compactions_mixed_groups_used_segments_and_credit_moved(
     )
     ct.main([str(tmp_path), "--resamples", "10", "--config", str(config)])
     out = capsys.readouterr().out
-    assert "| outcome-300-s0 | 4 | 3 | 1 of 2 | 3 of 3 | 4 of 4 | - |" in out
-    moved = float(out.split("| credited-300-s0 | 4 | 3 | 1 of 2 | 3 of 3 | 4 of 4 | ")[1].split(" |")[0])
-    assert 0.0 < moved < 0.5  # the two summaries' tokens, a part of two of the three rollouts
+    # both arms hold the same rollouts, so what credit does (or would do) to them is the same; the
+    # summaries: outcome gives a's its rollout's A = (1 - 0.5) / std(1, 0.5, 0) = 0.5 / 0.408 = +1.225
+    # and a2's 0 (mean +0.612); credited measures them against each other: +1 and -1 (mean 0)
+    for arm in ("outcome-300-s0", "credited-300-s0"):
+        row = out.split(f"| {arm} | 4 | 3 | 1 of 2 | 3 of 3 | 4 of 4 | ")[1].split(" |\n")[0]
+        moved, summary = row.split(" | ")
+        assert 0.0 < float(moved) < 0.5, row  # the summaries' tokens, a part of two of three rollouts
+        assert summary == "+0.000 / +0.612", row
     put("credited-300", "b", "t1", calls, 0.0)  # every rollout of t1 compacts: the group's baseline
     cfg = ct.TransferSections.model_validate(ct.tomllib.loads(config.read_text()))
-    assert ct.rl_rows(tmp_path, cfg)[1][-1] == "0.000"
+    assert ct.rl_rows(tmp_path, cfg)[1][-2:] == ["0.000", "+0.000 / +0.000"]

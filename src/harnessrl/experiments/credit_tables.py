@@ -138,7 +138,10 @@ def comparison_rows(outcomes: Mapping[str, Sequence[Outcome]], harness: str, **k
     return rows
 
 
-RL_HEADER = ("RL rollouts", "compacted", "groups mixed", "summaries used", "helpers used", "credit moved")
+RL_HEADER = (
+    "RL rollouts", "compacted", "groups mixed", "summaries used", "helpers used",
+    "credit moved", "summary A credited / outcome",
+)  # fmt: skip
 _STEP = re.compile(r"s(\d+)-")
 
 
@@ -167,13 +170,33 @@ def rl_counts(rollouts: Path) -> dict[str, int]:
     return dict(n)
 
 
-def credit_moved(rollouts: Path, cfg: TransferSections) -> float:
-    """The mean over an arm's RL steps of `weight/credit_differs` (the share of the step's loss weight
-    on tokens whose `credited` advantage is not the `outcome` one), recomputed from its rollout
-    folders with `cfg`, the arm's config (`transfer.arm_config`): the steps' batches as the loop
-    built them (a rollout's step from its id, `s<step>-...`)."""
+def _on_summaries(
+    samples: Sequence[Any], layouts: Sequence[Any], advantages: Sequence[Any]
+) -> tuple[float, int]:
+    """(sum of the advantages, count) over the trained tokens of summary (compaction) segments."""
+    import torch
+
+    from harnessrl.rl.credit import segment_of_tokens
+
+    total, n = 0.0, 0
+    for sample, layout, adv in zip(samples, layouts, advantages, strict=True):
+        ids = [k for k, seg in enumerate(sample.segments) if seg.kind == "compaction"]
+        mask = layout.loss_mask & torch.isin(
+            segment_of_tokens(sample, layout), torch.tensor(ids, dtype=torch.long)
+        )
+        total, n = total + float(adv[mask].sum()), n + int(mask.sum())
+    return total, n
+
+
+def credit_moved(rollouts: Path, cfg: TransferSections) -> dict[str, float]:
+    """What segment credit does to an arm's RL batches, recomputed from its rollout folders with
+    `cfg`, the arm's config (`transfer.arm_config`; the steps' batches as the loop built them, a
+    rollout's step from its id `s<step>-...`), under both rules whatever the arm trained with:
+    `moved`, the mean over steps of `weight/credit_differs` (the share of the step's loss weight on
+    tokens whose `credited` advantage is not the `outcome` one); `summary_credited` and
+    `summary_outcome`, the mean advantage on summary tokens under each (over all steps' tokens)."""
     from harnessrl.formats.rollout_dir import read_rollout
-    from harnessrl.rl.algo import build_algorithm, credit_differs
+    from harnessrl.rl.algo import SegmentMode, build_algorithm, credit_differs
     from harnessrl.rl.packing import layout_tree
     from harnessrl.train.batch import collect_trees, drop_small_groups
 
@@ -182,20 +205,28 @@ def credit_moved(rollouts: Path, cfg: TransferSections) -> float:
     for folder in rollout_folders(rollouts):
         r = read_rollout(folder)
         steps.setdefault(m[1] if (m := _STEP.match(r.rollout_id)) else "", []).append(r)
-    moved = []
+    rules: tuple[SegmentMode, ...] = ("credited", "outcome")
+    moved, summary = [], {rule: [0.0, 0] for rule in rules}
     for step in sorted(steps):
         batch = collect_trees(steps[step], cfg)
         drop_small_groups(batch, min(t.failures.min_group_size, t.group_size))
         samples = batch.samples
         layouts = [layout_tree(s) for s in samples]
-        own = build_algorithm(t.algorithm, t.advantage, "credited").targets(samples, layouts)
-        moved.append(credit_differs(t.algorithm, t.advantage, samples, layouts, None, own.advantages))
-    return sum(moved) / len(moved) if moved else 0.0
+        for rule in rules:
+            adv = build_algorithm(t.algorithm, t.advantage, rule).targets(samples, layouts).advantages
+            total, n = _on_summaries(samples, layouts, adv)
+            summary[rule][0] += total
+            summary[rule][1] += n
+            if rule == "credited":
+                moved.append(credit_differs(t.algorithm, t.advantage, samples, layouts, None, adv))
+    out = {"moved": sum(moved) / len(moved) if moved else 0.0}
+    return out | {f"summary_{rule}": acc[0] / acc[1] if acc[1] else 0.0 for rule, acc in summary.items()}
 
 
 def rl_rows(run: Path, cfg: TransferSections | None = None) -> list[list[str]]:
     """[run, `RL_HEADER`...] for every `arm-*` folder of `run` with RL rollouts, in `ordered` order;
-    "credit moved" for the GRPO `credited` arms of `cfg` ("-" otherwise)."""
+    the last two (`credit_moved`: what `credited` does or would do to the arm's own batches) for
+    the GRPO arms of `cfg` that train segments (`outcome`, `credited`; "-" otherwise)."""
     from harnessrl.experiments.transfer import arm_config
 
     names = ordered([p.name.removeprefix("arm-") for p in run.glob("arm-*") if (p / "rollouts").is_dir()])
@@ -205,16 +236,18 @@ def rl_rows(run: Path, cfg: TransferSections | None = None) -> list[list[str]]:
         c = rl_counts(folder / "rollouts")
         if not c.get("rollouts"):
             continue
-        moved = "-"
+        moved = summary = "-"
         m = _POLICY.fullmatch(name)
         if cfg is not None and m and m["arm"] in cfg.transfer.arms:
             arm = arm_config(cfg, m["arm"], int(m["seed"]), cfg.engine.model, folder)
-            if arm.train.segments == "credited" and arm.train.algorithm == "grpo":
-                moved = f"{credit_moved(folder / 'rollouts', arm):.3f}"
+            if arm.train.segments != "exclude" and arm.train.algorithm == "grpo":
+                got = credit_moved(folder / "rollouts", arm)
+                moved = f"{got['moved']:.3f}"
+                summary = f"{got['summary_credited']:+.3f} / {got['summary_outcome']:+.3f}"
         rows.append([
             name, str(c["rollouts"]), str(c["compacted"]), f"{c['mixed']} of {c['groups']}",
             f"{c.get('compaction_used', 0)} of {c.get('compaction', 0)}",
-            f"{c.get('subagent_used', 0)} of {c.get('subagent', 0)}", moved,
+            f"{c.get('subagent_used', 0)} of {c.get('subagent', 0)}", moved, summary,
         ])  # fmt: skip
     return rows
 
