@@ -10,8 +10,10 @@ paired with it; the replicates are pooled (`evaluate.paired.pooled`: d_t average
 percentile bootstrap over tasks). Then, from each `arm-<arm>-s<seed>/rollouts`, what the RL
 rollouts held (`rl_rows`): how many compacted, how many GRPO groups mixed rollouts that compacted
 and that did not (where `credited` gives a summary a baseline of its own), and the summaries and
-helpers whose output was used; with `--config` (the run's), for the `credited` arms the config
-still holds, how far their own credit moved the RL batches (`credit_moved`).
+helpers whose output was used; with `--config` (the run's), for the GRPO arms the config still
+holds that train segments (`outcome`, `credited`), what `credited` does or would do to their own
+batches: the share of the step's weight it moves and the mean advantage on summary tokens under
+each rule (`credit_moved`).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ credited segments (credited-tree vs credited). The `-600` arms train with `compa
 (docs/credit.md, second design, meant to let some rollouts compact and some not; as run 1 of 32 did,
 so `credited-600 - outcome-600` differs in a few helpers and summaries, not in the rule);
 `credited-600 - outcome` is mostly the compaction threshold RL ran at (evaluation stays at 200).
-The `-300` arms (the second design as configured now) train at `compact_tokens = 300`, where a
+The `-300` arms (the third design) train at `compact_tokens = 300`, where a
 group mixes rollouts that compact and that do not: `credited-300 - outcome-300` is the credit rule's
 comparison."""
 
@@ -271,7 +273,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("run", type=Path, help="the experiment's out_dir (e.g. runs/credit)")
     ap.add_argument("--resamples", type=int, default=10_000)
     ap.add_argument(
-        "--config", type=Path, help="the run's config: adds how far credit moved the credited arms"
+        "--config",
+        type=Path,
+        help="the run's config: adds what credit does to each segment-training arm's batches",
     )
     args = ap.parse_args(argv)
     folders = ordered([p.parent.name for p in (args.run / "eval").glob("*/eval.json")])
