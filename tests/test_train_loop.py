@@ -31,7 +31,7 @@ from harnessrl.rollout.testing import SCORE_FROM_KEY, checked_task, curl_call
 from harnessrl.train.batch import collect_trees
 from harnessrl.train.build import build_trainer, trainer_config
 from harnessrl.train.loop import TrainLoop
-from harnessrl.train.schedule import ScheduleSpec, schedule_step
+from harnessrl.train.schedule import ScheduleSpec, rollout_step, schedule_step
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import ModelCall, Rollout, RolloutStatus
 
@@ -156,6 +156,14 @@ def test_schedule_groups_and_determinism() -> None:
         assert job.group_id == f"{job.task.id}/{job.harness}"
     assert all(len(h) == 1 for h in groups.values()) and len(groups) == 6
     assert [j.rollout_id for j in jobs] == [j.rollout_id for j in schedule_step(tasks, spec, step=4)]
+    assert {rollout_step(j.rollout_id) for j in jobs} == {4}  # the step reads back from the id
+    assert [rollout_step(x) for x in ("s12-t-h-0", "s-t", "x000001-t", "s000001", "sx-t")] == [
+        12,
+        None,
+        None,
+        None,
+        None,
+    ]
     # Every task comes up once per epoch (5 tasks, 2 per step: steps 0, 1 and half of 2).
     seen = [j.task.id for s in range(5) for j in schedule_step(tasks, spec, s) if j.harness == "codex"]
     assert len(seen) == 5 * 2 * 3

@@ -31,6 +31,7 @@ from harnessrl.evaluate.stats import Outcome
 from harnessrl.experiments.config import TransferSections
 from harnessrl.experiments.transfer_report import COLD, read_outcomes
 from harnessrl.formats.rollout_dir import rollout_folders
+from harnessrl.types import Rollout
 
 COMPARISONS = (
     ("cold-start", "exclude"),
@@ -144,20 +145,24 @@ RL_HEADER = (
     "RL rollouts", "compacted", "groups mixed", "summaries used", "helpers used",
     "credit moved", "summary A credited / outcome",
 )  # fmt: skip
-_STEP = re.compile(r"s(\d+)-")
 
 
-def rl_counts(rollouts: Path) -> dict[str, int]:
+def read_rollouts(folder: Path) -> list[Rollout]:
+    """Every rollout below `folder` (an arm's `rollouts/`), calls included."""
+    from harnessrl.formats.rollout_dir import read_rollout
+
+    return [read_rollout(f) for f in rollout_folders(folder)]
+
+
+def rl_counts(rollouts: Sequence[Rollout]) -> dict[str, int]:
     """What one arm's RL rollouts held (`harnessrl.trace.segments`): rollouts; those with a summary a
     later step ran on; GRPO groups (`Rollout.group_id`) where some compacted and some did not; and
     summaries and sub-agent instances, made and used."""
     from harnessrl.trace.build import trace_rollout
-    from harnessrl.trace.load import load_rollout
 
     n: Counter[str] = Counter()
     by_group: dict[str, set[bool]] = {}
-    for folder in rollout_folders(rollouts):
-        rollout = load_rollout(folder)
+    for rollout in rollouts:
         segs = trace_rollout(rollout).segments
         compacted = any(s.kind == "compaction" and s.used for s in segs)
         n["rollouts"] += 1
@@ -166,7 +171,7 @@ def rl_counts(rollouts: Path) -> dict[str, int]:
             mine = [s for s in segs if s.kind == kind]
             n[kind] += len(mine)
             n[kind + "_used"] += sum(bool(s.used) for s in mine)
-        by_group.setdefault(rollout.group_id or folder.name, set()).add(compacted)
+        by_group.setdefault(rollout.group_id or rollout.rollout_id, set()).add(compacted)
     n["groups"] = len(by_group)
     n["mixed"] = sum(len(seen) == 2 for seen in by_group.values())
     return dict(n)
@@ -190,23 +195,23 @@ def _on_summaries(
     return total, n
 
 
-def credit_moved(rollouts: Path, cfg: TransferSections) -> dict[str, float]:
-    """What segment credit does to an arm's RL batches, recomputed from its rollout folders with
-    `cfg`, the arm's config (`transfer.arm_config`; the steps' batches as the loop built them, a
-    rollout's step from its id `s<step>-...`), under both rules whatever the arm trained with:
+def credit_moved(rollouts: Sequence[Rollout], cfg: TransferSections) -> dict[str, float]:
+    """What segment credit does to an arm's RL batches, recomputed from its rollouts with `cfg`, the
+    arm's config (`transfer.arm_config`; the steps' batches as the loop built them, a rollout's step
+    from its id, `train.schedule.rollout_step`), under both rules whatever the arm trained with:
     `moved`, the mean over steps of `weight/credit_differs` (the share of the step's loss weight on
     tokens whose `credited` advantage is not the `outcome` one); `summary_credited` and
     `summary_outcome`, the mean advantage on summary tokens under each (over all steps' tokens)."""
-    from harnessrl.formats.rollout_dir import read_rollout
     from harnessrl.rl.algo import SegmentMode, build_algorithm, credit_differs
     from harnessrl.rl.packing import layout_tree
     from harnessrl.train.batch import collect_trees, drop_small_groups
+    from harnessrl.train.schedule import rollout_step
 
     t = cfg.train
-    steps: dict[str, list[Any]] = {}
-    for folder in rollout_folders(rollouts):
-        r = read_rollout(folder)
-        steps.setdefault(m[1] if (m := _STEP.match(r.rollout_id)) else "", []).append(r)
+    steps: dict[int, list[Rollout]] = {}
+    for r in rollouts:
+        step = rollout_step(r.rollout_id)
+        steps.setdefault(-1 if step is None else step, []).append(r)  # -1: ids the loop did not make
     rules: tuple[SegmentMode, ...] = ("credited", "outcome")
     moved, summary = [], {rule: [0.0, 0] for rule in rules}
     for step in sorted(steps):
@@ -235,7 +240,8 @@ def rl_rows(run: Path, cfg: TransferSections | None = None) -> list[list[str]]:
     rows = []
     for name in names:
         folder = run / f"arm-{name}"
-        c = rl_counts(folder / "rollouts")
+        rollouts = read_rollouts(folder / "rollouts")
+        c = rl_counts(rollouts)
         if not c.get("rollouts"):
             continue
         moved = summary = "-"
@@ -243,7 +249,7 @@ def rl_rows(run: Path, cfg: TransferSections | None = None) -> list[list[str]]:
         if cfg is not None and m and m["arm"] in cfg.transfer.arms:
             arm = arm_config(cfg, m["arm"], int(m["seed"]), cfg.engine.model, folder)
             if arm.train.segments != "exclude" and arm.train.algorithm == "grpo":
-                got = credit_moved(folder / "rollouts", arm)
+                got = credit_moved(rollouts, arm)
                 moved = f"{got['moved']:.3f}"
                 summary = f"{got['summary_credited']:+.3f} / {got['summary_outcome']:+.3f}"
         rows.append([

@@ -103,6 +103,12 @@ def rollout_id(step: int, task: Task, harness: str, member: int) -> str:
     return f"s{step:06d}-{task.id}-{harness.replace(':', '_').replace('/', '_')}-{member}"
 
 
+def rollout_step(rid: str) -> int | None:
+    """The step of a `rollout_id` (None for an id it did not make)."""
+    head, sep, _ = rid.partition("-")
+    return int(head[1:]) if sep and head[:1] == "s" and head[1:].isdigit() else None
+
+
 def schedule_step(tasks: Sequence[Task], spec: ScheduleSpec, step: int) -> list[RolloutJob]:
     """All rollouts of `step`: per drawn task, per chosen harness, `group_size` members of one group."""
     if not spec.harnesses and spec.space is None:
