@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from itertools import pairwise
 
 import pytest
@@ -124,8 +125,8 @@ def test_tree_mask_really_reaches_the_model() -> None:
     batch = pack([L], [0])
     with torch.no_grad():
         tree = packed_forward(model, batch).logprobs
-        batch.subtree_end = torch.full_like(batch.subtree_end, batch.num_tokens)  # plain causal
-        causal = packed_forward(model, batch).logprobs
+        causal_batch = replace(batch, subtree_end=torch.full_like(batch.subtree_end, batch.num_tokens))
+        causal = packed_forward(model, causal_batch).logprobs  # plain causal
     # trained tokens 5 6 7 8 9; token 8 is predicted from token 3's row (identical under both masks), but
     # token 9 is predicted from token 8's row, which saw 4..7 under the causal mask
     assert torch.equal(tree[:4], causal[:4])

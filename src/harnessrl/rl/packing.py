@@ -41,8 +41,9 @@ from harnessrl.types import TreeSample
 
 
 @dataclass(frozen=True)
-class TreeLayout:
-    """One tree's unique tokens in depth-first order. All tensors are 1-D of length T (CPU)."""
+class TokenRow:
+    """Per-token columns of a laid-out row: one tree (`TreeLayout`) or several back to back
+    (`PackedBatch`). Every tensor is 1-D of length T; positions are the row's own."""
 
     input_ids: torch.Tensor
     """[T] int64 token ids."""
@@ -56,14 +57,20 @@ class TreeLayout:
     """[T] bool: a model-sampled token with a parent (trained)."""
     rollout_logprobs: torch.Tensor
     """[T] float32 sampling log-prob (0.0 for environment tokens)."""
-    node_index: torch.Tensor
-    """[T] int64 index into TreeSample.nodes of the node each token belongs to."""
-    path_tokens: list[torch.Tensor]
-    """Per kept path, the layout positions of its tokens, root to leaf."""
 
     @property
     def num_tokens(self) -> int:
         return int(self.input_ids.numel())
+
+
+@dataclass(frozen=True)
+class TreeLayout(TokenRow):
+    """One tree's unique tokens in depth-first order (CPU tensors)."""
+
+    node_index: torch.Tensor
+    """[T] int64 index into TreeSample.nodes of the node each token belongs to."""
+    path_tokens: list[torch.Tensor]
+    """Per kept path, the layout positions of its tokens, root to leaf."""
 
     @property
     def num_model_tokens(self) -> int:
@@ -171,22 +178,10 @@ def first_fit(sizes: Sequence[int], budget: int) -> list[list[int]]:
     return bins
 
 
-@dataclass
-class PackedBatch:
-    """Several trees back to back in one row. Per-token tensors are 1-D of length T (the row length)."""
+@dataclass(frozen=True)
+class PackedBatch(TokenRow):
+    """Several trees back to back in one row (batch size 1)."""
 
-    input_ids: torch.Tensor
-    """[T] int64."""
-    position_ids: torch.Tensor
-    """[T] int64 depth in own path."""
-    pred_index: torch.Tensor
-    """[T] int64 row position predicting each token (-1: none)."""
-    subtree_end: torch.Tensor
-    """[T] int64 exclusive subtree end, in row coordinates."""
-    loss_mask: torch.Tensor
-    """[T] bool."""
-    rollout_logprobs: torch.Tensor
-    """[T] float32."""
     rollout_index: torch.Tensor
     """[T] int64 index of the tree (item) each token came from, in the caller's numbering."""
     items: list[int]
@@ -195,10 +190,6 @@ class PackedBatch:
     """Start of each packed tree in the row."""
     extras: dict[str, torch.Tensor] = field(default_factory=dict)
     """Per-token algorithm arrays ([T] each): advantages, token weights, old/ref log-probs, returns..."""
-
-    @property
-    def num_tokens(self) -> int:
-        return int(self.input_ids.numel())
 
     def model_positions(self) -> torch.Tensor:
         """[M] row positions of the trained tokens, in row order."""
