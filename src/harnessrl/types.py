@@ -52,11 +52,14 @@ class TaskError(HarnessRLError):
         self.message = message
 
 
-def refusal(ids: list[str], what: str, by_default: str, switch: str, to: str) -> TaskError:
-    """The TaskError of a run that refuses tasks until a config switch allows them:
+def refuse_unless(allow: bool, ids: list[str], what: str, by_default: str, switch: str, to: str) -> None:
+    """Raise the TaskError of a run that refuses the tasks `ids` until the config switch `allow` is on
+    (nothing to raise when `ids` is empty or `allow`):
     `N task(s) <what>: <ids>. <by default>; leave them out, or set <switch>=true (-o ...) <to>`."""
+    if not ids or allow:
+        return
     named = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
-    return TaskError(
+    raise TaskError(
         f"{len(ids)} task(s) {what}: {named}. {by_default}; leave them out, or set {switch}=true "
         f"(-o {switch}=true) {to}"
     )

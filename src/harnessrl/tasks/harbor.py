@@ -44,7 +44,7 @@ from harnessrl.tasks.harbor_config import (
     unsupported,
     verifier_internet,
 )
-from harnessrl.types import Checker, Task, TaskEnvironment, TaskError, TaskFile, refusal
+from harnessrl.types import Checker, Task, TaskEnvironment, TaskError, TaskFile, refuse_unless
 
 DEFAULT_WORKDIR = "/app"
 """Where the workspace is mounted when `task.toml` names no `workdir` (Harbor images' usual WORKDIR)."""
@@ -232,12 +232,12 @@ def refuse_internet(tasks: Sequence[Task], allow: bool) -> None:
     unless `allow` (`train.allow_internet_tasks`): sandboxes have no network but the model's, so the
     reward of such a task may measure the missing network rather than the policy."""
     ids = [t.id for t in tasks if t.environment is not None and t.environment.internet]
-    if ids and not allow:
-        raise refusal(
-            ids,
-            'say their agent needs the internet (allow_internet / network_mode = "public"), which harnessrl '
-            "sandboxes never give it",
-            "Training refuses them by default",
-            "train.allow_internet_tasks",
-            "to train on them offline",
-        )
+    refuse_unless(
+        allow,
+        ids,
+        'say their agent needs the internet (allow_internet / network_mode = "public"), which harnessrl '
+        "sandboxes never give it",
+        "Training refuses them by default",
+        "train.allow_internet_tasks",
+        "to train on them offline",
+    )

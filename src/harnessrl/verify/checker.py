@@ -48,7 +48,7 @@ from typing import Any
 from harnessrl.formats import untrusted_json
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.tasks.files import materialize_checker
-from harnessrl.types import Task, VerifierError, refusal
+from harnessrl.types import Task, VerifierError, refuse_unless
 from harnessrl.verify.command_runner import (
     DRIVER,
     TAMPERED,
@@ -163,14 +163,14 @@ def refuse_shell_entries(tasks: Sequence[Task], allow: bool) -> None:
     `allow`: training refuses them by default (`VerifyConfig.allow_shell_entries`), since programs
     the script runs from the workspace share its stdout while it runs (docs/SECURITY.md)."""
     ids = [t.id for t in tasks if t.checker is not None and t.checker.shell_entry]
-    if ids and not allow:
-        raise refusal(
-            ids,
-            "are scored by their own reward.sh, whose answer code from the workspace can forge while it runs",
-            "Training refuses them by default",
-            "verify.allow_shell_entries",
-            "to train on them",
-        )
+    refuse_unless(
+        allow,
+        ids,
+        "are scored by their own reward.sh, whose answer code from the workspace can forge while it runs",
+        "Training refuses them by default",
+        "verify.allow_shell_entries",
+        "to train on them",
+    )
 
 
 def _top_names(task: Task) -> list[str]:

@@ -57,7 +57,7 @@ from harnessrl.sandbox.sandbox import Sandbox
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
 from harnessrl.sandbox.sync import run_sync
 from harnessrl.tasks.files import materialize_checker
-from harnessrl.types import SandboxError, Task, VerifierError, refusal
+from harnessrl.types import SandboxError, Task, VerifierError, refuse_unless
 from harnessrl.verify.command_runner import CommandRunner
 from harnessrl.verify.harbor_rewards import REWARD_DIR, parse_rewards, read_rewards, score_of
 from harnessrl.verify.harbor_roots import Admission, HostRoot, ImageVerifierRoot, VerifierRoot
@@ -73,14 +73,14 @@ def preflight(tasks: Sequence[Task], allow_network: bool) -> None:
     `verify.allow_verifier_network` is off."""
     harbor = [t for t in tasks if t.checker is not None and t.checker.kind == "harbor"]
     online = [t.id for t in harbor if t.checker is not None and t.checker.network]
-    if online and not allow_network:
-        raise refusal(
-            online,
-            "say their verifier needs the network (Harbor [verifier] network_mode)",
-            "harnessrl verifies offline unless told otherwise",
-            "verify.allow_verifier_network",
-            "to give their verifier (never the agent) the host's network",
-        )
+    refuse_unless(
+        allow_network,
+        online,
+        "say their verifier needs the network (Harbor [verifier] network_mode)",
+        "harnessrl verifies offline unless told otherwise",
+        "verify.allow_verifier_network",
+        "to give their verifier (never the agent) the host's network",
+    )
 
 
 def default_root(task: Task, runner: SandboxCommandRunner) -> VerifierRoot:
