@@ -18,6 +18,19 @@ from harnessrl.tasks import (
 from harnessrl.tasks.rubric import rules_from_markdown
 from harnessrl.types import RubricRule, Task
 
+
+def accepted(source: Path | str, **kw: str) -> list[Task]:
+    """The tasks `load_tasks(source, **kw)` finds, asserting it rejected none."""
+    load = load_tasks(source, **kw)
+    assert load.rejected == [], load.rejected
+    return load.tasks
+
+
+def placed(tasks: list[Task]) -> list[tuple[str, str]]:
+    """(id, split) of each task, in load order."""
+    return [(t.id, t.split) for t in tasks]
+
+
 CHECK_PY = "def grade(transcript, workspace_path):\n    return {'a': 1.0}\n"
 
 
@@ -46,9 +59,7 @@ def make_task(split_dir: Path, name: str, query: str = "do it", category: str = 
 
 
 def test_shared_clawgym_example(shared_fixtures: Path) -> None:
-    load = load_tasks(shared_fixtures / "clawgym-format" / "example_split")
-    assert load.rejected == []
-    [task] = load.tasks
+    [task] = accepted(shared_fixtures / "clawgym-format" / "example_split")
     assert task.id == "task_0000"
     assert task.split == "example_split"
     assert task.grading_type == "automated"
@@ -66,24 +77,18 @@ def test_folder_layout_split_and_root(tmp_path: Path) -> None:
         for name in names:
             make_task(tmp_path / split, name)
     (tmp_path / "README.md").write_text("# not a task\n")
-    load = load_tasks(tmp_path)
-    assert load.rejected == []
-    assert [(t.id, t.split) for t in load.tasks] == [
-        ("task_0100", "test"),
-        ("task_0000", "train"),
-        ("task_0001", "train"),
-    ]
-    task = load.tasks[1]
+    tasks = accepted(tmp_path)
+    assert placed(tasks) == [("task_0100", "test"), ("task_0000", "train"), ("task_0001", "train")]
+    task = tasks[1]
     assert task.category == "edit"
     assert task.metadata == {"difficulty": "easy"}
     assert [(f.path, f.executable) for f in task.workspace] == [("notes.txt", False), ("src/run.sh", True)]
     assert task.reference is not None and task.reference.path == "reference/solve.sh"
-    assert [t.id for t in load_tasks(tmp_path, split="train").tasks] == ["task_0000", "task_0001"]
+    assert [t.id for t in accepted(tmp_path, split="train")] == ["task_0000", "task_0001"]
     configured = load_configured(TasksConfig(path=str(tmp_path), split="train", limit=1))
     assert [t.id for t in configured.tasks] == ["task_0000"]
-    assert [t.id for t in load_tasks(tmp_path / "test").tasks] == ["task_0100"]
-    single = load_tasks(tmp_path / "test" / "task_0100")
-    assert [(t.id, t.split) for t in single.tasks] == [("task_0100", "test")]
+    assert [t.id for t in accepted(tmp_path / "test")] == ["task_0100"]
+    assert placed(accepted(tmp_path / "test" / "task_0100")) == [("task_0100", "test")]
 
 
 def test_materialize_keeps_bytes_and_mode_and_hides_checker(tmp_path: Path) -> None:
@@ -134,9 +139,7 @@ def test_jsonl_layout(tmp_path: Path) -> None:
     path.parent.mkdir()
     second = _jsonl_record(origin_template=None, rules=None, rule="Be concise")
     path.write_text(json.dumps(_jsonl_record()) + "\n\n" + json.dumps(second) + "\n")
-    load = load_tasks(path)
-    assert load.rejected == []
-    first, other = load.tasks
+    first, other = accepted(path)
     assert first.id == "summarise-csv-001"
     assert other.id == "syn_task.jsonl:3"
     assert first.split == "syn"
@@ -218,9 +221,7 @@ def test_pinchbench_markdown(tmp_path: Path) -> None:
     (tmp_path / "tasks").mkdir()
     (tmp_path / "tasks" / "task_07_report.md").write_text(PINCH)
     (tmp_path / "tasks" / "README.md").write_text("# PinchBench tasks\n")
-    load = load_tasks(tmp_path / "tasks")
-    assert load.rejected == []
-    [task] = load.tasks
+    [task] = accepted(tmp_path / "tasks")
     assert (task.id, task.category, task.grading_type, task.timeout_s) == (
         "task_07_report",
         "writing",
@@ -285,14 +286,10 @@ def test_harbor_dataset_maps_onto_tasks() -> None:
     multi-metric reward.json, one whose image is built from environment/Dockerfile."""
     from harnessrl.types import Checker, TaskEnvironment, TaskFile
 
-    load = load_tasks(HARBOR)
-    assert load.rejected == []
-    assert [(t.id, t.split) for t in load.tasks] == [
-        ("dockerfile-data", "harbor-dataset"),
-        ("hello-world", "harbor-dataset"),
-        ("multi-metric", "harbor-dataset"),
-    ]
-    image, hello, metrics = load.tasks
+    tasks = accepted(HARBOR)
+    assert [t.id for t in tasks] == ["dockerfile-data", "hello-world", "multi-metric"]
+    assert {t.split for t in tasks} == {"harbor-dataset"}
+    image, hello, metrics = tasks
     assert hello.prompt == (HARBOR / "hello-world" / "instruction.md").read_text()
     assert (hello.timeout_s, hello.input_mount_dir, hello.category, hello.workspace) == (
         120.0,
@@ -350,12 +347,10 @@ def test_harbor_dataset_maps_onto_tasks() -> None:
 def test_harbor_task_dataset_and_root_of_datasets_and_format(tmp_path: Path) -> None:
     import shutil
 
-    one = load_tasks(HARBOR / "hello-world")
-    assert [(t.id, t.split) for t in one.tasks] == [("hello-world", "harbor-dataset")]
+    assert placed(accepted(HARBOR / "hello-world")) == [("hello-world", "harbor-dataset")]
     shutil.copytree(HARBOR, tmp_path / "tb" / "d1")
     shutil.copytree(HARBOR / "hello-world", tmp_path / "tb" / "d2" / "hello-again")
-    root = load_tasks(tmp_path / "tb")
-    assert [(t.id, t.split) for t in root.tasks] == [
+    assert placed(accepted(tmp_path / "tb")) == [
         ("dockerfile-data", "d1"),
         ("hello-world", "d1"),
         ("multi-metric", "d1"),
