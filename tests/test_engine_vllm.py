@@ -13,7 +13,7 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -261,49 +261,47 @@ def chat(tok: Any, text: str) -> list[int]:
     return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
 
-async def make_engine(server: VLLMServer, tok: Any) -> VLLMEngine:
-    return VLLMEngine(server.url, tok, max_context=2048)  # does not own the server
+@pytest.fixture
+async def engine(server: VLLMServer, smol: tuple[Path, Any, Any]) -> AsyncIterator[VLLMEngine]:
+    """An engine on the module's server (it does not own the server), closed after the test."""
+    engine = VLLMEngine(server.url, smol[2], max_context=2048)
+    try:
+        yield engine
+    finally:
+        await engine.close()
 
 
 @pytest.mark.vllm
-async def test_generation_from_ids_with_trainer_logprobs(server: VLLMServer, smol: Any) -> None:
+async def test_generation_from_ids_with_trainer_logprobs(engine: VLLMEngine, smol: Any) -> None:
     from harnessrl.engines.models import teacher_force_logprobs
 
     _, model, tok = smol
-    engine = await make_engine(server, tok)
     prompt = chat(tok, "Name three colours.")
-    try:
-        for temp in (1.0, 0.7, 0.0):
-            res = await engine.generate(prompt, SamplingParams(temperature=temp, max_tokens=24, seed=5))
-            assert len(res.output_ids) == len(res.output_logprobs) == 24 and res.finish_reason == "length"
-            again = await engine.generate(prompt, SamplingParams(temperature=temp, max_tokens=24, seed=5))
-            assert again.output_ids == res.output_ids  # same seed, same draw
-            ref = teacher_force_logprobs(model, prompt, res.output_ids, temp)
-            diff = [abs(a - b) for a, b in zip(res.output_logprobs, ref, strict=True)]
-            assert max(diff) < 2e-3, (temp, max(diff))
-        assert res.meta["weights_version"] == 0 and res.meta["prompt_tokens"] == len(prompt)
-    finally:
-        await engine.close()
+    for temp in (1.0, 0.7, 0.0):
+        res = await engine.generate(prompt, SamplingParams(temperature=temp, max_tokens=24, seed=5))
+        assert len(res.output_ids) == len(res.output_logprobs) == 24 and res.finish_reason == "length"
+        again = await engine.generate(prompt, SamplingParams(temperature=temp, max_tokens=24, seed=5))
+        assert again.output_ids == res.output_ids  # same seed, same draw
+        ref = teacher_force_logprobs(model, prompt, res.output_ids, temp)
+        diff = [abs(a - b) for a, b in zip(res.output_logprobs, ref, strict=True)]
+        assert max(diff) < 2e-3, (temp, max(diff))
+    assert res.meta["weights_version"] == 0 and res.meta["prompt_tokens"] == len(prompt)
 
 
 @pytest.mark.vllm
-async def test_concurrent_requests_and_stop_tokens(server: VLLMServer, smol: Any) -> None:
+async def test_concurrent_requests_and_stop_tokens(engine: VLLMEngine, smol: Any) -> None:
     _, _, tok = smol
-    engine = await make_engine(server, tok)
     prompt = chat(tok, "Write a haiku about rain.")
-    try:
-        results = await asyncio.gather(
-            *[engine.generate(prompt, SamplingParams(max_tokens=16, seed=s)) for s in range(8)]
-        )
-        assert [len(r.output_ids) for r in results] == [16] * 8
-        assert len({tuple(r.output_ids) for r in results}) > 1  # different seeds, different draws
-        first = results[0].output_ids
-        stop = first[5]
-        cut = first.index(stop) + 1
-        res = await engine.generate(prompt, SamplingParams(max_tokens=16, seed=0, stop_token_ids=(stop,)))
-        assert (res.output_ids, res.finish_reason) == (first[:cut], "stop")  # stop token kept
-    finally:
-        await engine.close()
+    results = await asyncio.gather(
+        *[engine.generate(prompt, SamplingParams(max_tokens=16, seed=s)) for s in range(8)]
+    )
+    assert [len(r.output_ids) for r in results] == [16] * 8
+    assert len({tuple(r.output_ids) for r in results}) > 1  # different seeds, different draws
+    first = results[0].output_ids
+    stop = first[5]
+    cut = first.index(stop) + 1
+    res = await engine.generate(prompt, SamplingParams(max_tokens=16, seed=0, stop_token_ids=(stop,)))
+    assert (res.output_ids, res.finish_reason) == (first[:cut], "stop")  # stop token kept
 
 
 @pytest.mark.vllm
@@ -323,11 +321,10 @@ async def test_prefix_cache_and_server_mode(server: VLLMServer, smol: Any) -> No
 
 
 @pytest.mark.vllm
-async def test_update_weights_in_place(server: VLLMServer, smol: Any) -> None:
+async def test_update_weights_in_place(engine: VLLMEngine, smol: Any) -> None:
     from harnessrl.engines.models import teacher_force_logprobs
 
     _, model, tok = smol
-    engine = await make_engine(server, tok)
     prompt = chat(tok, "What is the capital of France?")
     greedy = SamplingParams(temperature=0.0, max_tokens=12)
     original = {k: v.clone() for k, v in model.state_dict().items()}
@@ -346,7 +343,6 @@ async def test_update_weights_in_place(server: VLLMServer, smol: Any) -> None:
         assert restored.output_ids == before.output_ids and restored.meta["weights_version"] == 2
     finally:
         model.load_state_dict(original)
-        await engine.close()
 
 
 def save_adapter(model: Any, folder: Path) -> Any:
