@@ -204,7 +204,7 @@ def credit_moved(rollouts: Sequence[Rollout], cfg: TransferSections) -> dict[str
     `summary_outcome`, the mean advantage on summary tokens under each (over all steps' tokens)."""
     from harnessrl.rl.algo import SegmentMode, build_algorithm, credit_differs
     from harnessrl.rl.packing import layout_tree
-    from harnessrl.train.batch import collect_trees, drop_small_groups
+    from harnessrl.train.batch import trainable_batch
     from harnessrl.train.schedule import rollout_step
 
     t = cfg.train
@@ -215,8 +215,7 @@ def credit_moved(rollouts: Sequence[Rollout], cfg: TransferSections) -> dict[str
     rules: tuple[SegmentMode, ...] = ("credited", "outcome")
     moved, summary = [], {rule: [0.0, 0] for rule in rules}
     for step in sorted(steps):
-        batch = collect_trees(steps[step], cfg)
-        drop_small_groups(batch, min(t.failures.min_group_size, t.group_size))
+        batch = trainable_batch(steps[step], cfg)
         samples = batch.samples
         layouts = [layout_tree(s) for s in samples]
         for rule in rules:

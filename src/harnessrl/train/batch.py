@@ -1,9 +1,10 @@
 """Stage `trees` of a training step: its finished rollouts -> the trainable TreeSamples, every rollout
 counted by its label (`train.loop`'s module docstring says which are trained).
 
+    batch = trainable_batch(rollouts, cfg, uninformative)   # the three below, as the loop trains
     batch = collect_trees(rollouts, cfg)       # ok rollouts and trainable failures -> trees
-    drop_small_groups(batch, min_size)         # GRPO groups under `train.failures.min_group_size`
     drop_groups(batch, uninformative, label)   # what dynamic sampling left untrained
+    drop_small_groups(batch, min_size)         # GRPO groups under `train.failures.min_group_size`
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harnessrl.rl.algo import ALGORITHMS
 from harnessrl.trace import trace_rollout, with_filter_status
 from harnessrl.train.config import TrainSections
 from harnessrl.types import Rollout, RolloutStatus, TreeSample
@@ -84,6 +86,21 @@ def collect_trees(rollouts: Sequence[Rollout], cfg: TrainSections) -> TreeBatch:
         if failure:
             batch.failures_trained[r.status_label] += 1
         batch.trees.append(KeptTree(tree.to_sample(), r.harness, r.status_label, tree.stats))
+    return batch
+
+
+def trainable_batch(
+    rollouts: Sequence[Rollout], cfg: TrainSections, uninformative: set[str] | None = None
+) -> TreeBatch:
+    """The step's trainable trees, as the loop trains them: `collect_trees`, less the groups dynamic
+    sampling left `uninformative` (when it ran) and, for a grouped algorithm, the groups under
+    `train.failures.min_group_size` (capped at the group size)."""
+    t = cfg.train
+    batch = collect_trees(rollouts, cfg)
+    if uninformative is not None:
+        batch.zero_variance_dropped = drop_groups(batch, uninformative, "filtered:zero_variance")
+    if ALGORITHMS[t.algorithm].grouped:
+        drop_small_groups(batch, min(t.failures.min_group_size, t.group_size))
     return batch
 
 

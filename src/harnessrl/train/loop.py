@@ -86,13 +86,7 @@ from harnessrl.rl.algo import ALGORITHMS
 from harnessrl.rollout.runner import RolloutJob
 from harnessrl.rollout.session import RolloutStack, Runner
 from harnessrl.tasks.harbor import refuse_internet
-from harnessrl.train.batch import (
-    TreeBatch,
-    collect_trees,
-    drop_groups,
-    drop_small_groups,
-    trainable_as_failure,
-)
+from harnessrl.train.batch import TreeBatch, trainable_as_failure, trainable_batch
 from harnessrl.train.build import build_trainer, schedule_spec
 from harnessrl.train.config import TrainSections
 from harnessrl.train.dynamic import Fill, fill, informative_groups
@@ -251,13 +245,7 @@ class TrainLoop:
     def build_batch(self, rollouts: Sequence[Rollout], filled: Fill | None) -> TreeBatch:
         """Stage `trees`: the trainable trees (`train.batch`), without the groups dynamic sampling left
         uninformative and, for a grouped algorithm, the groups under `train.failures.min_group_size`."""
-        t = self.cfg.train
-        batch = collect_trees(rollouts, self.cfg)
-        if filled is not None:
-            batch.zero_variance_dropped = drop_groups(batch, filled.uninformative, "filtered:zero_variance")
-        if ALGORITHMS[t.algorithm].grouped:
-            drop_small_groups(batch, min(t.failures.min_group_size, t.group_size))
-        return batch
+        return trainable_batch(rollouts, self.cfg, None if filled is None else filled.uninformative)
 
     def optimize(self, batch: TreeBatch, clock: StepClock) -> tuple[dict[str, float], str | None]:
         """Stages `advantages` + `optimize`; returns (trainer metrics, why the step was skipped or None)."""
