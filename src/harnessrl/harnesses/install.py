@@ -182,7 +182,10 @@ def python_install(
         )
     if runtime is not None and identity.drops_privileges() and not identity.reachable_by_others(runtime):
         raise HarnessError(
-            f"{runtime} must be reachable by every uid (o+x on its parents): pip runs unprivileged"
+            f"{runtime} must be reachable by every uid (o+x on its parents): pip runs unprivileged; "
+            "put the cache under folders that let others through "
+            "(export HARNESSRL_CACHE=/var/cache/harnessrl) or give them o+x "
+            "(`harnessrl doctor` names them: check cache-reachable)"
         )
     lockfiles.check_pip_lock(lock)
     return _publish(target, lambda venv: _pip_build(lock, venv, interpreter), in_place=True)
