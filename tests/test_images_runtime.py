@@ -12,6 +12,7 @@ import stat
 import subprocess
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,8 @@ from harnessrl.images.runtime import (
     runtime_root,
     unpack_root,
 )
+from harnessrl.sandbox import identity
+from harnessrl.sandbox.folders import default_base_dir
 
 
 def tar_of(*members: tuple[tarfile.TarInfo, bytes | None]) -> io.BytesIO:
@@ -186,3 +189,32 @@ def test_the_real_runtime_runs_a_venv_and_leaves_the_system_libraries_to_childre
     )
     out = subprocess.run([str(venv / "bin/python"), "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.splitlines() == [f"(3, 13) {venv} {root / 'usr'}", "none"], out.stderr
+
+
+@pytest.mark.harness
+@pytest.mark.skipif(shutil.which("mmdebstrap") is None, reason="mmdebstrap not installed")
+@pytest.mark.skipif(not identity.drops_privileges(), reason="as root only: pip runs it as a leased uid")
+def test_a_leased_uid_runs_the_runtime_behind_a_folder_it_cannot_pass(tmp_path: Path) -> None:
+    """As root, a PyPI install's `pip download` runs the runtime as a leased uid. Under a folder that uid
+    cannot pass through (root's 0700 home, a `mktemp -d` checkout) the launcher cannot start there, so
+    the download runs `Interpreter.leased()`: the loader and interpreter through the staging bind."""
+    from harnessrl.harnesses.confine import run_as, unprivileged
+    from harnessrl.harnesses.lockfiles import Interpreter
+
+    root, _ = ensure_runtime()
+    closed = tmp_path / "closed"
+    (closed / "runtime").mkdir(parents=True)
+    closed.chmod(0o700)
+    subprocess.run(["mount", "--bind", str(root), str(closed / "runtime")], check=True)
+    try:
+        interpreter = Interpreter.of_runtime(closed / "runtime")
+        code = ["-c", "import sys, pip; print(sys.version_info[:2], sys.prefix[-4:], pip.__name__)"]
+        run: dict[str, Any] = {"env": {"PATH": "/usr/bin:/bin"}, "cwd": Path("/"), "timeout_s": 60}
+        with unprivileged() as uid:
+            with pytest.raises(PermissionError):  # the launcher itself is out of its reach
+                run_as(uid, [interpreter.python, *code], what="the launcher", **run)
+            leased = run_as(uid, [*interpreter.leased(), *code], what="the leased command", **run)
+        assert (leased.returncode, leased.stdout) == (0, "(3, 13) /usr pip\n"), leased.stderr
+    finally:
+        identity.unstage(default_base_dir())  # before the bind it staged goes
+        subprocess.run(["umount", str(closed / "runtime")], check=True)

@@ -1,6 +1,5 @@
 """Live checks: a real sandbox runs a command, and each installed harness prints its version from
-inside one (the harness is third-party code: it runs where a rollout runs it, never on the host).
-And one that reads modes: as root, whether the uid installs run as can pass through to the cache."""
+inside one (the harness is third-party code: it runs where a rollout runs it, never on the host)."""
 
 from __future__ import annotations
 
@@ -20,9 +19,6 @@ from harnessrl.sandbox.bwrap import bwrap_path
 from harnessrl.sandbox.sandbox import SYSTEM_PATH, Sandbox
 from harnessrl.sandbox.spec import ExecResult, SandboxSpec
 from harnessrl.types import SandboxError
-
-CACHE_FIX = "export HARNESSRL_CACHE=/var/cache/harnessrl"
-"""A cache under folders every uid may pass through (root's home is 0700)."""
 
 SANDBOX_FIX = IN_CONTAINER
 """When the sandbox fails with every prerequisite in place, a container's seccomp or AppArmor
@@ -99,40 +95,9 @@ def harness_version(m: Machine, harness: Harness) -> Outcome:
     return fail(f"{why}: {tail!r}", reinstall)
 
 
-def closed_folders(path: Path) -> list[Path]:
-    """The folders at and above `path` that exist and do not let other uids through (no o+x)."""
-    closed = []
-    for folder in [*reversed(path.parents), path]:
-        try:
-            mode = folder.stat().st_mode
-        except OSError:  # not made yet: made 0755 under umask 022 when first needed
-            continue
-        if not mode & 0o001:
-            closed.append(folder)
-    return closed
-
-
-def cache_reachable(m: Machine) -> Outcome:
-    if m.euid != 0:
-        return ok("not needed: not root (installs run as this user)")
-    closed = closed_folders(m.cache)
-    if not closed:
-        return ok(f"every folder down to the cache {m.cache} lets other uids through (o+x)")
-    runtime = sorted(n for n, h in HARNESSES.items() if getattr(h, "python", None))
-    return warn(
-        f"{', '.join(map(str, closed))}: no o+x, so the unprivileged uid pip runs as cannot reach the "
-        f"Python runtime in the cache and {', '.join(runtime)} cannot install (sandboxes stage a bind "
-        "and are not affected); or give those folders o+x",
-    )
-
-
 def harness_checks(m: Machine) -> list[Check]:
-    """The cache's modes, the live sandbox, then one check per harness installed from a package
-    registry."""
-    checks = [
-        Check("cache-reachable", partial(cache_reachable, m), CACHE_FIX),
-        Check("sandbox", partial(sandbox, m), SANDBOX_FIX, slow=True),
-    ]
+    """The live sandbox, then one check per harness installed from a package registry."""
+    checks = [Check("sandbox", partial(sandbox, m), SANDBOX_FIX, slow=True)]
     for name, harness in HARNESSES.items():
         if harness.installer in ("npm", "pypi"):
             fix = f"scripts/install_harnesses {name}"

@@ -16,7 +16,9 @@ a sandbox, by `npm rebuild`. PyPI (`python_install`): `pip download --require-ha
 of `/usr/bin/python3` is made and the wheels installed into it inside a sandbox, offline. A harness
 that needs a newer Python (`HarnessBase.python`) gets the same steps run by the interpreter of the
 Python runtime (`images/runtime.py`, made first if it is not there), whose root the sandbox binds
-read-only. A tarball or
+read-only; the download runs it through `Interpreter.leased` (the loader and the runtime at a path the
+uid can enter: its staging bind when a folder above the cache is closed to other uids, as root's
+home is). A tarball or
 wheel that does not match its lockfile fails the install with a HarnessError naming the package. The
 finished tree is sealed (ours, read-only to others: `confine.seal`) before it appears under its name.
 
@@ -46,7 +48,6 @@ from harnessrl.cache import cache_root
 from harnessrl.harnesses import lockfiles
 from harnessrl.harnesses.confine import install_env, reachable, run_as, run_in_sandbox, seal, unprivileged
 from harnessrl.harnesses.lockfiles import Interpreter
-from harnessrl.sandbox import identity
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.sandbox.sandbox import SYSTEM_PATH
 from harnessrl.types import HarnessError
@@ -180,13 +181,6 @@ def python_install(
         raise HarnessError(
             f"{interpreter.python} is not installed; Python harnesses run on it (with its venv module)"
         )
-    if runtime is not None and identity.drops_privileges() and not identity.reachable_by_others(runtime):
-        raise HarnessError(
-            f"{runtime} must be reachable by every uid (o+x on its parents): pip runs unprivileged; "
-            "put the cache under folders that let others through "
-            "(export HARNESSRL_CACHE=/var/cache/harnessrl) or give them o+x "
-            "(`harnessrl doctor` names them: check cache-reachable)"
-        )
     lockfiles.check_pip_lock(lock)
     return _publish(target, lambda venv: _pip_build(lock, venv, interpreter), in_place=True)
 
@@ -199,7 +193,7 @@ def _pip_build(lock: Path, venv: Path, interpreter: Interpreter) -> None:
         with unprivileged(wheels, home) as uid:
             alias = reachable(venv.parent)
             got = alias / wheels.name
-            argv = [interpreter.python, "-m", "pip", "download", *lockfiles.PIP_STRICT, "-d", str(got)]
+            argv = [*interpreter.leased(), "-m", "pip", "download", *lockfiles.PIP_STRICT, "-d", str(got)]
             argv += ["-r", str(got / lockfiles.PIP_FILE)]
             env = install_env(alias / home.name, PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
             proc = run_as(uid, argv, env=env, cwd=got, timeout_s=PIP_TIMEOUT_S, what="pip download")

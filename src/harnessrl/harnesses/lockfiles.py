@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 
-from harnessrl.harnesses.confine import install_env, run_as, unprivileged
-from harnessrl.images.runtime import runtime_python
+from harnessrl.harnesses.confine import install_env, reachable, run_as, unprivileged
+from harnessrl.images.runtime import runtime_argv, runtime_python
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.types import HarnessError
 
@@ -216,6 +216,14 @@ class Interpreter:
         if self.runtime is None:
             return [str(venv / "bin/python"), "-m", "pip"]
         return [self.python, "-m", "pip", "--python", str(venv / "bin/python")]
+
+    def leased(self) -> list[str]:
+        """The command that runs this python as a leased uid on the host: a runtime through
+        `runtime_argv` at a path that uid can enter (`confine.reachable`: the runtime itself, or its
+        staging bind when a folder above it does not let other uids through, as root's home)."""
+        if self.runtime is None:
+            return [self.python]
+        return runtime_argv(reachable(self.runtime))
 
     def make_venv(self, venv: Path) -> list[str]:
         return [self.python, "-m", "venv", *(["--without-pip"] if self.runtime else []), str(venv)]

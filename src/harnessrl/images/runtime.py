@@ -2,6 +2,7 @@
 
     root = ensure_runtime()[0]      # <cache>/runtimes/python3.13-<digest>, made once per machine
     runtime_python(root)            # its interpreter: <root>/usr/local/bin/python3.13
+    runtime_argv(alias)             # what that launcher runs, for the runtime reached at another path
 
 The runtime is a Debian 13 (trixie) minbase root with python3, python3-venv, python3-pip and
 ca-certificates, written by `mmdebstrap` as a tar on stdout (`base.mmdebstrap_argv`, as the base
@@ -86,6 +87,20 @@ def runtime_root(cache: Path | None = None) -> Path:
 def runtime_python(root: Path) -> Path:
     """The interpreter (its launcher) of the runtime at `root`."""
     return root / LAUNCHER
+
+
+def runtime_argv(root: Path) -> list[str]:
+    """The command the launcher runs (module docstring), for the runtime found at `root`: where the
+    runtime is reached at another path than the one its launcher names (a staging bind, for a uid
+    that cannot pass through the folders above the real one), run this, not the launcher."""
+    return [
+        str(root / LOADER),
+        "--library-path",
+        str(root / LIBS),
+        "--argv0",
+        str(root / LAUNCHER),
+        str(root / f"usr/bin/python{PYTHON}"),
+    ]
 
 
 def launcher_text(root: Path) -> str:
