@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -534,6 +535,33 @@ def test_staged_binds_are_taken_down_when_the_process_exits(sb_base: Path, tmp_p
     assert out[1] == "x" and staged_at.parent.name.startswith("hrl-stage-")
     assert not staged_at.parent.exists()
     assert str(staged_at) not in Path("/proc/self/mounts").read_text()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="root and setpriv")
+def test_a_staging_bind_refused_for_want_of_cap_sys_admin_is_a_sandbox_error(tmp_path: Path) -> None:
+    """Root without CAP_SYS_ADMIN (a default container) may not bind a 0700 folder where sandbox uids
+    can reach it: a SandboxError that names the folder and the fixes, not a bare OSError from mount."""
+    import subprocess
+
+    secret = tmp_path / "private"
+    secret.mkdir(mode=0o700)
+    code = (
+        "import sys; from pathlib import Path; from harnessrl.sandbox import identity\n"
+        "from harnessrl.types import SandboxError\n"
+        "try: identity.staged(Path(sys.argv[1]), Path(sys.argv[2]))\n"
+        "except SandboxError as e: print(e)"
+    )
+    drop = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin"]
+    out = subprocess.run(
+        [*drop, sys.executable, "-c", code, str(secret), str(tmp_path / "base")],
+        capture_output=True,
+        text=True,
+    )
+    assert out.stdout == (
+        f"{secret} is under a folder the sandbox uids cannot pass through (no o+x), and this process may "
+        "not bind-mount it where they can (Operation not permitted): give its parents o+x, or move it "
+        "(the harness cache: HARNESSRL_CACHE)\n"
+    ), out.stderr
 
 
 FORK_CHAIN = """

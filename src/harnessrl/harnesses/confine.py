@@ -75,7 +75,10 @@ def reachable(folder: Path) -> Path:
         return folder
     base = default_base_dir()
     ensure_base(base)
-    return identity.staged(folder, base)
+    try:
+        return identity.staged(folder, base)
+    except SandboxError as e:  # an install error, said as one
+        raise HarnessError(str(e)) from e
 
 
 @contextlib.contextmanager

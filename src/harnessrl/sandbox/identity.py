@@ -29,6 +29,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from harnessrl.types import SandboxError
+
 UID_BASE = 2_000_000_000
 """First host uid handed to sandboxes (far above login and subordinate-uid ranges)."""
 UID_COUNT = 65536
@@ -206,7 +208,14 @@ def staged(source: Path, base: Path) -> Path:
         target.mkdir(exist_ok=True)
     else:
         target.touch(exist_ok=True)
-    bind_mount(source, target)
+    try:
+        bind_mount(source, target)
+    except OSError as e:  # no CAP_SYS_ADMIN (root in a default container)
+        raise SandboxError(
+            f"{source} is under a folder the sandbox uids cannot pass through (no o+x), and this process "
+            f"may not bind-mount it where they can ({os.strerror(e.errno or 0)}): give its parents o+x, or "
+            "move it (the harness cache: HARNESSRL_CACHE)"
+        ) from e
     _staged[key] = target
     return target
 
