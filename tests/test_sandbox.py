@@ -537,6 +537,22 @@ def test_staged_binds_are_taken_down_when_the_process_exits(sb_base: Path, tmp_p
     assert str(staged_at) not in Path("/proc/self/mounts").read_text()
 
 
+def test_reachable_by_others_asks_x_of_folders_not_of_files(sb_base: Path) -> None:
+    """A sandbox uid reaches a path when every folder down to it (the path too, if a folder) is o+x;
+    a 0644 file under open folders is reachable (the sandbox agent's cached .pyc is bound directly,
+    not staged), a 0700 folder and whatever is under it is not."""
+    from harnessrl.sandbox.identity import reachable_by_others
+
+    (sb_base / "file").write_text("x")
+    (sb_base / "file").chmod(0o644)
+    closed = sb_base / "closed"
+    closed.mkdir(mode=0o700)
+    (closed / "inner").write_text("x")
+    assert reachable_by_others(sb_base) and reachable_by_others(sb_base / "file")
+    assert not reachable_by_others(closed) and not reachable_by_others(closed / "inner")
+    assert not reachable_by_others(sb_base / "missing")
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="root and setpriv")
 def test_a_staging_bind_refused_for_want_of_cap_sys_admin_is_a_sandbox_error(tmp_path: Path) -> None:
     """Root without CAP_SYS_ADMIN (a default container) may not bind a 0700 folder where sandbox uids

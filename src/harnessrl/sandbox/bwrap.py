@@ -166,7 +166,7 @@ def build_argv(
     argv += ["--bind", str(root / "tmp"), "/tmp", "--bind", str(root / "home"), spec.home_dir]
     argv += spec_mounts(spec, root, workspace, py_binds, rw_sources)
     agent = f"{AGENT_DIR}/agent" + ("" if agent_file.suffix == ".bin" else agent_file.suffix)
-    argv += ["--ro-bind", str(agent_file), agent]
+    argv += ["--ro-bind", str(staged(agent_file, root.parent)), agent]  # on an image, from the checkout
     argv += ["--ro-bind", str(root / "sock"), f"{AGENT_DIR}/sock"]
     argv += ["--chdir", spec.mount_dir, "--"]
     port = spec.listen_port if spec.endpoint is not None else 0

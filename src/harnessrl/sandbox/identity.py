@@ -168,14 +168,14 @@ def unmount(target: Path) -> None:
 
 
 def reachable_by_others(path: Path) -> bool:
-    """True when every folder above `path` lets any uid through (o+x), so bwrap running as the
-    sandbox uid can open it."""
+    """True when every folder above `path`, and `path` itself when it is a folder, lets any uid
+    through (o+x), so bwrap running as the sandbox uid can open it (a file needs no x bit)."""
     for parent in [*reversed(path.parents), path]:
         try:
             st = os.stat(parent)
         except OSError:
             return False
-        if not st.st_mode & 0o001:
+        if stat.S_ISDIR(st.st_mode) and not st.st_mode & 0o001:
             return False
     return True
 
