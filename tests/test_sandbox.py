@@ -578,6 +578,12 @@ def test_a_staging_bind_refused_for_want_of_cap_sys_admin_is_a_sandbox_error(tmp
         "not bind-mount it where they can (Operation not permitted): give its parents o+x, or move it "
         "(the harness cache: HARNESSRL_CACHE)\n"
     ), out.stderr
+    missing = subprocess.run(  # a source that is not there is the mount's own error, said as it is
+        [sys.executable, "-c", code, str(secret / "gone"), str(tmp_path / "base")],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.stdout == "" and "No such file or directory" in missing.stderr
 
 
 FORK_CHAIN = """

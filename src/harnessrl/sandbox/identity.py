@@ -22,6 +22,7 @@ import atexit
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import fcntl
 import hashlib
 import os
@@ -210,8 +211,10 @@ def staged(source: Path, base: Path) -> Path:
         target.touch(exist_ok=True)
     try:
         bind_mount(source, target)
-    except OSError as e:  # no CAP_SYS_ADMIN (root in a default container)
-        raise SandboxError(
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.EACCES):  # a source gone, say: the mount's own error
+            raise
+        raise SandboxError(  # no CAP_SYS_ADMIN (root in a default container)
             f"{source} is under a folder the sandbox uids cannot pass through (no o+x), and this process "
             f"may not bind-mount it where they can ({os.strerror(e.errno or 0)}): give its parents o+x, or "
             "move it (the harness cache: HARNESSRL_CACHE)"
