@@ -22,6 +22,7 @@ from test_train_engine import two_call_rollout  # the same two calls, on Qwen3 t
 from harnessrl.config import Config, ConfigError
 from harnessrl.engines import build_engine
 from harnessrl.engines.hf import HFEngine
+from harnessrl.formats.rollout_dir import rollout_step
 from harnessrl.harnesses.registry import HARNESSES
 from harnessrl.harnesses.shell import Shell
 from harnessrl.report.tbevents import read_scalars
@@ -31,7 +32,7 @@ from harnessrl.rollout.testing import SCORE_FROM_KEY, checked_task, curl_call
 from harnessrl.train.batch import collect_trees
 from harnessrl.train.build import build_trainer, trainer_config
 from harnessrl.train.loop import TrainLoop
-from harnessrl.train.schedule import ScheduleSpec, rollout_step, schedule_step
+from harnessrl.train.schedule import ScheduleSpec, schedule_step
 from harnessrl.train.trainer import Trainer
 from harnessrl.types import ModelCall, Rollout, RolloutStatus
 

@@ -30,7 +30,7 @@ from harnessrl.evaluate.paired import Metric, pooled, signed
 from harnessrl.evaluate.stats import Outcome
 from harnessrl.experiments.config import TransferSections
 from harnessrl.experiments.transfer_report import COLD, read_outcomes
-from harnessrl.formats.rollout_dir import rollout_folders
+from harnessrl.formats.rollout_dir import rollout_folders, rollout_step
 from harnessrl.types import Rollout
 
 COMPARISONS = (
@@ -198,14 +198,13 @@ def _on_summaries(
 def credit_moved(rollouts: Sequence[Rollout], cfg: TransferSections) -> dict[str, float]:
     """What segment credit does to an arm's RL batches, recomputed from its rollouts with `cfg`, the
     arm's config (`transfer.arm_config`; the steps' batches as the loop built them, a rollout's step
-    from its id, `train.schedule.rollout_step`), under both rules whatever the arm trained with:
+    from its id, `formats.rollout_dir.rollout_step`), under both rules whatever the arm trained with:
     `moved`, the mean over steps of `weight/credit_differs` (the share of the step's loss weight on
     tokens whose `credited` advantage is not the `outcome` one); `summary_credited` and
     `summary_outcome`, the mean advantage on summary tokens under each (over all steps' tokens)."""
     from harnessrl.rl.algo import SegmentMode, build_algorithm, credit_differs
     from harnessrl.rl.packing import layout_tree
     from harnessrl.train.batch import trainable_batch
-    from harnessrl.train.schedule import rollout_step
 
     t = cfg.train
     steps: dict[int, list[Rollout]] = {}

@@ -62,6 +62,13 @@ def write_rollout(rdir: Path, rollout: Rollout) -> None:
     write_calls(rdir / CALLS_FILE, rollout.calls)
 
 
+def rollout_step(rid: str) -> int | None:
+    """The training step in a rollout id as `train.schedule.rollout_id` writes it (`s<step>-...`);
+    None for an id made elsewhere (evaluation, demonstrations)."""
+    head, sep, _ = rid.partition("-")
+    return int(head[1:]) if sep and head[:1] == "s" and head[1:].isdigit() else None
+
+
 def is_rollout_dir(path: Path) -> bool:
     return (path / CALLS_FILE).is_file() or (path / ROLLOUT_FILE).is_file()
 

@@ -23,7 +23,7 @@ from typing import Any
 from harnessrl.formats import FormatError
 from harnessrl.formats.eval_report import read_eval
 from harnessrl.formats.metrics import METRICS_FILE, read_metrics
-from harnessrl.formats.rollout_dir import ROLLOUT_FILE, read_rollout_head, rollout_folders
+from harnessrl.formats.rollout_dir import ROLLOUT_FILE, read_rollout_head, rollout_folders, rollout_step
 from harnessrl.formats.transfer import TRANSFER_FILE, read_transfer
 
 EVAL_GLOB = "eval/*.json"
@@ -58,11 +58,6 @@ class RunData:
     """`transfer.json`, when the folder is a harness-transfer run and it could be read."""
 
 
-def _step_of(rollout_id: str) -> int | None:
-    head = rollout_id.split("-", 1)[0]
-    return int(head[1:]) if head.startswith("s") and head[1:].isdigit() else None
-
-
 def rollout_head(path: Path) -> RolloutHead | None:
     """What the report shows of the rollout.json at `path`; None when it cannot be read."""
     try:
@@ -76,7 +71,7 @@ def rollout_head(path: Path) -> RolloutHead | None:
         harness=rollout.harness,
         status=rollout.status_label,
         reward=rollout.reward,
-        step=_step_of(rollout.rollout_id),
+        step=rollout_step(rollout.rollout_id),
     )
 
 

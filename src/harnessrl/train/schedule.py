@@ -99,14 +99,9 @@ def harnesses_for(spec: ScheduleSpec, step: int, position: int) -> list[str]:
 
 
 def rollout_id(step: int, task: Task, harness: str, member: int) -> str:
-    """A rollout id that is unique across the run and usable as a folder name."""
+    """A rollout id that is unique across the run and usable as a folder name (its step reads back
+    with `formats.rollout_dir.rollout_step`)."""
     return f"s{step:06d}-{task.id}-{harness.replace(':', '_').replace('/', '_')}-{member}"
-
-
-def rollout_step(rid: str) -> int | None:
-    """The step of a `rollout_id` (None for an id it did not make)."""
-    head, sep, _ = rid.partition("-")
-    return int(head[1:]) if sep and head[:1] == "s" and head[1:].isdigit() else None
 
 
 def schedule_step(tasks: Sequence[Task], spec: ScheduleSpec, step: int) -> list[RolloutJob]:
