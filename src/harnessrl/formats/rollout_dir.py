@@ -64,9 +64,11 @@ def write_rollout(rdir: Path, rollout: Rollout) -> None:
 
 def rollout_step(rid: str) -> int | None:
     """The training step in a rollout id as `train.schedule.rollout_id` writes it (`s<step>-...`);
-    None for an id made elsewhere (evaluation, demonstrations)."""
+    None for an id made elsewhere (evaluation, demonstrations, a task folder's name), never an error."""
     head, sep, _ = rid.partition("-")
-    return int(head[1:]) if sep and head[:1] == "s" and head[1:].isdigit() else None
+    digits = head[1:]  # ASCII and bounded: int() refuses "²" and strings past 4,300 digits
+    ok = sep and head[:1] == "s" and digits.isascii() and digits.isdigit() and len(digits) <= 18
+    return int(digits) if ok else None
 
 
 def is_rollout_dir(path: Path) -> bool:
