@@ -314,3 +314,11 @@ def test_every_registry_harness_has_a_lockfile_pinning_its_package(name: str) ->
     else:
         lockfiles.check_pip_lock(lock)
         assert f"\n{harness.package} \\\n" in (lock / "requirements.txt").read_text()
+
+
+def test_a_program_that_cannot_start_is_a_harness_error_naming_it(tmp_path: Path) -> None:
+    from harnessrl.harnesses.confine import run_as
+
+    said = r"^npm lock: cannot run /nonexistent/npm \(No such file or directory\)$"
+    with pytest.raises(HarnessError, match=said):
+        run_as(None, ["/nonexistent/npm"], env={}, cwd=tmp_path, timeout_s=5, what="npm lock")

@@ -32,6 +32,7 @@ from harnessrl.images.runtime import (
 )
 from harnessrl.sandbox import identity
 from harnessrl.sandbox.folders import default_base_dir
+from harnessrl.types import HarnessError
 
 
 def tar_of(*members: tuple[tarfile.TarInfo, bytes | None]) -> io.BytesIO:
@@ -195,11 +196,12 @@ def test_the_real_runtime_runs_a_venv_and_leaves_the_system_libraries_to_childre
 @pytest.mark.skipif(shutil.which("mmdebstrap") is None, reason="mmdebstrap not installed")
 @pytest.mark.skipif(not identity.drops_privileges(), reason="as root only: pip runs it as a leased uid")
 def test_a_leased_uid_runs_the_runtime_behind_a_folder_it_cannot_pass(tmp_path: Path) -> None:
-    """As root, a PyPI install's `pip download` runs the runtime as a leased uid. Under a folder that uid
-    cannot pass through (root's 0700 home, a `mktemp -d` checkout) the launcher cannot start there, so
-    the download runs `Interpreter.leased()`: the loader and interpreter through the staging bind."""
+    """As root, a PyPI install's `pip download` and a lock's resolver run the runtime as a leased uid.
+    Under a folder that uid cannot pass through (root's 0700 home, a `mktemp -d` checkout) the launcher
+    cannot start there, so both run `Interpreter.leased()`: the loader and interpreter through the
+    staging bind (the resolver its own pip, not a venv whose python would link to the launcher)."""
     from harnessrl.harnesses.confine import run_as, unprivileged
-    from harnessrl.harnesses.lockfiles import Interpreter
+    from harnessrl.harnesses.lockfiles import PIP_FILE, Interpreter, lock_pypi
 
     root, _ = ensure_runtime()
     closed = tmp_path / "closed"
@@ -211,10 +213,19 @@ def test_a_leased_uid_runs_the_runtime_behind_a_folder_it_cannot_pass(tmp_path: 
         code = ["-c", "import sys, pip; print(sys.version_info[:2], sys.prefix[-4:], pip.__name__)"]
         run: dict[str, Any] = {"env": {"PATH": "/usr/bin:/bin"}, "cwd": Path("/"), "timeout_s": 60}
         with unprivileged() as uid:
-            with pytest.raises(PermissionError):  # the launcher itself is out of its reach
-                run_as(uid, [interpreter.python, *code], what="the launcher", **run)
+            with pytest.raises(HarnessError, match=r"^the launcher: cannot run .*/closed/runtime/.* as uid"):
+                run_as(uid, [interpreter.python, *code], what="the launcher", **run)  # out of its reach
             leased = run_as(uid, [*interpreter.leased(), *code], what="the leased command", **run)
         assert (leased.returncode, leased.stdout) == (0, "(3, 13) /usr pip\n"), leased.stderr
+        lock_pypi("six==1.17.0", tmp_path / "lock", interpreter)  # `harnessrl harness lock`'s resolver
+        pins = (tmp_path / "lock" / PIP_FILE).read_text().splitlines()
+        assert pins[0].endswith(
+            f"for {interpreter.python}, wheels only: `scripts/lock_harnesses` wrote this file"
+        )
+        assert pins[1:] == [
+            "six==1.17.0 \\",
+            "    --hash=sha256:4721f391ed90541fddacab5acf947aa0d3dc7d27b2e1e8eda2be8970586c3274",
+        ]
     finally:
         identity.unstage(default_base_dir())  # before the bind it staged goes
         subprocess.run(["umount", str(closed / "runtime")], check=True)

@@ -101,22 +101,27 @@ def run_as(
     uid: int | None, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, timeout_s: float, what: str
 ) -> subprocess.CompletedProcess[str]:
     """Run `argv` as `uid` (None: as we are) with exactly `env`, in its own process group (killed
-    after it ends or times out, so nothing it started outlives it). HarnessError on a timeout; the
-    caller reads the return code."""
+    after it ends or times out, so nothing it started outlives it). HarnessError on a timeout or a
+    program that cannot start; the caller reads the return code."""
     ids: dict[str, Any] = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
-    with subprocess.Popen(
-        list(argv),
-        env=dict(env),
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
-        umask=0o022,
-        start_new_session=True,
-        **ids,
-    ) as proc:
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            umask=0o022,
+            start_new_session=True,
+            **ids,
+        )
+    except OSError as e:  # the program is not there, or this uid may not run it
+        who = "" if uid is None else f" as uid {uid}"
+        raise HarnessError(f"{what}: cannot run {argv[0]}{who} ({e.strerror})") from e
+    with proc:
         try:
             out, err = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -236,6 +236,11 @@ class _Resolver:
     def __init__(self, uid: int | None, work: Path, interpreter: Interpreter) -> None:
         self.uid, self.work, self.env = uid, work, install_env(work, PIP_NO_CACHE_DIR="1")
         self.env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+        if interpreter.runtime is not None:
+            # its own pip: PEP 668 lets a dry run with a report through, and a venv of it would link
+            # to the launcher, which a leased uid cannot run behind a folder closed to it
+            self.pip = [*interpreter.leased(), "-m", "pip"]
+            return
         venv = work / "venv"
         self._run(interpreter.make_venv(venv), f"making a venv of {interpreter.python}")
         self.pip = interpreter.pip(venv)
