@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from harnessrl.harnesses import HARNESSES, lockfiles
-from harnessrl.harnesses.install import LOCKS, MARKER, npm_install, python_install
+from harnessrl.harnesses.install import LOCKS, MARKER, installed, npm_install, python_install
 from harnessrl.sandbox.bwrap import bwrap_path
 from harnessrl.types import HarnessError
 
@@ -162,6 +162,40 @@ def test_npm_install_runs_install_scripts_only_sandboxed_unprivileged_and_withou
     assert (target / "node_modules/.bin/cli").resolve() == target / "node_modules/cli/bin.js"
     assert (target / MARKER).is_file()
     assert owned_by_us_and_read_only_to_others(target) == []
+
+
+@needs_tools
+@pytest.mark.security
+def test_an_install_script_cannot_make_the_marker_write_through_a_link(
+    registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install script (the install folder is bound read-write) plants `<work>/.installed -> a
+    host file`: the marker written after sealing must replace the link, not write through it."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    victim.chmod(0o600)
+    plant = f"node -e \"require('fs').symlinkSync('{victim}', '../../{MARKER}')\""
+    registry.npm("evil", {"index.js": ""}, scripts={"install": plant})
+    monkeypatch.setenv("npm_config_registry", registry.url + "/")
+    lockfiles.lock_npm(["evil@1.0.0"], tmp_path / "lock")
+    target = npm_install(tmp_path / "lock", tmp_path / "cache" / "harnesses" / "evil-1", scripts=("evil",))
+    assert victim.read_text() == "precious\n"
+    st = os.lstat(target / MARKER)
+    assert (stat.S_ISREG(st.st_mode), st.st_uid) == (True, os.geteuid())
+    assert (target / MARKER).read_text() == "installed\n"
+
+
+def test_only_a_regular_marker_file_of_ours_says_installed(tmp_path: Path) -> None:
+    """A link (even to a real file) or a FIFO at the marker's name is no finished install, and
+    looking at a FIFO does not block."""
+    (tmp_path / "elsewhere").write_text("installed\n")
+    for kind in ("link", "fifo", "folder", "file"):
+        (tmp_path / kind).mkdir()
+    (tmp_path / "link" / MARKER).symlink_to(tmp_path / "elsewhere")
+    os.mkfifo(tmp_path / "fifo" / MARKER)
+    (tmp_path / "folder" / MARKER).mkdir()
+    (tmp_path / "file" / MARKER).write_text("installed\n")
+    assert [k for k in ("link", "fifo", "folder", "file") if installed(tmp_path / k)] == ["file"]
 
 
 @needs_tools

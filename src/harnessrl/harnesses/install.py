@@ -39,6 +39,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -90,8 +91,33 @@ def install_folder(name: str, version: str, lock: Path, cache: Path | None = Non
 
 
 def installed(folder: Path) -> bool:
-    """True when the install in `folder` finished (its marker is written last)."""
-    return (folder / MARKER).exists()
+    """True when the install in `folder` finished: its marker (written last) is a regular file of
+    ours. Looked at with lstat, never followed or opened: install scripts write into the tree before
+    it is sealed, and a link or FIFO they leave there is not our marker."""
+    try:
+        st = os.lstat(folder / MARKER)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+
+
+def _write_marker(target: Path) -> None:
+    """Write `target`'s marker as a fresh regular file: whatever an install script left at its name
+    (a link to a host file root would otherwise write through, a FIFO, a folder) is removed first,
+    and the new file is created exclusively without following links."""
+    path = target / MARKER
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    else:
+        remove_tree(path) if stat.S_ISDIR(st.st_mode) else path.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o644)
+    try:
+        os.write(fd, b"installed\n")
+    finally:
+        os.close(fd)
 
 
 def installed_folder(harness: Harness, cache: Path | None = None) -> Path | None:
@@ -237,5 +263,5 @@ def _publish(target: Path, build: Callable[[Path], None], *, in_place: bool) -> 
         except BaseException:
             remove_tree(work)
             raise
-        (target / MARKER).write_text("installed\n")
+        _write_marker(target)
     return target
