@@ -537,6 +537,38 @@ def test_staged_binds_are_taken_down_when_the_process_exits(sb_base: Path, tmp_p
     assert str(staged_at) not in Path("/proc/self/mounts").read_text()
 
 
+def mount_options(target: Path) -> set[str]:
+    """The per-mount options of the mount on `target` (/proc/self/mountinfo's sixth field)."""
+    lines = [line.split() for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    (options,) = [fields[5] for fields in lines if fields[4] == str(target)]
+    return set(options.split(","))
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="root and setpriv")
+async def test_a_setuid_file_does_not_work_through_a_staging_bind(sb_base: Path, tmp_path: Path) -> None:
+    """Staging binds sit where every host uid can reach them: a setuid file in a staged folder (a
+    sandbox's workspace, where its policy may make one) must not run as its owner for them. Before,
+    a local user ran a sandbox's setuid copy of python through the stage path as the leased uid."""
+    import subprocess
+
+    from harnessrl.sandbox import identity
+
+    secret = tmp_path / "private"
+    secret.mkdir(mode=0o700)
+    shutil.copy("/usr/bin/id", secret / "id")
+    os.chown(secret / "id", 12345, 12345)
+    (secret / "id").chmod(0o6755)
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    staged = identity.staged(secret, sb_base)
+    ran = subprocess.run([*nobody, str(staged / "id"), "-u"], capture_output=True, text=True)
+    assert (ran.stdout, ran.stderr) == ("65534\n", "")  # not 12345
+    assert {"nosuid", "nodev", "rw"} <= mount_options(staged)
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base, workspace=secret)) as sb:
+        assert {"nosuid", "nodev", "rw"} <= mount_options(sb.root / "ws")  # the workspace's own bind
+        assert (await sb.exec(["sh", "-c", "echo written > out"])).returncode == 0
+    assert (secret / "out").read_text() == "written\n"
+
+
 def test_reachable_by_others_asks_x_of_folders_not_of_files(sb_base: Path) -> None:
     """A sandbox uid reaches a path when every folder down to it (the path too, if a folder) is o+x;
     a 0644 file under open folders is reachable (the sandbox agent's cached .pyc is bound directly,

@@ -39,8 +39,28 @@ LOCK_PARENTS = (Path("/run"), Path("/dev/shm"), Path("/tmp"))
 """The uid lease locks live in `harnessrl-uids` under the first of these that root may write: the
 same folder for every harnessrl process of the machine, whatever its `$HARNESSRL_SANDBOX_DIR`
 (leases kept per base folder let two processes with different base folders lease one uid)."""
-MS_NOSUID, MS_NODEV, MS_BIND, MS_REC = 0x2, 0x4, 0x1000, 0x4000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = (
+    0x1,
+    0x2,
+    0x4,
+    0x8,
+    0x20,
+    0x1000,
+    0x4000,
+)
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 0x400, 0x800, 0x200000
 MNT_DETACH = 0x2
+SYS_MOUNT_SETATTR, AT_FDCWD, AT_SYMLINK_NOFOLLOW, AT_RECURSIVE = 442, -100, 0x100, 0x8000
+"""mount_setattr(2) (Linux 5.12; syscall numbers from 424 on are the same on every architecture)."""
+MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 0x2, 0x4
+_KEPT_FLAGS = (
+    (os.ST_RDONLY, MS_RDONLY),
+    (os.ST_NOEXEC, MS_NOEXEC),
+    (os.ST_NOATIME, MS_NOATIME),
+    (os.ST_NODIRATIME, MS_NODIRATIME),
+    (os.ST_RELATIME, MS_RELATIME),
+)
+"""What a bind's remount must say again to keep it (a remount sets every per-mount flag)."""
 
 _libc: ctypes.CDLL | None = None
 
@@ -160,7 +180,44 @@ def mount_tmpfs(target: Path, size_mb: int, max_files: int) -> bool:
 
 
 def bind_mount(source: Path, target: Path) -> None:
+    """Bind `source` (and the mounts under it) on `target`, nosuid and nodev: a staged bind sits
+    where every host uid may reach it, and a setuid file a sandbox made in a folder it writes (its
+    workspace) or a device node must not work through it for them (a local user ran a sandbox's
+    setuid python that way and held a host process of the leased uid). Writable if `source` is.
+    The bind is undone if it cannot be made nosuid."""
     _mount(str(source), target, None, MS_BIND | MS_REC, None)
+    try:
+        _nosuid_nodev(target)
+    except OSError:
+        unmount(target)
+        raise
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in ("attr_set", "attr_clr", "propagation", "userns_fd")]
+
+
+def _nosuid_nodev(target: Path) -> None:
+    """Make the mount on `target` and every mount under it nosuid and nodev, leaving its other flags
+    (mount_setattr with AT_RECURSIVE); on a kernel without it, the top mount only, by a bind
+    remount that says its other flags again."""
+    attr = _MountAttr(MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, 0, 0)
+    path = ctypes.c_char_p(str(target).encode())
+    flags = ctypes.c_long(AT_RECURSIVE | AT_SYMLINK_NOFOLLOW)
+    size = ctypes.c_size_t(ctypes.sizeof(attr))
+    if (
+        _c().syscall(
+            ctypes.c_long(SYS_MOUNT_SETATTR), ctypes.c_long(AT_FDCWD), path, flags, ctypes.byref(attr), size
+        )
+        == 0
+    ):
+        return
+    err = ctypes.get_errno()
+    if err != errno.ENOSYS:
+        raise OSError(err, f"making the bind on {target} nosuid: {os.strerror(err)}")
+    kept = os.statvfs(target).f_flag
+    extra = sum(ms for st, ms in _KEPT_FLAGS if kept & st)
+    _mount("none", target, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | extra, None)
 
 
 def unmount(target: Path) -> None:
