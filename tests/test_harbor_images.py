@@ -44,6 +44,9 @@ TAMPER = (
     "echo '{\"reward\": 1}' > /logs/verifier/reward.json; "
     f'printf "{FORGED}" > /tmp/forged && chmod 755 /tmp/forged && '
     "cp /tmp/forged /usr/local/bin/python3 && cp /tmp/forged /usr/bin/python3; "  # the link's target
+    "[ -d /opt/venv ] && rm /opt/venv/bin/python3 && cp /tmp/forged /opt/venv/bin/python3; "  # first on PATH
+    "mkdir -p /node_modules/semver /.git && echo 'module.exports = 1' > /node_modules/semver/index.js && "
+    "echo '[core]' > /.git/config; "  # found by walking up from /tests
     f'printf "{PASS_ALL}" > /app/conftest.py; cp /app/conftest.py /conftest.py; '
     "printf '[pytest]\\n' > /pytest.ini; echo done"
 )
@@ -105,8 +108,9 @@ async def test_an_agent_on_the_image_finds_no_tests_and_its_tampering_scores_0(
     """From inside the agent's sandbox on each image: no /tests, /solution, test.sh, solve.sh or
     task.toml anywhere, and no file holding the tests' or the solution's marker. Then the agent
     writes rewards of 1 into its /logs/verifier, replaces python3 (and shadows it in
-    /usr/local/bin) with a script that writes rewards of 1, and plants conftest.py and pytest.ini
-    in /app and /: every task scores 0, the system files are left out of the verifier's copy."""
+    /usr/local/bin, and in multi-metric's venv, first on its PATH) with a script that writes rewards
+    of 1, and plants conftest.py, pytest.ini, /node_modules and /.git in /app and /: every task scores
+    0, the system and runtime files are left out of the verifier's copy."""
     rollouts = await _shell_rollouts(harbor_image_tasks, tmp_path, PROBE + TAMPER)
     for rollout in rollouts:
         layer = Path(rollout.workdir) / "layer"
@@ -114,9 +118,11 @@ async def test_an_agent_on_the_image_finds_no_tests_and_its_tampering_scores_0(
         assert (rollout.status, rollout.reward) == (RolloutStatus.OK, 0.0), rollout.status_reason
         code = rollout.reward_detail["code"]
         assert code["error"] is None and set(code["metrics"].values()) == {0.0}
-        assert {"/usr/local/bin/python3", "/usr/bin/python3.11", "/conftest.py", "/pytest.ini"} <= set(
-            code["dropped"]
-        )
+        dropped = {"/usr/local/bin/python3", "/usr/bin/python3.11", "/conftest.py", "/pytest.ini"}
+        dropped |= {"/node_modules/semver/index.js", "/.git/config"}
+        if rollout.task_id == "multi-metric":
+            dropped.add("/opt/venv/bin/python3")
+        assert dropped <= set(code["dropped"]), code["dropped"]
         assert (layer / "app" / "conftest.py").is_file()  # kept: the tests do not collect /app
 
 
@@ -129,10 +135,14 @@ class WholeLayer(ImageVerifierRoot):
 
 
 @pytest.mark.security
+@pytest.mark.parametrize(
+    ("task_id", "honest"),
+    [("apt-hello", {"reward": 0.0}), ("multi-metric", {"exists": 0.0, "count": 0.0, "sorted": 0.0})],
+)
 async def test_without_the_layer_rule_the_replaced_python_would_forge_the_reward(
-    harbor_image_tasks: list[Task], tmp_path: Path
+    harbor_image_tasks: list[Task], tmp_path: Path, task_id: str, honest: dict[str, float]
 ) -> None:
-    task = next(t for t in harbor_image_tasks if t.id == "apt-hello")
+    task = next(t for t in harbor_image_tasks if t.id == task_id)
     system = task_system(task)
     spec = system.agent_spec(
         task, None, scripted_config("shell", tmp_path).sandbox, ("127.0.0.1", 9), (), None
@@ -150,15 +160,50 @@ async def test_without_the_layer_rule_the_replaced_python_would_forge_the_reward
     )
     assert (whole.score, whole.metrics) == (1.0, {"reward": 1.0})  # the attack is real
     ruled = run_checker(task, tmp_path / "layer", runner=runner, root=ImageVerifierRoot(system.image, "/app"))
-    assert (ruled.score, ruled.metrics, ruled.error) == (0.0, {"reward": 0.0}, None)
+    assert (ruled.score, ruled.metrics, ruled.error) == (0.0, honest, None)
+    venv = ["/opt/venv/bin/python3"] if task_id == "multi-metric" else []  # its python, first on PATH
     assert ruled.dropped == [
+        "/.git/config",
         "/conftest.py",
         "/logs/verifier/reward.json",
         "/logs/verifier/reward.txt",
+        "/node_modules/semver/index.js",
+        *venv,
         "/pytest.ini",
         "/usr/bin/python3.11",
         "/usr/local/bin/python3",
     ]
+
+
+@pytest.mark.security
+async def test_a_folder_the_agent_closed_does_not_stop_its_tests_nor_count_as_infrastructure(
+    harbor_image_tasks: list[Task], tmp_path: Path
+) -> None:
+    """`chmod 000 /app /opt` as the agent's last command once stopped the verifier's sandbox from
+    starting (bwrap, as its uid, could neither enter the working folder nor run /opt/harnessrl/agent):
+    a VerifierError, infrastructure, so a policy could turn any 0 it expected into a dropped rollout.
+    The layer copy gives every folder's owner rwx, so the tests run on it (the right answer scores 1,
+    a wrong one 0); a layer that stops the sandbox all the same (made by hand here, as no copy leaves
+    one) is the policy's: score 0 with the reason, not a VerifierError."""
+    task = next(t for t in harbor_image_tasks if t.id == "copied-data")
+    closing = "; chmod 000 /opt /app"
+    for total, reward in (("12", 1.0), ("13", 0.0)):
+        (rollout,) = await _shell_rollouts(
+            [task], tmp_path / total, f"echo {total} > /app/total.txt{closing}"
+        )
+        assert (rollout.status, rollout.reward) == (RolloutStatus.OK, reward), rollout.status_reason
+        assert rollout.reward_detail["code"]["error"] is None
+    system = task_system(task)
+    assert system.image is not None
+    layer = tmp_path / "layer"
+    (layer / "app").mkdir(parents=True)
+    (layer / "app" / "total.txt").write_text("12\n")
+    (layer / "app").chmod(0)
+    root = ImageVerifierRoot(system.image, "/app")
+    result = run_checker(task, layer, runner=SandboxCommandRunner(), root=root)
+    assert (result.score, result.metrics) == (0.0, {})
+    said = "the verifier's sandbox could not start on the agent's changes: sandbox "
+    assert result.error is not None and result.error.startswith(said), result.error
 
 
 async def test_the_tasks_env_and_limits_reach_its_sandbox_and_not_the_agent_environment(

@@ -337,10 +337,11 @@ def test_a_library_preloaded_into_the_tests_cannot_forge_a_report(tmp_path: Path
 
 
 def test_the_layer_rule_keeps_the_work_and_drops_the_system(tmp_path: Path) -> None:
-    """`admit_layer` on a hand-made layer (what `copy_untrusted(layer=True)` leaves): system folders
-    and files at the top of / go, whatever lies where the verifier mounts its folders goes, a link on
+    """`admit_layer` on a hand-made layer (what `copy_untrusted(layer=True)` leaves): system folders,
+    files and hidden folders and node_modules at the top of /, and the image's own runtime prefix
+    (/opt/venv, from its PATH) go, whatever lies where the verifier mounts its folders goes, a link on
     the way to a mount goes; the working folder is kept even inside /usr, and so is the rest."""
-    from harnessrl.verify.harbor_roots import admit_layer
+    from harnessrl.verify.harbor_roots import admit_layer, runtime_folders
 
     layer = tmp_path / "layer"
     for rel in (
@@ -355,18 +356,30 @@ def test_the_layer_rule_keeps_the_work_and_drops_the_system(tmp_path: Path) -> N
         "tests/test.sh",
         "root/.bashrc",
         "srv/data.csv",
+        "node_modules/semver/index.js",
+        ".git/config",
+        "opt/venv/bin/python3",
+        "opt/venv/lib/python3.11/site-packages/forge.pth",
+        "output/answer.txt",
     ):
         (layer / rel).parent.mkdir(parents=True, exist_ok=True)
         (layer / rel).write_text("x")
     (layer / "logs").symlink_to("/tmp")
     (layer / "pytest.ini").symlink_to("/srv/data.csv")
     os.mknod(layer / "usr" / "local" / "bin" / "hello", 0o600 | 0o020000, os.makedev(0, 0))  # a whiteout
-    admitted = admit_layer(layer, "/usr/src/app", "/root")
-    assert (admitted.refused, admitted.count) == ("", 9)
+    env = {"PATH": "/opt/venv/bin:/usr/local/bin:/usr/bin:/bin:/usr/src/app/bin", "PYTHONPATH": "/srv/lib"}
+    runtime = runtime_folders(env)
+    assert runtime == ["opt/venv", "srv/lib"]  # /usr is the system's already
+    admitted = admit_layer(layer, "/usr/src/app", "/root", runtime)
+    assert (admitted.refused, admitted.count) == ("", 13)
     assert admitted.dropped == [
+        "/.git/config",
         "/conftest.py",
         "/etc/ld.so.preload",
         "/logs (a link)",
+        "/node_modules/semver/index.js",
+        "/opt/venv/bin/python3",
+        "/opt/venv/lib/python3.11/site-packages/forge.pth",
         "/pytest.ini (a link)",
         "/root/.bashrc",
         "/tests/test.sh",
@@ -375,7 +388,13 @@ def test_the_layer_rule_keeps_the_work_and_drops_the_system(tmp_path: Path) -> N
         "/usr/local/bin/python3",
     ]
     kept = sorted(str(p.relative_to(layer)) for p in layer.rglob("*") if not p.is_dir())
-    assert kept == ["opt/tool/version", "srv/data.csv", "usr/src/app/main.py"]
+    assert kept == ["opt/tool/version", "output/answer.txt", "srv/data.csv", "usr/src/app/main.py"]
+    work = tmp_path / "work-layer" / "app" / "node_modules" / ".bin" / "tool"
+    work.parent.mkdir(parents=True)
+    work.write_text("x")  # a runtime folder inside the working folder: the work is kept whole
+    on_path = runtime_folders({"PATH": "/app/node_modules/.bin:/app/bin:/usr/bin"})
+    assert on_path == ["app/node_modules/.bin", "app"]
+    assert admit_layer(tmp_path / "work-layer", "/app", "/root", on_path).count == 0 and work.is_file()
     (layer / "app").symlink_to("/etc")
     refused = admit_layer(layer, "/app/sub", "/root")
     assert refused.refused == "the working folder /app/sub is no longer a folder: /app is a link"

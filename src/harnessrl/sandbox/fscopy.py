@@ -159,8 +159,11 @@ OPAQUE = "trusted.overlay.opaque"
 
 
 def _copy_dir_marks(src: str, dst: Path, st: os.stat_result) -> None:
-    """A layer folder's mode (setuid/setgid dropped, sticky kept) and its opaque mark."""
-    os.chmod(dst, st.st_mode & 0o1777)
+    """A layer folder's mode and its opaque mark. The mode keeps its sticky and read/execute bits; it
+    loses setuid/setgid and write for group and others (the copy is root's, on the host), and its
+    owner (the uid of whatever runs on the layer) may always enter, list and write it: an agent's
+    `chmod 000 /app` must not stop the verifier's sandbox from starting in it."""
+    os.chmod(dst, (st.st_mode & 0o1755) | 0o700)
     with contextlib.suppress(OSError):
         if os.getxattr(src, OPAQUE, follow_symlinks=False) == b"y":
             os.setxattr(dst, OPAQUE, b"y", follow_symlinks=False)
@@ -188,8 +191,9 @@ def copy_untrusted(
 
     `layer`: `src` is an overlay's writable layer (`overlay.py`), to be stacked over its image again
     and only ever seen inside a sandbox: links are kept whatever their target (inside a sandbox
-    they resolve in its own root; nothing here follows them), folders keep their mode and opaque
-    mark, whiteouts stay whiteouts. FIFOs, sockets and other devices are still left out."""
+    they resolve in its own root; nothing here follows them), folders keep their mode (with the
+    owner's rwx: `_copy_dir_marks`) and opaque mark, whiteouts stay whiteouts. FIFOs, sockets and
+    other devices are still left out."""
     report = TreeReport()
     dst.mkdir(parents=True)
 

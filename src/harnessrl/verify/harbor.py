@@ -28,13 +28,14 @@ starts, and the tests run in a fresh one made as follows.
   exactly as in Harbor.
 - Faults: a verifier sandbox that cannot be created is infrastructure (VerifierError: the verdict
   could not be had); so is a task this run cannot verify (a network not allowed: `preflight` says so
-  before any rollout; an image that cannot be had: ImageError). Everything after that is the
-  policy's: changes that do not fit or a working folder turned into a link (refused), a timeout, the
-  sandbox dying under the tests, no reward file, and a reward file that is not a regular file, too
-  big, not UTF-8, not a number, not finite, or negative score 0 with the reason. `reward.json` wins
-  over `reward.txt` (its numeric values are the metrics, `reward.txt` filling in a missing
-  `reward`); the score is the `reward` metric where there is one, else the mean, and every metric is
-  kept (`CheckResult.metrics`).
+  before any rollout; an image that cannot be had: ImageError). But when the same sandbox without
+  the agent's layer can be created (a control start), the layer stopped it, and that is the policy's
+  (score 0). Everything after that is the policy's too: changes that do not fit or a working folder
+  turned into a link (refused), a timeout, the sandbox dying under the tests, no reward file, and a
+  reward file that is not a regular file, too big, not UTF-8, not a number, not finite, or negative
+  score 0 with the reason. `reward.json` wins over `reward.txt` (its numeric values are the metrics,
+  `reward.txt` filling in a missing `reward`); the score is the `reward` metric where there is one,
+  else the mean, and every metric is kept (`CheckResult.metrics`).
 
 What does not hold, and cannot here as in Harbor: programs the tests themselves run (the agent's
 code that the tests import, a conftest.py in a folder the tests collect) run beside `test.sh` and
@@ -109,7 +110,9 @@ async def _run_tests(
 ) -> TestsRun:
     try:
         sb = await Sandbox.create(spec)
-    except SandboxError as e:  # the tests never ran: their failure says nothing about the changes
+    except SandboxError as e:
+        if spec.layers and await _starts(spec.model_copy(update={"layers": ()})):
+            return TestsRun(refused=f"the verifier's sandbox could not start on the agent's changes: {e}")
         raise VerifierError(f"the verifier's sandbox could not be created: {e}") from e
     try:
         refused = await asyncio.to_thread(root.load, sb, changes)
@@ -125,6 +128,17 @@ async def _run_tests(
         return TestsRun(res, "", texts, problems)
     finally:
         await sb.destroy()
+
+
+async def _starts(spec: SandboxSpec) -> bool:
+    """Whether a sandbox of `spec` can be made (the control start when one on the agent's layer could
+    not: if this one starts, the layer stopped the other, and that is the policy's doing)."""
+    try:
+        sb = await Sandbox.create(spec)
+    except SandboxError:
+        return False
+    await sb.destroy()
+    return True
 
 
 def _spec(task: Task, tests: Path, runner: SandboxCommandRunner) -> SandboxSpec:

@@ -13,15 +13,23 @@ The layer rule (image roots). Before the verifier's sandbox is made, `admit` tak
    are the image's: an agent that replaces python3, shadows it earlier on PATH
    (/usr/local/bin/python3), adds a `.pth` or `sitecustomize.py`, or writes /etc/ld.so.preload
    changes nothing the tests run.
-2. Files and links at the top of `/` (/conftest.py, /pytest.ini, /setup.cfg, /pyproject.toml): `/`
-   is the one folder above /tests that is not ours, and tools run on /tests look for their
-   configuration there (pytest's rootdir and conftest.py search walk up from /tests).
-3. Whatever lies where the verifier mounts its own folders (/tests, /logs/verifier, its HOME /root,
-   /tmp, /proc, /dev, /sys, /opt/harnessrl), and on the way to them anything that is not a folder:
-   a link /logs -> elsewhere is dropped, never followed by the mount.
+2. Files and links at the top of `/` (/conftest.py, /pytest.ini, /setup.cfg, /pyproject.toml), and
+   its hidden folders and /node_modules (/.git, /.cargo, /.mvn, /node_modules/semver): `/` is the
+   one folder above /tests that is not ours, and tools run on /tests look for their configuration
+   and modules there (pytest's rootdir and conftest.py search, git's repository, cargo's config and
+   Node's module resolution walk up from /tests).
+3. The folders the image's environment names for its programs (`runtime_folders`): each folder on
+   its PATH outside the system folders, with its prefix when it is a `bin` (/opt/venv/bin: all of
+   /opt/venv, its site-packages too), and the folders of PYTHONPATH, LD_LIBRARY_PATH, NODE_PATH,
+   VIRTUAL_ENV, CONDA_PREFIX and the like: an image that puts its python in /opt/venv runs the tests
+   with it, so the agent's replacement or `.pth` there is dropped as under /usr.
+4. Whatever lies where the verifier mounts its own folders (/tests, /logs/verifier, its HOME /root,
+   /tmp, /proc, /dev, /sys, /opt/harnessrl), and on the way to these and the folders of 3 anything
+   that is not a folder: a link /logs -> elsewhere is dropped, never followed by the mount.
 
-The working folder is kept whole, even inside a system folder (/usr/src/app). Everything else is
-kept: /opt, /srv, /var, /home, new top-level folders. A working folder that the agent turned into a
+The working folder is kept whole, even inside a system folder (/usr/src/app) or a folder of 3.
+Everything else is kept: /opt, /srv, /var, /home, new top-level folders that are not hidden (an
+answer written to /output). A working folder that the agent turned into a
 link or a file is refused (the policy's failure, reward 0). What was dropped is counted in the
 check's result (`CheckResult.dropped`, `dropped_count`; files only, and not the /etc/passwd, group
 and hosts and the agent program's mount point that every image sandbox leaves).
@@ -35,6 +43,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -47,6 +56,14 @@ from harnessrl.verify.command_runner import checker_env
 from harnessrl.verify.sandboxed import load_workspace
 
 SYSTEM_FOLDERS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+SEARCHED_AT_TOP = ("node_modules",)
+"""Folders at the top of `/` that tools find from /tests by walking up, beside every hidden one."""
+PATH_LISTS = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "NODE_PATH", "GEM_PATH", "PERL5LIB", "CLASSPATH")
+PREFIXES = (
+    "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONHOME", "PYTHONUSERBASE", "JAVA_HOME", "GOROOT", "GOPATH",
+    "CARGO_HOME", "RUSTUP_HOME", "GEM_HOME", "NVM_DIR", "PNPM_HOME", "BUN_INSTALL", "DENO_INSTALL",
+)  # fmt: skip
+"""The image variables that name where its programs and their modules are (`runtime_folders`)."""
 MOUNTED = ("tests", "logs/verifier", "tmp", "proc", "dev", "sys", "opt/harnessrl")
 """Where the verifier's sandbox mounts its own folders (and its HOME), relative to `/`."""
 WRITTEN_BY_US = frozenset({"etc/passwd", "etc/group", "etc/hosts", "opt/harnessrl/agent"})
@@ -122,7 +139,7 @@ class ImageVerifierRoot:
         return "/home/verifier" if inside_root else "/root"
 
     def admit(self, changes: Path) -> Admission:
-        return admit_layer(changes, self.workdir, self.home)
+        return admit_layer(changes, self.workdir, self.home, runtime_folders(self.image.env))
 
     def spec(self, base: SandboxSpec, changes: Path) -> SandboxSpec:
         update = {"image_root": self.image.path, "layers": (changes,), "extra_env": dict(self.image.env)}
@@ -194,8 +211,26 @@ def _not_folders_on_the_way(layer: Path, rel: str) -> list[tuple[str, os.stat_re
     return []
 
 
-def admit_layer(layer: Path, workdir: str, home: str) -> Admission:
-    """Apply the module's rule to the layer copy `layer` (in place)."""
+def runtime_folders(env: Mapping[str, str]) -> list[str]:
+    """The folders (relative to `/`) that the image environment `env` runs its programs from, outside
+    the system folders (rule 3): each absolute entry of the `PATH_LISTS` variables (a `bin` or
+    `sbin` as its parent, the prefix with its libraries), and each `PREFIXES` folder."""
+    named = [(p, True) for var in PATH_LISTS for p in env.get(var, "").split(":")]
+    named += [(env.get(var, ""), False) for var in PREFIXES]
+    found: list[str] = []
+    for path, listed in named:
+        if not path.startswith("/"):
+            continue
+        rel = os.path.normpath(path).strip("/")
+        if listed and rel.rsplit("/", 1)[-1] in ("bin", "sbin") and "/" in rel:
+            rel = rel.rsplit("/", 1)[0]
+        if rel and rel.split("/")[0] not in SYSTEM_FOLDERS and rel not in found:
+            found.append(rel)
+    return found
+
+
+def admit_layer(layer: Path, workdir: str, home: str, runtime: Sequence[str] = ()) -> Admission:
+    """Apply the module's rule to the layer copy `layer` (in place); `runtime`: rule 3's folders."""
     into = Admission()
     keep = workdir.strip("/")
     for here, st in _not_folders_on_the_way(layer, keep):
@@ -206,9 +241,14 @@ def admit_layer(layer: Path, workdir: str, home: str) -> Admission:
         if os.path.lexists(layer / name):
             _drop_except(layer, name, keep, into)
     for entry in sorted(os.scandir(layer), key=lambda e: e.name):
-        if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+        if entry.is_dir(follow_symlinks=False):
+            searched = entry.name.startswith(".") or entry.name in SEARCHED_AT_TOP
+            if searched and entry.name != keep.split("/")[0]:
+                _drop(layer, entry.name, into)
+        elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
             _drop(layer, entry.name, into)
-    for mounted in (*MOUNTED, home.strip("/")):
+    ours = [r for r in runtime if r != keep and not r.startswith(keep + "/")]  # the work is kept whole
+    for mounted in (*MOUNTED, home.strip("/"), *ours):
         for here, _ in _not_folders_on_the_way(layer, mounted):
             _drop(layer, here, into)
         if os.path.lexists(layer / mounted):
