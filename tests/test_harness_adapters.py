@@ -58,6 +58,17 @@ def test_registry_names_and_unknown() -> None:
     assert str(e.value) == f"unknown harness 'nope'; known: {', '.join(sorted(HARNESSES))}, whitebox:<config>"
 
 
+@pytest.mark.security
+@pytest.mark.parametrize("name", sorted(set(HARNESSES) - {"shell"}))
+def test_no_launch_puts_the_sessions_url_or_key_on_the_command_line(tmp_path: Path, name: str) -> None:
+    """A process's command line is readable by every uid on the host (/proc/PID/cmdline), its
+    environment only by its own: the session's URL carries its token, so it goes in env or a file
+    (aider had it in `--openai-api-base`: any local user could call into a live rollout)."""
+    secret = Endpoint(base_url="http://127.0.0.1:18080/r/SESSION-SECRET", api_key="KEY-SECRET")
+    launch = get_harness(name).prepare(ctx(tmp_path, endpoint=secret))
+    assert [a for a in launch.argv if "SECRET" in a] == []
+
+
 def test_claude_code_launch(tmp_path: Path) -> None:
     launch = get_harness("claude-code").prepare(ctx(tmp_path, mcp_servers=MCP, options={"bare": True}))
     assert launch.argv == [

@@ -43,8 +43,7 @@ def test_aider_config_and_launch(tmp_path: Path) -> None:
         }
     }  # fmt: skip
     assert launch.argv == [
-        "/cache/h/bin/aider", "--model", "openai/policy", "--openai-api-base",
-        "http://127.0.0.1:18080/r/tok/v1", "--edit-format", "diff", "--model-metadata-file",
+        "/cache/h/bin/aider", "--model", "openai/policy", "--edit-format", "diff", "--model-metadata-file",
         "/home/agent/.aider/model.metadata.json", "--no-git", "--no-gitignore", "--no-analytics",
         "--no-check-update", "--no-show-release-notes", "--no-show-model-warnings", "--no-detect-urls",
         "--no-auto-lint", "--no-fancy-input", "--no-pretty", "--no-restore-chat-history",
@@ -53,6 +52,9 @@ def test_aider_config_and_launch(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert "--yes-always" not in launch.argv  # it would answer "Run shell command?" with no
     assert launch.env["OPENAI_API_KEY"] == "tok" and launch.env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    # the session's URL (its token) in env, not argv: /proc/<pid>/cmdline is readable by every host uid
+    assert launch.env["OPENAI_API_BASE"] == "http://127.0.0.1:18080/r/tok/v1"
+    assert not [a for a in launch.argv if "/r/tok" in a]
     assert "/cache/h" not in launch.env["PATH"] and launch.cwd == "/workspace"
 
 

@@ -62,13 +62,14 @@ class Aider(HarnessBase):
         info |= {"max_output_tokens": window, "input_cost_per_token": 0, "output_cost_per_token": 0}
         info |= {"litellm_provider": "openai", "mode": "chat"}
         meta = ctx.write_home_file(".aider/model.metadata.json", json.dumps({model: info}))
-        argv = [self.executable(ctx), "--model", model, "--openai-api-base", ctx.endpoint.base_url + "/v1"]
+        argv = [self.executable(ctx), "--model", model]  # the endpoint in env: argv is world-readable
         argv += ["--edit-format", "diff", "--model-metadata-file", meta, *OFF]
         argv += ["--chat-history-file", f"{ctx.home}/.aider/chat.md"]
         argv += ["--input-history-file", f"{ctx.home}/.aider/input.txt", "--message", ctx.prompt]
         env = {
             "PATH": self.launch_path(ctx),
             "OPENAI_API_KEY": ctx.endpoint.api_key,
+            "OPENAI_API_BASE": ctx.endpoint.base_url + "/v1",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "PYTHONDONTWRITEBYTECODE": "1",
             "NO_COLOR": "1",
