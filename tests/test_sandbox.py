@@ -569,6 +569,28 @@ async def test_a_setuid_file_does_not_work_through_a_staging_bind(sb_base: Path,
     assert (secret / "out").read_text() == "written\n"
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="root and setpriv")
+async def test_other_host_users_cannot_reach_a_sandbox_folder_without_a_tmpfs(sb_base: Path) -> None:
+    """Without a tmpfs of its own (disk_mb None, or no CAP_SYS_ADMIN) a sandbox's HOME and /tmp are
+    plain folders of its uid on the base's file system, which may honour setuid: a setuid copy the
+    policy made in HOME ran as the leased uid for any local user. The sandbox folder now lets only
+    its own uid through (root's, group = the leased uid, 0710)."""
+    import subprocess
+
+    async with await Sandbox.create(SandboxSpec(base_dir=sb_base, disk_mb=None)) as sb:
+        plant = "cp /usr/bin/id ~/id && chmod 6755 ~/id && chmod 755 ~"
+        assert (await sb.exec(["sh", "-c", plant])).returncode == 0
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        # through a shell: setpriv itself still holds root's capabilities while it looks up its program
+        ran = subprocess.run(
+            [*nobody, "sh", "-c", f"exec {sb.host_home}/id -u"], capture_output=True, text=True
+        )
+        assert (ran.returncode, ran.stdout) == (126, ""), ran.stdout  # not the leased uid
+        assert "Permission denied" in ran.stderr
+        st = os.stat(sb.root)
+        assert (oct(st.st_mode & 0o7777), st.st_uid, st.st_gid) == ("0o710", 0, sb.uid)
+
+
 def test_reachable_by_others_asks_x_of_folders_not_of_files(sb_base: Path) -> None:
     """A sandbox uid reaches a path when every folder down to it (the path too, if a folder) is o+x;
     a 0644 file under open folders is reachable (the sandbox agent's cached .pyc is bound directly,

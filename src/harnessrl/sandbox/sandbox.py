@@ -135,6 +135,9 @@ class Sandbox:
             self.lease = identity.lease_uid()
             if identity.drops_privileges() and self.spec.disk_mb is not None:
                 self.tmpfs = identity.mount_tmpfs(self.root, self.spec.disk_mb, self.spec.max_files)
+            if identity.drops_privileges():  # only the sandbox's uid passes (its bwrap, by its gid)
+                os.chown(self.root, os.geteuid(), self.lease.uid)
+                self.root.chmod(0o710)
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _teardown, None, self.root, self.tmpfs, None, self.lease)
         (self.root / "owner").write_text(str(os.getpid()))
