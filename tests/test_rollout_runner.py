@@ -14,6 +14,7 @@ from harnessrl.config import SandboxConfig
 from harnessrl.proxy.server import ProxyServer
 from harnessrl.proxy.testing import scripted_deps
 from harnessrl.rollout import RolloutJob, RolloutRunner, RunnerSettings, read_rollout, summarize
+from harnessrl.rollout.config import KeepFiles
 from harnessrl.rollout.testing import checked_task, curl_call
 from harnessrl.types import RolloutStatus, Task
 
@@ -55,13 +56,18 @@ async def make_runner(proxy: ProxyServer, tmp_path: Path):
     made: list[RolloutRunner] = []
 
     def make(
-        timeout_s: float = 30.0, pool_size: int | None = None, concurrency: int = 4, pool_max_mb: float = 64.0
+        timeout_s: float = 30.0,
+        pool_size: int | None = None,
+        concurrency: int = 4,
+        pool_max_mb: float = 64.0,
+        keep: KeepFiles = "all",
     ) -> RolloutRunner:
         settings = RunnerSettings(
             out_dir=tmp_path / "runs",
             timeout_s=timeout_s,
             concurrency=concurrency,
             sandbox=SandboxConfig(pool_size=pool_size, pool_max_workspace_mb=pool_max_mb),
+            keep_agent_files=keep,
         )
         made.append(RolloutRunner(proxy.deps.sessions, ("127.0.0.1", proxy.port), settings))
         return made[-1]
@@ -146,6 +152,27 @@ async def test_artifacts_round_trip(make_runner, tmp_path: Path) -> None:
     assert json.loads((rdir / "reward.json").read_text())["reward"] == 1.0
     back = read_rollout(rdir)
     assert back.calls == r.calls and back.reward == 1.0 and back.status is RolloutStatus.OK
+
+
+@pytest.mark.parametrize("keep", ["none", "failed"])
+async def test_keep_agent_files_removes_the_workspace_once_scored(
+    make_runner, tmp_path: Path, keep: KeepFiles
+) -> None:
+    """`rollout.keep_agent_files`: the final workspace goes once the rollout is scored and its diff
+    written (every rollout with `none`, the ok ones with `failed`); the record stays readable."""
+    task = make_task(tmp_path)
+    runner = make_runner(keep=keep)
+    jobs = [
+        RolloutJob(task, "shell", "ok", options={"command": f"{CURL} && printf hi > out.txt"}),
+        RolloutJob(task, "shell", "crash", options={"command": "printf hi > out.txt; exit 3"}),
+    ]
+    ok, crash = await runner.run_many(jobs)
+    assert (ok.status, ok.reward, crash.status) == (RolloutStatus.OK, 1.0, RolloutStatus.HARNESS_ERROR)
+    runs = tmp_path / "runs"
+    assert not (runs / "ok" / "workspace").exists()
+    assert (runs / "crash" / "workspace" / "out.txt").is_file() is (keep == "failed")
+    assert "+hi" in (runs / "ok" / "workspace.diff").read_text()
+    assert read_rollout(runs / "ok").reward == 1.0
 
 
 @pytest.mark.parametrize("pool_size", [None, 0], ids=["pooled", "fresh"])

@@ -16,6 +16,9 @@ from harnessrl.proxy.config import ProxyConfig
 from harnessrl.sandbox.config import SandboxConfig
 from harnessrl.verify.config import VerifyConfig
 
+KeepFiles = Literal["all", "failed", "none"]
+"""What a rollout folder keeps of the agent's files (`RolloutConfig.keep_agent_files`)."""
+
 
 class RayConfig(Section):
     """Rollout workers as Ray actors (`rollout.backend = "ray"`; `pip install harnessrl[ray]`)."""
@@ -56,6 +59,12 @@ class RolloutConfig(Section):
     sandboxes and proxy process, calling this process's engine."""
     ray: RayConfig = Field(default_factory=RayConfig)
     """Ray cluster and workers (only with `backend = "ray"`)."""
+    keep_agent_files: KeepFiles = "all"
+    """What each rollout folder keeps of the agent's own files once it is scored: its final
+    `workspace/` and, on an image, its writable `layer/` (each up to the sandbox's caps): `all`,
+    `failed` (only rollouts whose status is not ok, to look into) or `none`. The record, the calls,
+    the harness's output and `workspace.diff` stay either way; at scale `failed` or `none` keeps
+    the run's disk from growing by a workspace (an image's layer) per rollout."""
     harness_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Adapter switches per harness name, the same shape as `train.harness_options`, e.g.
     `{"claude-code" = {bare = true}}` or `-o rollout.harness_options.shell.command="make"`

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessrl.formats.calls import CALLS_FILE
-from harnessrl.formats.rollout_dir import write_rollout_head
+from harnessrl.formats.rollout_dir import AGENT_FOLDERS, write_rollout_head
 from harnessrl.harnesses import Endpoint, Harness, McpServer
 from harnessrl.harnesses.launch import check_options, configure_harness, exec_harness
 from harnessrl.harnesses.registry import get_harness
@@ -57,6 +57,7 @@ from harnessrl.proxy.session_host import LocalSessions, SessionHost
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.rollout.agent_sandbox import AgentSandboxes
 from harnessrl.rollout.artifacts import write_artifacts
+from harnessrl.rollout.config import KeepFiles
 from harnessrl.rollout.environment import task_system
 from harnessrl.rollout.prompt_check import PromptCheck, system_of
 from harnessrl.rollout.scoring import Scoring
@@ -108,6 +109,8 @@ class RunnerSettings:
     """Where harnesses are installed (None = the default cache)."""
     model_name: str | None = None
     """Model name the harness asks for (None = the adapter's default)."""
+    keep_agent_files: KeepFiles = "all"
+    """`RolloutConfig.keep_agent_files`."""
 
 
 async def run_all(
@@ -271,6 +274,10 @@ class RolloutRunner(Service):
                 write_rollout_head(rdir, rollout)
         finally:
             await asyncio.to_thread(shutil.rmtree, initial, True)
+            keep = self.settings.keep_agent_files
+            if keep == "none" or (keep == "failed" and rollout.status is RolloutStatus.OK):
+                for name in AGENT_FOLDERS:  # the agent's trees: removed without following a link
+                    await asyncio.to_thread(remove_tree, rdir / name)
 
     async def agent(
         self, job: RolloutJob, rollout: Rollout, token: str, server_url: str, happened: Happened

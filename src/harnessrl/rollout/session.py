@@ -133,6 +133,7 @@ class RolloutStack:
             concurrency=self.cfg.rollout.concurrency,
             sandbox=self.cfg.sandbox,
             verify=self.cfg.verify,
+            keep_agent_files=self.cfg.rollout.keep_agent_files,
         )
         if remote_sessions(self.cfg.rollout, self.cfg.proxy):
             sampling = self.cfg.engine.sampling
