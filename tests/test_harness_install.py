@@ -7,12 +7,14 @@ the repository pins every package with a hash."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import io
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import tarfile
@@ -356,3 +358,35 @@ def test_a_program_that_cannot_start_is_a_harness_error_naming_it(tmp_path: Path
     said = r"^npm lock: cannot run /nonexistent/npm \(No such file or directory\)$"
     with pytest.raises(HarnessError, match=said):
         run_as(None, ["/nonexistent/npm"], env={}, cwd=tmp_path, timeout_s=5, what="npm lock")
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` exists and is no zombie."""
+    try:
+        state = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("State"))
+    except FileNotFoundError:
+        return False
+    return state.split()[1] not in ("Z", "X")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uid leases need root")
+def test_nothing_of_an_install_step_outlives_its_lease(tmp_path: Path) -> None:
+    """A child that leaves run_as's process group (setsid) survived its killpg and ran on as the
+    leased uid after the lease ended, which the next lease may hand to a sandbox: the lease now ends
+    only once every process of its uid is dead."""
+    from harnessrl.harnesses.confine import install_env, run_as, unprivileged
+
+    work = tmp_path / "work"
+    work.mkdir(mode=0o755)
+    tmp_path.chmod(0o755)
+    detach = "setsid sleep 120 </dev/null >/dev/null 2>&1 & sleep 0.2; echo $!"
+    with unprivileged(work) as uid:
+        assert uid is not None
+        out = run_as(uid, ["sh", "-c", detach], env=install_env(work), cwd=work, timeout_s=30, what="step")
+        child = int(out.stdout)
+        assert running(child)  # it did leave the group and survive the killpg
+    try:
+        assert not running(child)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)

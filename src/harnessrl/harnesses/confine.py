@@ -15,10 +15,12 @@ A package registry is third-party code. The installers (`install.py`) therefore:
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import stat
 import subprocess
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,7 @@ REGISTRY_ENV = (
 )
 """The host variables an install sees (when set): where the registries are and how to reach them
 (and how often to try). Nothing else of the host's environment is passed."""
+log = logging.getLogger(__name__)
 SCRIPT_MEMORY_MB = 4096
 """Memory cap of the sandbox that runs install scripts and wheel installs."""
 
@@ -94,7 +97,55 @@ def unprivileged(*owned: Path) -> Iterator[int | None]:
         else:
             yield None
     finally:
-        lease.release()
+        if not identity.drops_privileges() or kill_uid(lease.uid):
+            lease.release()  # else kept (with its uid) until this process ends: never handed on
+
+
+KILL_ROUNDS = 50
+
+
+def kill_uid(uid: int) -> bool:
+    """SIGKILL every process of `uid` (never root's, nor the caller) and wait until none is left
+    running; False if some still runs after KILL_ROUNDS tries (~1 s), logged. A child of an install
+    step that left `run_as`'s process group (setsid) would otherwise keep running as the uid after
+    its lease ends, and the next lease may hand that uid to a sandbox. `kill -1` run as `uid` reaches
+    exactly its processes (its exit status says nothing: 0 while any other process exists)."""
+    ids: dict[str, Any] = {"user": uid, "group": uid, "extra_groups": []}
+    for _ in range(KILL_ROUNDS):
+        if not running_as(uid):
+            return True
+        subprocess.run(
+            ["/bin/sh", "-c", "kill -s KILL -- -1"],
+            env={"PATH": SYSTEM_PATH},
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+            **ids,
+        )
+        time.sleep(0.02)
+    left = running_as(uid)
+    if left:
+        log.warning("processes %s of uid %d survived SIGKILL; the uid stays leased until exit", left, uid)
+    return not left
+
+
+def running_as(uid: int) -> list[int]:
+    """Pids whose real, effective or saved uid is `uid`, zombies (which run nothing) left out."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:  # gone meanwhile
+            continue
+        if uid in map(int, fields.get("Uid", "").split()[:3]) and not fields.get(
+            "State", ""
+        ).strip().startswith(("Z", "X")):
+            pids.append(int(entry.name))
+    return pids
 
 
 def run_as(
