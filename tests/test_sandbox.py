@@ -591,6 +591,60 @@ async def test_other_host_users_cannot_reach_a_sandbox_folder_without_a_tmpfs(sb
         assert (oct(st.st_mode & 0o7777), st.st_uid, st.st_gid) == ("0o710", 0, sb.uid)
 
 
+def binds_on(target: Path) -> int:
+    """How many mounts are stacked on `target` in this mount namespace."""
+    return sum(
+        1 for line in Path("/proc/self/mountinfo").read_text().splitlines() if line.split()[4] == str(target)
+    )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="staging binds needs root")
+def test_staging_from_several_threads_at_once_binds_each_source_once(sb_base: Path, tmp_path: Path) -> None:
+    """Sandboxes are made in the event loop's thread while installs stage in others: first calls at
+    once raced on the staging folder's mkdir (FileExistsError, a failed sandbox), and two calls for
+    one source stacked two binds on one target."""
+    import threading
+
+    from harnessrl.sandbox import identity
+
+    sources = [tmp_path / str(i) for i in range(3)]
+    for source in sources:
+        source.mkdir()
+    for round_ in range(8):
+        base = sb_base / f"b{round_}"
+        base.mkdir(mode=0o711)
+        base.chmod(0o711)
+        gate = threading.Barrier(6)
+        errors: list[str] = []
+        targets: list[Path] = []
+
+        def stage(
+            source: Path,
+            base: Path = base,
+            gate: threading.Barrier = gate,
+            errors: list[str] = errors,
+            targets: list[Path] = targets,
+        ) -> None:
+            gate.wait()
+            try:
+                targets.append(identity.staged(source, base))
+            except Exception as e:
+                errors.append(f"{type(e).__name__}: {e}")
+
+        threads = [threading.Thread(target=stage, args=(s,)) for s in [*sources, *sources]]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        try:
+            assert errors == []
+            assert sorted(binds_on(t) for t in set(targets)) == [1, 1, 1]
+            assert (identity.stage_dir(base) / "owner").read_text() == str(os.getpid())
+        finally:
+            identity.unstage(base)
+            identity.remove_stage(identity.stage_dir(base))
+
+
 def test_reachable_by_others_asks_x_of_folders_not_of_files(sb_base: Path) -> None:
     """A sandbox uid reaches a path when every folder down to it (the path too, if a folder) is o+x;
     a 0644 file under open folders is reachable (the sandbox agent's cached .pyc is bound directly,

@@ -27,6 +27,7 @@ import fcntl
 import hashlib
 import os
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -239,6 +240,11 @@ def reachable_by_others(path: Path) -> bool:
 
 
 _staged: dict[tuple[Path, Path], Path] = {}
+_stage_dirs: set[Path] = set()
+"""The staging folders this process made."""
+_stage_lock = threading.Lock()
+"""staged() and unstage() run in several threads (sandboxes in the event loop's, installs in
+asyncio.to_thread): two first calls raced on mkdir, and two for one source stacked two binds."""
 
 
 def stage_dir(base: Path) -> Path:
@@ -252,39 +258,49 @@ def staged(source: Path, base: Path) -> Path:
     source = source.resolve()
     if not drops_privileges() or reachable_by_others(source):
         return source
-    key = (source, base)
-    if key in _staged and _staged[key].exists():
-        return _staged[key]
+    with _stage_lock:
+        key = (source, base)
+        if key in _staged and _staged[key].exists():
+            return _staged[key]
+        target = _stage_folder(base) / hashlib.sha256(str(source).encode()).hexdigest()[:16]
+        if source.is_dir():
+            target.mkdir(exist_ok=True)
+        else:
+            target.touch(exist_ok=True)
+        try:
+            bind_mount(source, target)
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.EACCES):  # a source gone, say: the mount's own error
+                raise
+            raise SandboxError(  # no CAP_SYS_ADMIN (root in a default container)
+                f"{source} is under a folder the sandbox uids cannot pass through (no o+x), and this "
+                f"process may not bind-mount it where they can ({os.strerror(e.errno or 0)}): give its "
+                "parents o+x, or move it (the harness cache: HARNESSRL_CACHE)"
+            ) from e
+        _staged[key] = target
+        return target
+
+
+def _stage_folder(base: Path) -> Path:
+    """This process's staging folder under `base`, made on first use with its owner file (and the
+    exit hook that takes it down). Under _stage_lock."""
     folder = stage_dir(base)
-    if not folder.is_dir():
-        folder.mkdir(mode=0o711, parents=True)
-        (folder / "owner").write_text(str(os.getpid()))
-        if not _staged:
-            atexit.register(_unstage_all)
-    target = folder / hashlib.sha256(str(source).encode()).hexdigest()[:16]
-    if source.is_dir():
-        target.mkdir(exist_ok=True)
-    else:
-        target.touch(exist_ok=True)
-    try:
-        bind_mount(source, target)
-    except OSError as e:
-        if e.errno not in (errno.EPERM, errno.EACCES):  # a source gone, say: the mount's own error
-            raise
-        raise SandboxError(  # no CAP_SYS_ADMIN (root in a default container)
-            f"{source} is under a folder the sandbox uids cannot pass through (no o+x), and this process "
-            f"may not bind-mount it where they can ({os.strerror(e.errno or 0)}): give its parents o+x, or "
-            "move it (the harness cache: HARNESSRL_CACHE)"
-        ) from e
-    _staged[key] = target
-    return target
+    if folder in _stage_dirs:
+        return folder
+    folder.mkdir(mode=0o711, parents=True, exist_ok=True)
+    (folder / "owner").write_text(str(os.getpid()))
+    if not _stage_dirs:
+        atexit.register(_unstage_all)
+    _stage_dirs.add(folder)
+    return folder
 
 
 def unstage(base: Path) -> None:
     """Unmount this process's staged binds under `base` and forget them: call it before removing
     `base` (a recursive delete would go through a live bind into its source)."""
-    for key in [k for k in _staged if k[1] == base]:
-        unmount(_staged.pop(key))
+    with _stage_lock:
+        for key in [k for k in _staged if k[1] == base]:
+            unmount(_staged.pop(key))
 
 
 def remove_stage(folder: Path) -> None:
@@ -308,6 +324,8 @@ def _unstage_all() -> None:
     """At exit: take every bind this process staged down, and its staging folders with them (they
     made folders other uids cannot enter reachable for this process's sandboxes only; a killed
     process leaves them to the next process's sweep)."""
-    for base in {b for _, b in _staged}:
-        unstage(base)
-        remove_stage(stage_dir(base))
+    mine = stage_dir(Path()).name
+    for folder in list(_stage_dirs):
+        if folder.name == mine:  # not a forked child's copy of its parent's bookkeeping
+            unstage(folder.parent)
+            remove_stage(folder)
