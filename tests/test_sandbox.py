@@ -645,6 +645,48 @@ def test_staging_from_several_threads_at_once_binds_each_source_once(sb_base: Pa
             identity.remove_stage(identity.stage_dir(base))
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="staging binds needs root")
+def test_a_staging_folder_left_at_this_pid_or_swept_loses_every_stacked_bind(
+    sb_base: Path, tmp_path: Path
+) -> None:
+    """A killed process's staging folder whose pid came back (containers: small pids) got a second
+    bind stacked on its target, no owner file and no exit hook; the sweep then took one bind off per
+    entry and unlinked the owner file anyway, leaving a live bind of the source in a folder no sweep
+    looks at again. Now it is cleared before use, and a sweep takes every bind off, the owner last."""
+    import hashlib
+
+    from harnessrl.sandbox import identity
+
+    source = tmp_path / "data"
+    source.mkdir()
+    (source / "secret").write_text("x")
+
+    def leftover(folder: Path, owner: int) -> Path:  # what a dead process left: two binds stacked
+        folder.mkdir(mode=0o711)
+        (folder / "owner").write_text(str(owner))
+        target = folder / hashlib.sha256(str(source).encode()).hexdigest()[:16]
+        target.mkdir()
+        identity.bind_mount(source, target)
+        identity.bind_mount(source, target)
+        return target
+
+    target = leftover(identity.stage_dir(sb_base), os.getpid())
+    try:
+        assert identity.staged(source, sb_base) == target
+        assert binds_on(target) == 1
+        assert (target.parent / "owner").read_text() == str(os.getpid())
+    finally:
+        identity.unstage(sb_base)
+    dead = leftover(sb_base / "hrl-stage-999999999", 999999999)
+    sweep_stale(sb_base)
+    try:
+        assert (binds_on(dead), dead.parent.exists()) == (0, False)
+    finally:
+        for _ in range(4):  # never leave a bind behind, whatever failed
+            identity.unmount(dead)
+        identity.remove_stage(dead.parent)
+
+
 def test_reachable_by_others_asks_x_of_folders_not_of_files(sb_base: Path) -> None:
     """A sandbox uid reaches a path when every folder down to it (the path too, if a folder) is o+x;
     a 0644 file under open folders is reachable (the sandbox agent's cached .pyc is bound directly,

@@ -241,10 +241,12 @@ def reachable_by_others(path: Path) -> bool:
 
 _staged: dict[tuple[Path, Path], Path] = {}
 _stage_dirs: set[Path] = set()
-"""The staging folders this process made."""
+"""The staging folders this process made (a folder of its name that is not here is a dead process's)."""
 _stage_lock = threading.Lock()
 """staged() and unstage() run in several threads (sandboxes in the event loop's, installs in
 asyncio.to_thread): two first calls raced on mkdir, and two for one source stacked two binds."""
+UNMOUNT_ROUNDS = 64
+"""At most this many binds are taken off one mount point (a bind stacked on a bind)."""
 
 
 def stage_dir(base: Path) -> Path:
@@ -283,16 +285,32 @@ def staged(source: Path, base: Path) -> Path:
 
 def _stage_folder(base: Path) -> Path:
     """This process's staging folder under `base`, made on first use with its owner file (and the
-    exit hook that takes it down). Under _stage_lock."""
+    exit hook that takes it down). A folder already at its name was left by a dead process whose pid
+    came back: it is cleared first (binds stacked on its entries, its owner file last), never reused
+    (a bind stacked there outlived every sweep in a folder without an owner). Under _stage_lock."""
     folder = stage_dir(base)
     if folder in _stage_dirs:
         return folder
+    remove_stage(folder)
     folder.mkdir(mode=0o711, parents=True, exist_ok=True)
-    (folder / "owner").write_text(str(os.getpid()))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(folder / "owner", flags, 0o644)
+    try:
+        os.write(fd, str(os.getpid()).encode())
+    finally:
+        os.close(fd)
     if not _stage_dirs:
         atexit.register(_unstage_all)
     _stage_dirs.add(folder)
     return folder
+
+
+def unmount_all(target: Path) -> None:
+    """Lazily detach every mount stacked on `target` until it is no mount point (EINVAL) or is gone."""
+    path = str(target).encode()
+    for _ in range(UNMOUNT_ROUNDS):
+        if _c().umount2(path, MNT_DETACH) != 0:
+            return
 
 
 def unstage(base: Path) -> None:
@@ -300,23 +318,30 @@ def unstage(base: Path) -> None:
     `base` (a recursive delete would go through a live bind into its source)."""
     with _stage_lock:
         for key in [k for k in _staged if k[1] == base]:
-            unmount(_staged.pop(key))
+            unmount_all(_staged.pop(key))
 
 
 def remove_stage(folder: Path) -> None:
-    """Remove a staging folder (a dead process's, or this one's at exit): unmount each bind, then the
-    empty mount points. Never a recursive delete: a bind that would not unmount still shows its
-    source's files. A folder that another process's sweep removes first is no error (Ray workers
-    starting together all sweep)."""
+    """Remove a staging folder (a dead process's, or this one's at exit): take every bind off each
+    entry, then the empty mount points, and the owner file last, only once all else is gone (so a
+    folder that keeps a bind is swept again later). Never a recursive delete: a bind that would not
+    unmount still shows its source's files. A folder that another process's sweep removes first is
+    no error (Ray workers starting together all sweep)."""
     try:
-        entries = list(folder.iterdir())
+        entries = [e for e in folder.iterdir() if e.name != "owner"]
     except OSError:
         return
     for entry in entries:
-        unmount(entry)
+        unmount_all(entry)
         with contextlib.suppress(OSError):
             entry.rmdir() if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    try:
+        if any(e.name != "owner" for e in folder.iterdir()):
+            return
+    except OSError:
+        return
     with contextlib.suppress(OSError):
+        (folder / "owner").unlink()
         folder.rmdir()
 
 
