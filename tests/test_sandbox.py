@@ -687,6 +687,42 @@ def test_a_staging_folder_left_at_this_pid_or_swept_loses_every_stacked_bind(
         identity.remove_stage(dead.parent)
 
 
+def binds_of(source: Path) -> list[str]:
+    """Where the host has `source` bound (its mount points, for a source on the root file system)."""
+    lines = [line.split() for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    return [fields[4] for fields in lines if fields[3] == str(source)]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="staging binds needs root")
+@pytest.mark.parametrize("disk_mb", [64, None], ids=["tmpfs", "no-tmpfs"])
+async def test_a_ro_mount_staged_for_a_sandbox_goes_with_it(
+    sb_base: Path, tmp_path: Path, disk_mb: int | None
+) -> None:
+    """`ro_mounts` are the per-verification folders (a checker's copy, Harbor's tests, /solution),
+    a fresh temporary folder each: their staging binds stayed until the process exited, one host
+    mount per verification (3,000 made each sandbox start 10x slower), each readable by any local
+    user through the 0711 staging folder. Now one is the sandbox's own (in its tmpfs, or a hold on
+    the process-wide bind without one) and goes with it, also when two sandboxes hold it."""
+    if not tmp_path.is_relative_to("/tmp") or Path("/tmp").stat().st_dev != Path("/").stat().st_dev:
+        pytest.skip("binds_of reads mount roots of the root file system")
+    secret = tmp_path / "tests"
+    secret.mkdir()
+    (secret / "oracle").write_text("42")
+    spec = SandboxSpec(base_dir=sb_base, disk_mb=disk_mb, ro_mounts=((secret, "/tests"),))
+    first = await Sandbox.create(spec)
+    second = await Sandbox.create(spec)
+    try:
+        assert (await first.exec(["cat", "/tests/oracle"])).stdout == "42"
+        if disk_mb is not None:  # under the sandbox's own folder, which only its uid may pass
+            assert sorted(binds_of(secret)) == sorted([str(first.root / "ro-0"), str(second.root / "ro-0")])
+        await first.destroy()
+        assert (await second.exec(["cat", "/tests/oracle"])).stdout == "42"
+    finally:
+        await first.destroy()
+        await second.destroy()
+    assert binds_of(secret) == []
+
+
 def test_reachable_by_others_asks_x_of_folders_not_of_files(sb_base: Path) -> None:
     """A sandbox uid reaches a path when every folder down to it (the path too, if a folder) is o+x;
     a 0644 file under open folders is reachable (the sandbox agent's cached .pyc is bound directly,

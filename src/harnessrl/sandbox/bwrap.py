@@ -102,10 +102,12 @@ def spec_mounts(
     workspace: Path | None,
     py_binds: list[Path],
     rw_sources: dict[Path, Path] | None,
+    ro_sources: dict[Path, Path] | None = None,
 ) -> list[str]:
     """What `spec` binds into the sandbox, in order: read-only binds (the agent's python, `ro_binds`,
-    the host python with `bind_python`), `rw_binds`, `ro_mounts`, the workspace, `out_dirs` (folders
-    of the sandbox folder `root`), and the host's network with `spec.network`."""
+    the host python with `bind_python`), `rw_binds`, `ro_mounts` (from `ro_sources`, the sandbox's
+    own holds on their staging binds, where given), the workspace, `out_dirs` (folders of the
+    sandbox folder `root`), and the host's network with `spec.network`."""
     argv: list[str] = []
     base = root.parent
     binds = [*py_binds, *spec.ro_binds, *(python_prefixes() if spec.bind_python else [])]
@@ -114,7 +116,7 @@ def spec_mounts(
     for path in spec.rw_binds:
         argv += ["--bind", str((rw_sources or {}).get(path, path)), str(path)]
     for source, inside in spec.ro_mounts:
-        argv += ["--ro-bind", str(staged(source, base)), inside]
+        argv += ["--ro-bind", str((ro_sources or {}).get(source) or staged(source, base)), inside]
     if workspace is not None:
         argv += ["--bind", str(workspace), spec.mount_dir]
     for i, inside in enumerate(spec.out_dirs):  # made by the host (`Sandbox._prepare_folders`)
@@ -133,6 +135,7 @@ def build_argv(
     fd_socket: int,
     seccomp_fd: int | None,
     rw_sources: dict[Path, Path] | None = None,
+    ro_sources: dict[Path, Path] | None = None,
 ) -> list[str]:
     """The full bwrap command line that starts the agent inside a new sandbox rooted at `root`.
 
@@ -140,7 +143,8 @@ def build_argv(
     the workspace; its overlay, `root/merged` (`overlay.py`), is bound as `/` in place of the host's
     system folders); `fd_socket` the descriptor (inherited) the agent receives output descriptors
     on; `seccomp_fd` one holding the BPF program, or None; `rw_sources` the folder to bind for each
-    of `spec.rw_binds` (a per-sandbox staging bind).
+    of `spec.rw_binds` (a per-sandbox staging bind), `ro_sources` for each source of
+    `spec.ro_mounts` (`Sandbox._hold_ro_mounts`)
     """
     bwrap = bwrap_path()
     if bwrap is None:
@@ -164,7 +168,7 @@ def build_argv(
     # ns_last_pid) would stay writable: bind it read-only over the new /proc.
     argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
     argv += ["--bind", str(root / "tmp"), "/tmp", "--bind", str(root / "home"), spec.home_dir]
-    argv += spec_mounts(spec, root, workspace, py_binds, rw_sources)
+    argv += spec_mounts(spec, root, workspace, py_binds, rw_sources, ro_sources)
     agent = f"{AGENT_DIR}/agent" + ("" if agent_file.suffix == ".bin" else agent_file.suffix)
     argv += ["--ro-bind", str(staged(agent_file, root.parent)), agent]  # on an image, from the checkout
     argv += ["--ro-bind", str(root / "sock"), f"{AGENT_DIR}/sock"]

@@ -68,10 +68,15 @@ def remove_root(root: Path, mounted: bool) -> None:
 
 
 def teardown(
-    pid: int | None, root: Path, mounted: bool, cgroup: SandboxCgroup | None, lease: UidLease
+    pid: int | None,
+    root: Path,
+    mounted: bool,
+    cgroup: SandboxCgroup | None,
+    lease: UidLease,
+    held: list[tuple[Path, Path]] | None = None,
 ) -> None:
     """A sandbox's finaliser and the end of its destroy(): kill everything in it, remove its folder
-    and cgroup, give its uid back."""
+    and cgroup, release the staging binds it `held` (emptying the list), give its uid back."""
     if cgroup is not None:
         cgroup.kill()
     if pid is not None:
@@ -80,6 +85,8 @@ def teardown(
     remove_root(root, mounted)
     if cgroup is not None:
         cgroup.remove()
+    while held:
+        identity.release_staged(*held.pop())
     lease.release()
 
 

@@ -240,6 +240,10 @@ def reachable_by_others(path: Path) -> bool:
 
 
 _staged: dict[tuple[Path, Path], Path] = {}
+_holds: dict[tuple[Path, Path], int] = {}
+"""How many live sandboxes hold each bind staged with `held` (`release_staged`)."""
+_pinned: set[tuple[Path, Path]] = set()
+"""Binds staged for the whole process (no hold): the stable cache folders, the agent."""
 _stage_dirs: set[Path] = set()
 """The staging folders this process made (a folder of its name that is not here is a dead process's)."""
 _stage_lock = threading.Lock()
@@ -254,33 +258,69 @@ def stage_dir(base: Path) -> Path:
     return base / f"hrl-stage-{os.getpid()}"
 
 
-def staged(source: Path, base: Path) -> Path:
+def staged(source: Path, base: Path, *, held: bool = False) -> Path:
     """`source` itself when the sandbox uid can reach it; else a bind mount of it in this process's
-    staging folder under `base` (made once per process and source), which it can."""
+    staging folder under `base` (made once per process and source), which it can. Kept until the
+    process exits, unless `held`: then it is one hold of a sandbox on it, and the bind goes with
+    the last `release_staged` (a folder staged per verification: a checker's copy, Harbor's tests,
+    /solution; one bind per verification stayed for the run and slowed every sandbox start)."""
     source = source.resolve()
     if not drops_privileges() or reachable_by_others(source):
         return source
     with _stage_lock:
         key = (source, base)
-        if key in _staged and _staged[key].exists():
-            return _staged[key]
-        target = _stage_folder(base) / hashlib.sha256(str(source).encode()).hexdigest()[:16]
-        if source.is_dir():
-            target.mkdir(exist_ok=True)
+        if key not in _staged or not _staged[key].exists():
+            _staged[key] = _bind_staged(source, base)
+        if held:
+            _holds[key] = _holds.get(key, 0) + 1
         else:
-            target.touch(exist_ok=True)
-        try:
-            bind_mount(source, target)
-        except OSError as e:
-            if e.errno not in (errno.EPERM, errno.EACCES):  # a source gone, say: the mount's own error
-                raise
-            raise SandboxError(  # no CAP_SYS_ADMIN (root in a default container)
-                f"{source} is under a folder the sandbox uids cannot pass through (no o+x), and this "
-                f"process may not bind-mount it where they can ({os.strerror(e.errno or 0)}): give its "
-                "parents o+x, or move it (the harness cache: HARNESSRL_CACHE)"
-            ) from e
-        _staged[key] = target
-        return target
+            _pinned.add(key)
+        return _staged[key]
+
+
+def release_staged(source: Path, base: Path) -> None:
+    """End one hold on `source`'s staging bind (`staged(held=True)`, `source` as resolved then): the
+    last one unmounts it and removes its mount point, unless it is also staged for the process (no
+    hold). No error when it holds none (a reachable source is never staged)."""
+    with _stage_lock:
+        key = (source, base)
+        left = _holds.get(key, 0) - 1
+        if left > 0:
+            _holds[key] = left
+            return
+        _holds.pop(key, None)
+        if left < 0 or key in _pinned or key not in _staged:
+            return
+        target = _staged.pop(key)
+        unmount_all(target)
+        with contextlib.suppress(OSError):
+            target.rmdir() if target.is_dir() and not target.is_symlink() else target.unlink()
+
+
+def _bind_staged(source: Path, base: Path) -> Path:
+    """Bind `source` in this process's staging folder under `base`. Under _stage_lock."""
+    target = _stage_folder(base) / hashlib.sha256(str(source).encode()).hexdigest()[:16]
+    bind_reachable(source, target)
+    return target
+
+
+def bind_reachable(source: Path, target: Path) -> None:
+    """Bind `source` (nosuid, nodev) on `target`, made first as a folder or an empty file like it.
+    SandboxError when this process may not mount (no CAP_SYS_ADMIN), saying what to do instead."""
+    if source.is_dir():
+        target.mkdir(exist_ok=True)
+    else:
+        target.touch(exist_ok=True)
+    try:
+        bind_mount(source, target)
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.EACCES):  # a source gone, say: the mount's own error
+            raise
+        raise SandboxError(  # no CAP_SYS_ADMIN (root in a default container)
+            f"{source} is under a folder the sandbox uids cannot pass through (no o+x), and this "
+            f"process may not bind-mount it where they can ({os.strerror(e.errno or 0)}): give its "
+            "parents o+x, or move it (the harness cache: HARNESSRL_CACHE)"
+        ) from e
 
 
 def _stage_folder(base: Path) -> Path:
@@ -319,6 +359,8 @@ def unstage(base: Path) -> None:
     with _stage_lock:
         for key in [k for k in _staged if k[1] == base]:
             unmount_all(_staged.pop(key))
+            _holds.pop(key, None)
+            _pinned.discard(key)
 
 
 def remove_stage(folder: Path) -> None:

@@ -93,10 +93,16 @@ class Sandbox:
         self._proc: asyncio.subprocess.Process | None = None
         self._fd_sock: socket.socket | None = None
         self.rw_sources: dict[Path, Path] = {}
+        self.ro_sources: dict[Path, Path] = {}
+        """What each source of `spec.ro_mounts` is bound from (its staging bind, held by this sandbox)."""
+        self._held: list[tuple[Path, Path]] = []
+        """The staging binds this sandbox holds (`identity.staged(held=True)`), released at teardown."""
         self._out_fds: dict[str, int] = {}
         self._lock = asyncio.Lock()
         self._destroyed = False
-        self._finalizer = weakref.finalize(self, _teardown, None, self.root, False, None, self.lease)
+        self._finalizer = weakref.finalize(
+            self, _teardown, None, self.root, False, None, self.lease, self._held
+        )
 
     @property
     def uid(self) -> int:
@@ -139,7 +145,9 @@ class Sandbox:
                 os.chown(self.root, os.geteuid(), self.lease.uid)
                 self.root.chmod(0o710)
         self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _teardown, None, self.root, self.tmpfs, None, self.lease)
+        self._finalizer = weakref.finalize(
+            self, _teardown, None, self.root, self.tmpfs, None, self.lease, self._held
+        )
         (self.root / "owner").write_text(str(os.getpid()))
         for sub in ("home", "tmp", "sock"):
             (self.root / sub).mkdir()
@@ -158,6 +166,7 @@ class Sandbox:
             flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
             self._out_fds[inside] = os.open(self.root / f"out-{i}", flags)
         self.rw_sources = {p: self._reachable(p, f"rw-{i}") for i, p in enumerate(self.spec.rw_binds)}
+        self._hold_ro_mounts()
         if image:
             merged = overlay.prepare_root(self.root, self.spec, uid, self.isolated and self.tmpfs, self.id)
             if self.spec.workspace is None:
@@ -169,6 +178,29 @@ class Sandbox:
         if identity.drops_privileges():
             identity.chown_tree(self.host_workspace, uid)
         return self._reachable(self.host_workspace, "ws")
+
+    def _hold_ro_mounts(self) -> None:
+        """Bind each source of `spec.ro_mounts` the sandbox uid cannot reach for this sandbox only:
+        they are the per-verification folders (a checker's copy, Harbor's tests, /solution), each a
+        fresh temporary folder, whose process-wide staging binds stayed until the process exited
+        (one host mount per verification, each slowing every later sandbox start) and left the
+        hidden tests readable by any local user through the 0711 staging folder while they ran.
+        In its tmpfs (a folder only its uid may pass, gone with the tmpfs's lazy unmount); without
+        one, a hold on a process-wide staging bind (`identity.staged(held=True)`), released at
+        teardown. `ro_binds` are the stable caches, staged once per process."""
+        if not self.isolated or not identity.drops_privileges():
+            return
+        base = self.root.parent
+        for i, (source, _) in enumerate(self.spec.ro_mounts):
+            resolved = source.resolve()
+            if source in self.ro_sources or identity.reachable_by_others(resolved):
+                continue
+            if self.tmpfs:
+                self.ro_sources[source] = self.root / f"ro-{i}"
+                identity.bind_reachable(resolved, self.ro_sources[source])
+            else:
+                self.ro_sources[source] = identity.staged(resolved, base, held=True)
+                self._held.append((resolved, base))
 
     def _reachable(self, path: Path, name: str) -> Path:
         """`path`, or a bind of it in this sandbox's tmpfs when the sandbox uid cannot enter it (it
@@ -205,7 +237,14 @@ class Sandbox:
             return bwrap.agent_command(agent, str(agent), ["0", "", "0", str(fd_socket)])
         rw = self.rw_sources
         argv = bwrap.build_argv(
-            self.spec, self.root, workspace, agent, fd_socket=fd_socket, seccomp_fd=seccomp_fd, rw_sources=rw
+            self.spec,
+            self.root,
+            workspace,
+            agent,
+            fd_socket=fd_socket,
+            seccomp_fd=seccomp_fd,
+            rw_sources=rw,
+            ro_sources=self.ro_sources,
         )
         if identity.drops_privileges():
             uid = str(self.lease.uid)
@@ -241,7 +280,7 @@ class Sandbox:
                 os.close(seccomp_fd)
         self._finalizer.detach()
         self._finalizer = weakref.finalize(
-            self, _teardown, self._proc.pid, self.root, self.tmpfs, self.cgroup, self.lease
+            self, _teardown, self._proc.pid, self.root, self.tmpfs, self.cgroup, self.lease, self._held
         )
         # Moving a process into a cgroup waits for an RCU grace period (~5 ms per v1 hierarchy): do it
         # while the agent's python starts. Safe: the agent forks nothing before its first request,
@@ -414,7 +453,8 @@ class Sandbox:
             self._out_fds = {}
             finalizer = self._finalizer
             finalizer.detach()
-            await asyncio.to_thread(_teardown, None, self.root, self.tmpfs, self.cgroup, self.lease)
+            args = (None, self.root, self.tmpfs, self.cgroup, self.lease, self._held)
+            await asyncio.to_thread(_teardown, *args)
             if self.forwarder is not None:
                 await self.forwarder.close()
         return report
