@@ -298,6 +298,8 @@ def test_python_install_from_hashed_wheels_into_a_sealed_venv(registry: Registry
     out = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert out.stdout == "installed\n", out.stderr
     assert owned_by_us_and_read_only_to_others(venv) == []
+    mounts = [line.split()[3] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    assert [m for m in mounts if ".tiny-1.wheels-" in m] == []  # no bind of the removed wheels is left
 
 
 @needs_tools

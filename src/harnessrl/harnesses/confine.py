@@ -193,14 +193,16 @@ def run_in_sandbox(
     ro_binds: Sequence[Path] = (),
 ) -> None:
     """Run `sh -c script` inside a sandbox (no network, a uid of its own, no host secrets) with
-    `folder` bound read-write at its own path as the working folder; `ro_binds` read-only.
+    `folder` bound read-write at its own path as the working folder; `ro_binds` read-only at their
+    own paths, for this sandbox only (`SandboxSpec.ro_mounts`: a bind of a temporary folder, the
+    downloaded wheels, staged for the whole process stayed until it exited).
     HarnessError, saying `what` failed, when it fails or no sandbox can be made here."""
 
     async def go() -> ExecResult:
         spec = SandboxSpec(
             workspace=folder,
             mount_dir=str(folder),
-            ro_binds=tuple(ro_binds),
+            ro_mounts=tuple((p, str(p)) for p in ro_binds),  # per sandbox: the wheels are temporary
             memory_mb=SCRIPT_MEMORY_MB,
             max_file_mb=None,
             start_timeout_s=60.0,
