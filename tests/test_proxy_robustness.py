@@ -288,6 +288,47 @@ def test_a_prompt_too_long_to_tokenize_is_refused_from_its_length() -> None:
         server.stop()
 
 
+@pytest.mark.security
+def test_tool_text_and_count_tokens_are_bounded_before_tokenizing_too() -> None:
+    """The character bound counted message text only, and `count_tokens` skipped it: a 15 MB tool
+    description (or count_tokens body) was tokenized whole, 20 s of CPU and 9.5 GB at peak for a
+    string of digits (a token per character). Both are refused from their length now."""
+    server = scripted_proxy(["done"], config=ProxyConfig(max_prompt_tokens=1000)).start()
+    try:
+        info = server.server.deps.sessions.open("tools")
+        tool = {"name": "t", "description": "7" * 64_000, "input_schema": {"type": "object"}}
+        for path in ("/v1/messages", "/v1/messages/count_tokens"):
+            r = httpx.post(info.base_url + path, json={**ANTHROPIC, "tools": [tool]}, timeout=60)
+            err = r.json()["error"]
+            assert (r.status_code, err["type"]) == (400, "invalid_request_error"), path
+            assert (
+                "(64021 characters, so at least 2000 tokens; proxy.max_prompt_tokens is 1000"
+                in err["message"]
+            )
+        r = httpx.post(info.base_url + "/v1/messages/count_tokens", json=ANTHROPIC, timeout=60)
+        assert r.status_code == 200 and r.json()["input_tokens"] > 0
+    finally:
+        server.stop()
+
+
+async def test_heavy_bodies_are_prepared_a_few_at_a_time() -> None:
+    """Bodies of `limits.HEAVY_CHARS` bytes and more wait for `ProxyDeps.heavy`; smaller ones do not."""
+    import asyncio
+
+    from harnessrl.proxy.handler import in_thread
+    from harnessrl.proxy.limits import HEAVY_CHARS
+    from harnessrl.proxy.testing import scripted_deps
+
+    deps = scripted_deps(["done"])
+    deps.heavy = asyncio.Semaphore(1)
+    async with deps.heavy:  # another heavy body is being prepared
+        heavy = asyncio.ensure_future(in_thread(deps, b"x" * HEAVY_CHARS, lambda: "heavy"))
+        assert await in_thread(deps, b"x" * (HEAVY_CHARS - 1), lambda: "large") == "large"
+        await asyncio.sleep(0.05)
+        assert not heavy.done()
+    assert await heavy == "heavy"
+
+
 # -- non-streaming clients that give up ------------------------------------------------------------------
 
 

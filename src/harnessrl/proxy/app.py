@@ -40,12 +40,12 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from harnessrl.proxy import sse
+from harnessrl.proxy import limits, sse
 from harnessrl.proxy.body import read_body
 from harnessrl.proxy.deps import ProxyDeps
 from harnessrl.proxy.dialects import owner, resolve
 from harnessrl.proxy.dialects.base import Dialect, Endpoint
-from harnessrl.proxy.handler import LARGE_BODY, Call, CallOutcome, mark_partial, parse_request, prepare, start
+from harnessrl.proxy.handler import Call, CallOutcome, in_thread, mark_partial, parse_request, prepare, start
 from harnessrl.proxy.sessions import Session
 from harnessrl.types import RequestError
 
@@ -209,12 +209,13 @@ class ProxyApp:
     async def count_tokens(self, dialect: Dialect, raw: bytes, headers: Mapping[str, str]) -> int:
         def work() -> int:
             req, _ = parse_request(self.deps, dialect, raw, headers.get("content-type", ""))
+            limits.check_prompt_chars(dialect, limits.request_chars(req), self.deps.config.max_prompt_tokens)
             try:
                 return self.deps.fmt.count_tokens(req.messages, req.tools)
             except Exception as e:
                 raise RequestError(f"cannot render this conversation: {type(e).__name__}: {e}") from None
 
-        return await asyncio.to_thread(work) if len(raw) >= LARGE_BODY else work()
+        return await in_thread(self.deps, raw, work)
 
     @staticmethod
     async def until_done_or_gone(request: Request, task: asyncio.Task[CallOutcome]) -> bool:

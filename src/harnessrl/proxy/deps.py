@@ -10,6 +10,7 @@ says produced it: the engine's `model_id` and the tokenizer's spec and vocabular
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -19,6 +20,10 @@ from harnessrl.protocols import GenerationResult, SamplingParams
 from harnessrl.proxy.config import ProxyConfig
 from harnessrl.proxy.sessions import SessionStore
 from harnessrl.types import ChatMessage, RenderMode, ToolCall, ToolSpec
+
+HEAVY_AT_ONCE = 2
+"""Heavy requests (`limits.HEAVY_CHARS`) prepared at once by one proxy: two of the largest the default
+`proxy.max_prompt_tokens` lets through (~8M characters) peak near 3 GB each while tokenized."""
 
 
 class Generator(Protocol):
@@ -90,6 +95,8 @@ class ProxyDeps:
     """Recorded on every ModelCall: where the format's tokenizer loads from (`tokenizer_spec`)."""
     tokenizer_digest: str = ""
     """Recorded on every ModelCall: `vocab_digest` of the format's tokenizer."""
+    heavy: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(HEAVY_AT_ONCE))
+    """Requests of `limits.HEAVY_CHARS` bytes and more being prepared at once (`handler.in_thread`)."""
 
 
 def default_deps(

@@ -25,9 +25,9 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from harnessrl.protocols import GenerationResult, SamplingParams
 from harnessrl.proxy import capture, limits
@@ -40,6 +40,7 @@ from harnessrl.types import ChatMessage, ModelCall, RequestError, ToolCall
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 LARGE_BODY = 16 * 1024
 """Bodies from this size on are parsed, rendered and tokenized off the event loop (`prepare`). A
 smaller body brings at most ~4k new tokens (~10 ms); there the thread hop would cost more than it
@@ -122,8 +123,7 @@ def prompt_stage(call: Call) -> None:
     conversation that the chat template refuses to render is the client's fault: a 400. Then the
     length check (`limits.check_prompt_length`) and the output cap (`limits.output_cap`)."""
     deps = call.deps
-    chars = sum(len(m.content) + len(m.reasoning or "") for m in call.req.messages)
-    limits.check_prompt_chars(call.dialect, chars, deps.config.max_prompt_tokens)
+    limits.check_prompt_chars(call.dialect, limits.request_chars(call.req), deps.config.max_prompt_tokens)
     try:
         call.prompt = deps.build_prompt(deps.fmt, call.req.messages, call.req.tools, list(call.session.turns))
     except RequestError:
@@ -158,11 +158,24 @@ async def prepare(
             call.overflow = e
         return call
 
-    call = await asyncio.to_thread(work) if len(raw) >= LARGE_BODY else work()
+    call = await in_thread(deps, raw, work)
     if call.overflow is not None:
         record_overflow(call, call.overflow)
         raise call.overflow
     return call
+
+
+async def in_thread(deps: ProxyDeps, raw: bytes, work: Callable[[], T]) -> T:
+    """`work()` (parse, render, tokenize `raw`): here for a small body, in a worker thread from
+    LARGE_BODY bytes, and from `limits.HEAVY_CHARS` bytes only while fewer than `deps.heavy` other
+    heavy bodies are being prepared (their tokenizing is what costs memory; a body's bytes bound
+    its characters)."""
+    if len(raw) < LARGE_BODY:
+        return work()
+    if len(raw) < limits.HEAVY_CHARS:
+        return await asyncio.to_thread(work)
+    async with deps.heavy:
+        return await asyncio.to_thread(work)
 
 
 def sampling_for(call: Call) -> SamplingParams:

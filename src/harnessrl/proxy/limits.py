@@ -26,6 +26,7 @@ ids are always kept whole, so training sees what the model produced):
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -55,6 +56,23 @@ class ContextOverflow(RequestError):
 MAX_CHARS_PER_TOKEN = 32
 """No tokenizer packs more characters than this into one token on average (text runs 3-5): a prompt
 with more than `max_prompt_tokens * MAX_CHARS_PER_TOKEN` characters is refused before tokenizing it."""
+HEAVY_CHARS = 1 << 20
+"""A request with more characters to render than this is prepared only while fewer than
+`ProxyDeps.heavy` others are: tokenizing costs ~400 bytes of peak memory per token, and a string of
+digits is a token per character, so a few such requests at once (sent by a rollout's own commands)
+would take gigabytes from the process that holds every session."""
+
+
+def request_chars(req: CanonicalRequest) -> int:
+    """The characters the chat template renders from `req`: every message's text, reasoning and tool
+    call arguments, and every tool's name, description and schema (what the tokenizer will read)."""
+    chars = 0
+    for m in req.messages:
+        chars += len(m.content) + len(m.reasoning or "")
+        chars += sum(len(c.name) + len(json.dumps(c.arguments)) for c in m.tool_calls or ())
+    for tool in req.tools:
+        chars += len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
+    return chars
 
 
 def check_prompt_chars(dialect: OverflowWording, chars: int, max_prompt_tokens: int | None) -> None:
