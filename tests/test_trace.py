@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnessrl.config import TraceConfig
-from harnessrl.trace import aggregate_stats, build_trace, trace_rollout
+from harnessrl.trace import aggregate_stats, build_trace, trace_rollout, with_filter_status
 from harnessrl.trace.tree import TraceTree
 from harnessrl.trace.trie import PrefixTrie, _common_prefix
 from harnessrl.types import ModelCall, Rollout
@@ -249,18 +249,67 @@ def test_moving_tail_branches_and_every_branch_lives() -> None:
     assert tree.stats["branch_points"] == 2
 
 
-def test_over_branching_drops_the_whole_rollout() -> None:
-    tree = build_trace(_moving_tail(), TraceConfig(max_live_leaves=2))
-    assert tree.filter_reason == "over_branching"
-    assert [n.drop_reason for n in tree.nodes] == ["over_branching"] * 5
-    assert [c.reason for c in tree.calls] == ["over_branching"] * 3
+def test_over_branching_drops_the_extra_branch_not_the_rollout() -> None:
+    # Three live leaves, two allowed: the latest call (c2) claims its leaf first, then c0 in call
+    # order; c1 would be a third leaf and is the one dropped.
+    tree = build_trace(_moving_tail(), TraceConfig(max_live_leaves=2), reward=0.0)
+    assert tree.filter_reason is None
+    assert _shape(tree) == [
+        (-1, [1, 2, 3], "eee", True, None, []),
+        (0, [50, 11, 12], "emm", True, None, ["c0"]),
+        (0, [11, 12, 13], "eee", True, None, []),
+        (2, [50, 14, 15], "emm", False, "over_branching", ["c1"]),
+        (2, [14, 15, 16, 50, 17, 18], "eeeemm", True, None, ["c2"]),
+    ]
+    assert _kinds(tree) == [
+        ("c0", "main", True, None),
+        ("c1", "main", False, "over_branching"),
+        ("c2", "main", True, None),
+    ]
     sample = tree.to_sample()
-    assert (sample.nodes, sample.paths, sample.stats["filter_reason"]) == ([], [], "over_branching")
-    assert (tree.stats["tokens_paths"], tree.stats["tokens_unique"], tree.stats["tokens_unique_all"]) == (
-        0,
-        0,
-        18,
-    )
+    assert (sample.paths, sample.reward) == ([[0, 1], [0, 2, 3]], 0.0)
+    s = tree.stats
+    assert (s["live_leaves"], s["over_branching_dropped"], s["filter_reason"]) == (2, 1, None)
+    assert (s["tokens_paths"], s["tokens_unique"], s["tokens_unique_all"]) == (6 + 12, 15, 18)
+    one = build_trace(_moving_tail(), TraceConfig(max_live_leaves=1))
+    assert [(c.call_id, c.kept) for c in one.calls] == [("c0", False), ("c1", False), ("c2", True)]
+    assert (one.kept_leaves, one.stats["over_branching_dropped"]) == ([4], 2)
+
+
+def _forks_off_the_latest_call(branches: int) -> list[ModelCall]:
+    """The harness's first call (c0), then `branches` calls from sandbox code with its system prompt
+    and tools, each forking off c0's answer and carrying the previous branch's output (so every one
+    is a live leaf), then the harness's next call, which carries the last branch's output."""
+    calls = [mc(0, [1, 2, 3, 10], [11])]
+    for k in range(branches):
+        carried = [1000 + k - 1] if k else []
+        calls.append(mc(k + 1, [1, 2, 3, 10, 11, 500 + k, *carried], [1000 + k]))
+    calls.append(mc(branches + 1, [1, 2, 3, 10, 11, 12, 1000 + branches - 1], [13]))
+    return calls
+
+
+def test_an_over_branched_rollout_is_trained_with_its_reward_on_bounded_leaves() -> None:
+    # The red-team escape: 40 live branches made the rollout `filtered:over_branching`, so its 0 was
+    # never trained. Now it keeps its reward on max_live_leaves leaves, the harness's latest call
+    # (and with it c0, on its path) among them, and the 9 extra branches are reported dropped.
+    calls = _forks_off_the_latest_call(40)
+    rollout = Rollout(rollout_id="v", task_id="t", harness="h", group_id="g", reward=0.0, calls=calls)
+    tree = trace_rollout(rollout)
+    assert with_filter_status(rollout, tree) is rollout
+    assert tree.filter_reason is None and tree.stats["filter_reason"] is None
+    assert [c.dead for c in tree.calls] == [False] * 42
+    kept = [c.call_id for c in tree.calls if c.kept]
+    assert kept == ["c0", *(f"c{k}" for k in range(1, 32)), "c41"]
+    assert [(c.call_id, c.reason) for c in tree.calls if not c.kept] == [
+        (f"c{k}", "over_branching") for k in range(32, 41)
+    ]
+    latest = tree.calls[-1].end_node
+    assert latest in tree.kept_leaves and len(tree.kept_leaves) == TraceConfig().max_live_leaves == 32
+    assert (tree.stats["live_leaves"], tree.stats["over_branching_dropped"]) == (32, 9)
+    sample = tree.to_sample()
+    assert (sample.rollout_id, sample.reward, len(sample.paths)) == ("v", 0.0, 32)
+    assert [sample.nodes[n].tokens for n in sample.paths[-1]] == [[1, 2, 3, 10, 11], [12, 1039, 13]]
+    assert aggregate_stats([tree.stats])["filtered"] == {}
 
 
 def test_identical_duplicate_calls_merge() -> None:
@@ -356,7 +405,8 @@ def test_trace_rollout_and_aggregate_stats() -> None:
     assert agg["tokens_unique"] == 18 + 4
     assert agg["ratio_per_call_to_unique"] == 35 / 22
     t3 = build_trace(_moving_tail(), TraceConfig(max_live_leaves=1))
-    assert aggregate_stats([t1.stats, t3.stats])["filtered"] == {"over_branching": 1}
+    with_t3 = aggregate_stats([t1.stats, t3.stats])
+    assert (with_t3["filtered"], with_t3["over_branching_dropped"], with_t3["live_leaves"]) == ({}, 2, 4)
     assert agg["segments_by_kind"] == {"main": 2} and agg["rollouts_with_segment"] == {"main": 2}
 
 

@@ -123,21 +123,29 @@ def test_tree_invariants(
     assert s["tokens_paths"] == sum(len(sample.nodes[n].tokens) for p in sample.paths for n in p)
     assert s["live_leaves"] == len(sample.paths)
 
-    # Filters: dead calls are unconsumed leaves; the kept leaves are kept calls' ends; the threshold holds.
+    # Filters: dead calls are unconsumed leaves; the kept leaves are kept calls' ends; the bound holds,
+    # and a rollout is dropped whole only when nothing is kept (over-branching drops calls, never it).
+    kinds = {"main"} | ({"compaction_request", "compacted"} if keep_compaction else set())
+    kinds |= {"subagent"} if keep_subagents else set()
+    eligible = [c for c in tree.calls if c.kind in kinds and not c.dead]
     for info in tree.calls:
         if info.dead:
-            assert info.leaf and not info.kept and info.reason in ("dead_leaf", "over_branching")
+            assert info.leaf and not info.kept and info.reason == "dead_leaf"
             assert not tree.nodes[info.end_node].kept
         if info.kept:
             assert info.output_len > 0 and info.kind != "replay" and not info.dead
+    for info in eligible:
+        assert info.kept or info.reason == "over_branching"
+        if info.reason == "over_branching":  # it would have added a leaf past a full bound
+            assert not tree.nodes[info.end_node].kept and len(tree.kept_leaves) == max_live
+    thread = [c for c in eligible if c.kind in ("main", "compacted")]
+    if thread:
+        assert thread[-1].kept, "the latest main-thread call is always kept"
+    assert s["over_branching_dropped"] == sum(1 for c in tree.calls if c.reason == "over_branching")
     ends_of_kept = {c.end_node for c in tree.calls if c.kept}
     assert set(tree.kept_leaves) <= ends_of_kept
-    if tree.filter_reason is None:
-        assert 1 <= len(tree.kept_leaves) <= max_live
+    if eligible:
+        assert tree.filter_reason is None and 1 <= len(tree.kept_leaves) <= max_live
     else:
         assert not any(n.kept for n in tree.nodes) and sample.paths == []
-        assert tree.filter_reason == (
-            "over_branching"
-            if tree.calls and any(c.reason == "over_branching" for c in tree.calls)
-            else "no_trainable_calls"
-        )
+        assert tree.filter_reason == "no_trainable_calls"

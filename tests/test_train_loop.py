@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 import torch
+from pydantic import ValidationError
 from support import small_train_config
 from test_train_engine import two_call_rollout  # the same two calls, on Qwen3 token ids
 
-from harnessrl.config import Config, ConfigError
+from harnessrl.config import Config, ConfigError, TraceConfig
 from harnessrl.engines import build_engine
 from harnessrl.engines.hf import HFEngine
 from harnessrl.formats.rollout_dir import rollout_step
@@ -239,9 +240,18 @@ def test_collect_trees_counts_every_rollout_and_keeps_only_ok_trees() -> None:
     (kept,) = batch.trees
     assert (kept.sample.rollout_id, kept.harness, kept.label) == ("a", "h", "ok")
     assert kept.stats["model_tokens_kept"] == 3 and kept.stats["tokens_unique"] == 7
-    strict = cfg.model_copy(update={"trace": cfg.trace.model_copy(update={"max_live_leaves": 0})})
-    dropped = collect_trees([ok], strict)
-    assert dropped.labels == {"filtered:over_branching": 1} and dropped.samples == []
+    # Over the leaf bound a rollout is still trained with its reward (never `filtered:over_branching`):
+    # the latest call's path is kept, the extra branch dropped and counted.
+    failed = ok.model_copy(update={"rollout_id": "e", "reward": 0.0})
+    failed.calls = [*ok.calls, _call("e", 2, [1, 2, 3, 4, 5, 9, 7], [8])]  # a branch carrying a-1's output
+    strict = cfg.model_copy(update={"trace": cfg.trace.model_copy(update={"max_live_leaves": 1})})
+    bounded = collect_trees([failed], strict)
+    assert bounded.labels == {"ok": 1}
+    (tree,) = bounded.trees
+    assert (tree.sample.reward, len(tree.sample.paths), tree.stats["over_branching_dropped"]) == (0.0, 1, 1)
+    assert [n.tokens for n in tree.sample.nodes] == [[1, 2, 3, 4, 5], [9, 7, 8]]
+    with pytest.raises(ValidationError):
+        TraceConfig(max_live_leaves=0)
 
 
 async def test_ppo_trains_where_grpo_has_no_signal(tmp_path: Path) -> None:

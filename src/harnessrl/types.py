@@ -312,7 +312,7 @@ class Rollout(BaseModel):
     reward_detail: dict[str, Any] = Field(default_factory=dict)
     status: RolloutStatus = RolloutStatus.OK
     status_reason: str = ""
-    """Human-readable reason; for FILTERED, the filter name (e.g. over_branching)."""
+    """Human-readable reason; for FILTERED, the filter name (e.g. no_trainable_calls, stale)."""
     fault: Literal["", "policy", "infra"] = ""
     """Who caused a failure. `policy`: anything the agent's code, its requests or its workspace
     could have caused (a timeout, the harness failing after talking to the model, the sandbox dying

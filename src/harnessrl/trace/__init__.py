@@ -4,7 +4,7 @@
     tree = trace_rollout(rollout, cfg.trace)     # TraceTree: every node, kept or dropped, and why
     sample = tree.to_sample()                    # TreeSample for rl/ (no nodes if tree.filter_reason)
     tree.stats                                   # per-rollout counts; aggregate_stats([...]) for many
-    rollout = with_filter_status(rollout, tree)  # status filtered:over_branching when dropped whole
+    rollout = with_filter_status(rollout, tree)  # filtered:no_trainable_calls when nothing is kept
 
 No torch here: records in, plain lists out.
 """

@@ -7,8 +7,18 @@ Stages, in order: sort calls by arrival (`index`, then `started_at`); pick the m
 each call into the radix trie (replays insert their output as environment tokens: it was not sampled
 for that prompt) and classify main-group calls as main or compacted as they arrive; mark leaves
 alive or dead (after `segments.find_segments` attributed each call to the main trajectory, a
-compaction or a sub-agent); choose the kept calls (by kind and `TraceConfig`); keep the nodes on their paths;
-drop the whole rollout when its kept leaves exceed `max_live_leaves`; emit nodes parents-first.
+compaction or a sub-agent); choose the kept calls (by kind and `TraceConfig`) and keep the nodes on
+their paths, at most `max_live_leaves` leaves of them; emit nodes parents-first.
+
+**Over-branching.** The bound keeps a tree's packed size in check (every kept leaf is a path the
+trainer forwards and a branch of its attention mask). Over it, the rollout is still trained with its
+reward: its calls claim leaves in order, the latest main-thread call first (so the harness's own
+trajectory, its whole root path, is always kept), then the other main-thread calls, then the rest,
+each in call order; a call ending on a kept path or extending a kept leaf costs none, and each call
+that would add a leaf past the bound is dropped alone (`over_branching`, counted in
+`stats["over_branching_dropped"]`). It used to drop the rollout whole: code in the sandbox, which can
+call the model through the rollout's own session, made 33+ branches to take an honest 0 out of
+training. Only a rollout with no kept call at all is dropped whole (`no_trainable_calls`).
 """
 
 from __future__ import annotations
@@ -74,22 +84,61 @@ def _insert_all(records: list[ModelCall], trie: PrefixTrie, main_key: str) -> li
 
 
 def _keep(trie: PrefixTrie, calls: list[TraceCall], cfg: TraceConfig) -> set[int]:
-    """Choose kept calls; return the trie ids of the nodes on their paths."""
+    """Choose kept calls, at most `max_live_leaves` leaves of them (`_bounded`); return the trie ids
+    of the nodes on their paths."""
     kept_kinds: set[str] = {"main"}
     if cfg.keep_compaction:
         kept_kinds |= {"compaction_request", "compacted"}
     if cfg.keep_subagents:
         kept_kinds.add("subagent")
-    kept: set[int] = set()
+    chosen: list[int] = []
     for i, call in enumerate(calls):
         if call.kind in kept_kinds and not call.dead:
-            call.kept = True
-            node: TrieNode | None = trie.call_end[i]
-            while node is not None and node.nid >= 0 and node.nid not in kept:
-                kept.add(node.nid)
-                node = node.parent
+            chosen.append(i)
         else:
             call.reason = "dead_leaf" if call.dead else _KIND_REASON.get(call.kind, "empty_output")
+    return _bounded(trie, calls, _priority(calls, chosen), cfg.max_live_leaves)
+
+
+def _priority(calls: list[TraceCall], chosen: list[int]) -> list[int]:
+    """`chosen` in the order they claim a leaf: the latest main-thread call (the harness's own
+    trajectory: its whole path comes with it), then the other main-thread calls, then the rest, each
+    in call order. The policy's sandbox code can add calls of the main thread's group, but cannot push
+    out the harness's latest call (nor, so, the path that led to it)."""
+    thread = [i for i in chosen if calls[i].kind in ("main", "compacted")]
+    first = thread[-1:] or chosen[-1:]
+    on_thread = set(thread)
+    rest = [i for i in thread if i not in first] + [
+        i for i in chosen if i not in on_thread and i not in first
+    ]
+    return first + rest
+
+
+def _bounded(trie: PrefixTrie, calls: list[TraceCall], order: list[int], limit: int) -> set[int]:
+    """Keep calls in `order` while the kept nodes have at most `limit` leaves; mark each call that
+    would add a leaf past it dropped (`over_branching`). A call ending on a kept path, or extending
+    a kept leaf, adds none. Returns the trie ids of the kept nodes."""
+    kept: set[int] = set()
+    kept_children: dict[int, int] = {}
+    leaves = 0
+    for i in order:
+        call = calls[i]
+        fresh: list[TrieNode] = []
+        node: TrieNode | None = trie.call_end[i]
+        while node is not None and node.nid >= 0 and node.nid not in kept:
+            fresh.append(node)
+            node = node.parent
+        if fresh:  # they hang under `node`: a kept node, or the implicit root (a new root of the forest)
+            extends_leaf = node is not None and node.nid >= 0 and kept_children.get(node.nid, 0) == 0
+            if not extends_leaf and leaves >= limit:
+                call.reason = "over_branching"
+                continue
+            leaves += 0 if extends_leaf else 1
+            for n in fresh:
+                kept.add(n.nid)
+                if n.parent is not None:
+                    kept_children[n.parent.nid] = kept_children.get(n.parent.nid, 0) + 1
+        call.kept = True
     return kept
 
 
@@ -110,17 +159,8 @@ def build_trace(
     segments = find_segments(trie, ordered, calls)
     dead = {n.nid for n in mark_leaves(trie, ordered, calls)}
     kept = _keep(trie, calls, cfg)
-    inner = {p.nid for k in kept if (p := trie.nodes[k].parent) is not None}
-    kept_leaves = [n.nid for n in trie.nodes if n.nid in kept and n.nid not in inner]
-    filter_reason: DropReason | None = None
-    if not kept_leaves:
-        filter_reason = "no_trainable_calls"
-    elif len(kept_leaves) > cfg.max_live_leaves:
-        filter_reason = "over_branching"
-        for call in calls:
-            if call.kept:
-                call.kept, call.reason = False, "over_branching"
-    tree = _emit(trie, calls, kept if filter_reason is None else set(), dead)
+    filter_reason: DropReason | None = None if kept else "no_trainable_calls"
+    tree = _emit(trie, calls, kept, dead)
     tree.rollout_id = rollout_id if rollout_id is not None else (ordered[0].rollout_id if ordered else "")
     tree.group_id = group_id
     tree.reward = reward

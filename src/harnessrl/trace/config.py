@@ -6,14 +6,18 @@ pydantic, `Section` and other section modules, so `harnessrl.config` never impor
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from harnessrl.config_section import Section
 
 
 class TraceConfig(Section):
     """How a rollout's model calls become trained trajectories (see `harnessrl.trace`)."""
 
-    max_live_leaves: int = 32
-    """A rollout with more kept live leaves than this is dropped whole (filtered:over_branching)."""
+    max_live_leaves: int = Field(default=32, ge=1)
+    """At most this many kept (live) leaves per rollout tree, which bounds its packed size: past it,
+    the calls that would add a leaf are dropped (`over_branching`), the latest main-thread call's path
+    always kept, and the rollout is still trained with its reward (never dropped whole)."""
     keep_compaction: bool = False
     """Keep summary requests and the main thread after a compaction restart as their own trajectories
     (SFT, `harnessrl tree`; RL follows `train.segments`)."""

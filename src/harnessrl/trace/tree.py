@@ -128,7 +128,8 @@ class TraceTree:
     dead_leaves: list[int]
     """Node ids of leaves dropped as dead."""
     filter_reason: DropReason | None = None
-    """Set when the whole rollout is dropped (over_branching, no_trainable_calls)."""
+    """Set when the whole rollout is dropped: only `no_trainable_calls` (over-branching drops calls,
+    never the rollout)."""
     stats: dict[str, Any] = field(default_factory=dict)
     segments: list[Segment] = field(default_factory=list)
     """Main trajectory, compactions and sub-agents, in order of their first call."""

@@ -77,10 +77,13 @@ def summary_lines(tree: TraceTree) -> list[str]:
     """Header lines: rollout, reward, filter, leaves and the three token counts."""
     s = tree.stats
     filt = f"  FILTERED: {tree.filter_reason}" if tree.filter_reason else ""
+    over = s.get("over_branching_dropped", 0)
+    over_text = f"  over-branching dropped {over}" if over else ""
     return [
         f"rollout {tree.rollout_id}  reward {tree.reward}  calls {s['calls']} {s['calls_by_kind']}{filt}",
         f"nodes {s['nodes']} (kept {s['kept_nodes']})  live leaves {s['live_leaves']}  dead leaves "
-        f"{s['dead_leaves']}  retokenized {s['retokenized']}  merged duplicates {s['merged_duplicates']}",
+        f"{s['dead_leaves']}{over_text}  retokenized {s['retokenized']}"
+        f"  merged duplicates {s['merged_duplicates']}",
         f"tokens: per-call {s['tokens_per_call']}  paths {s['tokens_paths']}  unique {s['tokens_unique']}"
         f"  (per-call/unique {s['ratio_per_call_to_unique']:.2f},"
         f" paths/unique {s['ratio_paths_to_unique']:.2f})",

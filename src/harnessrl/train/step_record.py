@@ -24,6 +24,7 @@ TREE_KEYS = (
     "retokenized",
     "live_leaves",
     "dead_leaves",
+    "over_branching_dropped",
     "tokens_per_call",
     "tokens_paths",
     "tokens_unique",
