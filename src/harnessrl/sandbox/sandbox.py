@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from harnessrl.sandbox import bwrap, identity, overlay, seccomp
+from harnessrl.sandbox import bwrap, identity, layout, overlay, seccomp
 from harnessrl.sandbox.cgroups import SandboxCgroup, attach_agent
 from harnessrl.sandbox.folders import (
     AGENT_FILE,
@@ -148,25 +148,15 @@ class Sandbox:
         self._finalizer = weakref.finalize(
             self, _teardown, None, self.root, self.tmpfs, None, self.lease, self._held
         )
-        (self.root / "owner").write_text(str(os.getpid()))
-        for sub in ("home", "tmp", "sock"):
-            (self.root / sub).mkdir()
-        image = self.spec.image_root is not None
-        for name, text in () if image else bwrap.etc_files(self.spec.home_dir).items():
-            (self.root / name).write_text(text)
         uid = self.lease.uid
-        if self.spec.workspace is None and not image:
-            self.host_workspace.mkdir()
-            os.chown(self.host_workspace, uid, uid)
-        for sub in ("home", "tmp"):
-            os.chown(self.root / sub, uid, uid)
-        for i, inside in enumerate(self.spec.out_dirs):  # bound at `inside` (bwrap.build_argv)
-            (self.root / f"out-{i}").mkdir(mode=0o700)
-            os.chown(self.root / f"out-{i}", uid, uid)
-            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-            self._out_fds[inside] = os.open(self.root / f"out-{i}", flags)
-        self.rw_sources = {p: self._reachable(p, f"rw-{i}") for i, p in enumerate(self.spec.rw_binds)}
-        self._hold_ro_mounts()
+        image = self.spec.image_root is not None
+        self._out_fds = layout.make_folders(self.root, self.spec, uid, self.host_workspace)
+        self.rw_sources = {
+            p: layout.reachable_in(self.root, self.tmpfs, p, f"rw-{i}")
+            for i, p in enumerate(self.spec.rw_binds)
+        }
+        if self.isolated:
+            self._held += layout.hold_ro_mounts(self.spec, self.root, self.tmpfs, self.ro_sources)
         if image:
             merged = overlay.prepare_root(self.root, self.spec, uid, self.isolated and self.tmpfs, self.id)
             if self.spec.workspace is None:
@@ -177,45 +167,7 @@ class Sandbox:
         self.host_workspace.mkdir(parents=True, exist_ok=True)
         if identity.drops_privileges():
             identity.chown_tree(self.host_workspace, uid)
-        return self._reachable(self.host_workspace, "ws")
-
-    def _hold_ro_mounts(self) -> None:
-        """Bind each source of `spec.ro_mounts` the sandbox uid cannot reach for this sandbox only:
-        they are the per-verification folders (a checker's copy, Harbor's tests, /solution), each a
-        fresh temporary folder, whose process-wide staging binds stayed until the process exited
-        (one host mount per verification, each slowing every later sandbox start) and left the
-        hidden tests readable by any local user through the 0711 staging folder while they ran.
-        In its tmpfs (a folder only its uid may pass, gone with the tmpfs's lazy unmount); without
-        one, a hold on a process-wide staging bind (`identity.staged(held=True)`), released at
-        teardown. `ro_binds` are the stable caches, staged once per process."""
-        if not self.isolated or not identity.drops_privileges():
-            return
-        base = self.root.parent
-        for i, (source, _) in enumerate(self.spec.ro_mounts):
-            resolved = source.resolve()
-            if source in self.ro_sources or identity.reachable_by_others(resolved):
-                continue
-            if self.tmpfs:
-                self.ro_sources[source] = self.root / f"ro-{i}"
-                identity.bind_reachable(resolved, self.ro_sources[source])
-            else:
-                self.ro_sources[source] = identity.staged(resolved, base, held=True)
-                self._held.append((resolved, base))
-
-    def _reachable(self, path: Path, name: str) -> Path:
-        """`path`, or a bind of it in this sandbox's tmpfs when the sandbox uid cannot enter it (it
-        goes with the tmpfs's lazy unmount)."""
-        if not identity.drops_privileges() or identity.reachable_by_others(path):
-            return path
-        if not self.tmpfs:
-            raise SandboxError(
-                f"{path} is under a folder the sandbox uid cannot enter, and this process may not "
-                "bind-mount it; use a folder whose parents are all o+x"
-            )
-        stage = self.root / name
-        stage.mkdir()
-        identity.bind_mount(path, stage)
-        return stage
+        return layout.reachable_in(self.root, self.tmpfs, self.host_workspace, "ws")
 
     async def _start_forwarder(self) -> None:
         """The model endpoint as a unix socket in the sandbox's private `sock/` folder (isolated only)."""
