@@ -489,6 +489,33 @@ def test_one_rollout_cannot_fill_the_engine_with_calls() -> None:
         server.stop()
 
 
+@pytest.mark.security
+def test_a_rollouts_recorded_tokens_are_bounded() -> None:
+    """Every recorded call keeps its whole prompt, and a re-sent body is a replay (no engine work):
+    one rollout's commands re-sending a 250k-token body grew the proxy by 2 GB and its journal by
+    715 MB in 20 s. Past `proxy.max_rollout_tokens` its calls get a 400 (recorded nothing more);
+    another rollout's still go through."""
+    server = scripted_proxy(["done"], config=ProxyConfig(max_rollout_tokens=60)).start()
+    try:
+        sessions = server.server.deps.sessions
+        greedy, other = sessions.open("greedy"), sessions.open("other")
+        codes = [httpx.post(greedy.base_url + "/v1/messages", json=ANTHROPIC, timeout=60) for _ in range(6)]
+        statuses = [r.status_code for r in codes]
+        held = sessions._by_rollout["greedy"]
+        calls = len(held.calls)
+        assert 0 < calls < 6 and statuses == [200] * calls + [400] * (6 - calls)
+        per_call = held.recorded_tokens // calls  # the same body each time
+        assert held.recorded_tokens - per_call < 60 <= held.recorded_tokens  # the last began under it
+        message = codes[-1].json()["error"]["message"]
+        assert message == (
+            f"this rollout's {calls} recorded calls hold {held.recorded_tokens} tokens "
+            "(proxy.max_rollout_tokens is 60): no further calls"
+        )
+        assert httpx.post(other.base_url + "/v1/messages", json=ANTHROPIC, timeout=60).status_code == 200
+    finally:
+        server.stop()
+
+
 def test_only_a_lone_surrogate_is_refused() -> None:
     """An escaped pair (an emoji from a client that escapes non-ASCII) is one character and passes
     without re-encoding the body; a half alone, high or low, is a 400."""

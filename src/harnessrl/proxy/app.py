@@ -174,6 +174,10 @@ class ProxyApp:
         dialect = endpoint.dialect
         if endpoint.count_tokens is not None:
             return json_response(endpoint.count_tokens(await self.count_tokens(dialect, raw, headers)))
+        budget = self.deps.config.max_rollout_tokens
+        if budget is not None and session.recorded_tokens >= budget:
+            held = f"this rollout's {len(session.calls)} recorded calls hold {session.recorded_tokens} tokens"
+            raise RequestError(f"{held} (proxy.max_rollout_tokens is {budget}): no further calls")
         limit = self.deps.config.max_calls_in_flight
         if limit is not None and len(session.in_flight) >= limit:
             busy = f"{len(session.in_flight)} calls of this rollout are generating"

@@ -55,6 +55,11 @@ class ProxyConfig(Section):
     """Model calls of one rollout generating at once; more get 429 (the harness's client retries).
     The engine's batch is shared by every rollout: one rollout's commands could otherwise fill it
     with long generations and starve the others (None = no cap)."""
+    max_rollout_tokens: int | None = Field(default=32_000_000, ge=1)
+    """Prompt and output tokens one rollout's recorded calls may hold; once they do, its further calls
+    get a 400 (its harness stops or fails: the rollout is scored as it stands). Each recorded call
+    keeps its whole prompt, and a re-sent body is answered by replay at no engine cost, so a rollout's
+    commands could otherwise grow the proxy by gigabytes a minute (None = no cap)."""
     keepalive_s: float = 2.0
     """Interval of SSE keep-alives while generating (must stay under 3 s)."""
     capture_dir: str | None = None

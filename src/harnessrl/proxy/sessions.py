@@ -101,6 +101,8 @@ class Session:
     """call_id -> how to record that call as partial, for calls generating right now (see `close`)."""
     watchers: list[Callable[[ModelCall], None]] = field(default_factory=list)
     """Called with every call recorded while the session is open (`SessionStore.watch`)."""
+    recorded_tokens: int = 0
+    """Prompt and output tokens of the calls recorded so far (`proxy.max_rollout_tokens`)."""
 
     def claim_index(self) -> int:
         """The next call index, in order of arrival."""
@@ -115,6 +117,7 @@ class Session:
             )
         self.in_flight.pop(call.call_id, None)
         self.calls.append(call)
+        self.recorded_tokens += len(call.prompt_ids) + len(call.output_ids)
         self._journal(call)
         if not self.closed:
             for fn in self.watchers:
