@@ -144,7 +144,7 @@ def build_argv(
     system folders); `fd_socket` the descriptor (inherited) the agent receives output descriptors
     on; `seccomp_fd` one holding the BPF program, or None; `rw_sources` the folder to bind for each
     of `spec.rw_binds` (a per-sandbox staging bind), `ro_sources` for each source of
-    `spec.ro_mounts` (`Sandbox._hold_ro_mounts`)
+    `spec.ro_mounts` (`layout.hold_ro_mounts`).
     """
     bwrap = bwrap_path()
     if bwrap is None:
