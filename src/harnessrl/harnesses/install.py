@@ -49,7 +49,7 @@ from harnessrl.cache import cache_root
 from harnessrl.harnesses import lockfiles
 from harnessrl.harnesses.confine import install_env, reachable, run_as, run_in_sandbox, seal, unprivileged
 from harnessrl.harnesses.lockfiles import Interpreter
-from harnessrl.sandbox.fscopy import remove_tree
+from harnessrl.sandbox.fscopy import remove_tree, write_new
 from harnessrl.sandbox.sandbox import SYSTEM_PATH
 from harnessrl.types import HarnessError
 
@@ -112,12 +112,7 @@ def _write_marker(target: Path) -> None:
         pass
     else:
         remove_tree(path) if stat.S_ISDIR(st.st_mode) else path.unlink()
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(path, flags, 0o644)
-    try:
-        os.write(fd, b"installed\n")
-    finally:
-        os.close(fd)
+    write_new(path, b"installed\n")
 
 
 def installed_folder(harness: Harness, cache: Path | None = None) -> Path | None:

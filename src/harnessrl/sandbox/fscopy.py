@@ -107,6 +107,19 @@ def link_stays_inside(rel_dir: str, target: str) -> bool:
     return ups <= depth
 
 
+def write_new(path: Path, data: bytes, *, uid: int | None = None) -> None:
+    """Write `data` to `path` as a new regular file (0644, owned by `uid` when given): created
+    exclusively and never through a link, so nothing an untrusted tree left at that name (a link to
+    a host file, a FIFO) is written through or blocked on: FileExistsError instead."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, data)
+        if uid is not None:
+            os.fchown(fd, uid, uid)
+    finally:
+        os.close(fd)
+
+
 def _copy_file(src_fd: int, dst: Path, size: int, mode: int, budget: int) -> int:
     """Copy the data extents of an open regular file (holes stay holes); returns bytes copied.
     Raises OverflowError when the data exceeds `budget`."""

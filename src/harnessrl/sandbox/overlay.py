@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harnessrl.sandbox import bwrap, identity
-from harnessrl.sandbox.fscopy import TreeReport, copy_untrusted
+from harnessrl.sandbox.fscopy import TreeReport, copy_untrusted, write_new
 from harnessrl.sandbox.spec import SandboxSpec
 from harnessrl.types import SandboxError
 
@@ -134,15 +134,6 @@ def idmapped_clone(source: Path, target: Path, uid: int) -> None:
         os.close(fd)
 
 
-def _write_owned(path: Path, text: str, uid: int) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    try:
-        os.write(fd, text.encode())
-        os.fchown(fd, uid, uid)
-    finally:
-        os.close(fd)
-
-
 def mount_image_root(
     root: Path, lowers: Sequence[Path], uid: int, etc: Mapping[str, str], workdir: str
 ) -> Path:
@@ -158,7 +149,7 @@ def mount_image_root(
     (upper / "etc").mkdir(mode=0o755)
     os.chown(upper / "etc", uid, uid)
     for name, text in etc.items():
-        _write_owned(upper / "etc" / name, text, uid)
+        write_new(upper / "etc" / name, text.encode(), uid=uid)
     clones = []
     for i, lower in enumerate(lowers):
         clone = root / f"lower-{i}"
