@@ -291,10 +291,7 @@ def release_staged(source: Path, base: Path) -> None:
         _holds.pop(key, None)
         if left < 0 or key in _pinned or key not in _staged:
             return
-        target = _staged.pop(key)
-        unmount_all(target)
-        with contextlib.suppress(OSError):
-            target.rmdir() if target.is_dir() and not target.is_symlink() else target.unlink()
+        _remove_mount_point(_staged.pop(key))
 
 
 def _bind_staged(source: Path, base: Path) -> Path:
@@ -353,6 +350,13 @@ def unmount_all(target: Path) -> None:
             return
 
 
+def _remove_mount_point(target: Path) -> None:
+    """Take every bind off `target`, then remove it (the empty folder or file it was made as)."""
+    unmount_all(target)
+    with contextlib.suppress(OSError):
+        target.rmdir() if target.is_dir() and not target.is_symlink() else target.unlink()
+
+
 def unstage(base: Path) -> None:
     """Unmount this process's staged binds under `base` and forget them: call it before removing
     `base` (a recursive delete would go through a live bind into its source)."""
@@ -374,9 +378,7 @@ def remove_stage(folder: Path) -> None:
     except OSError:
         return
     for entry in entries:
-        unmount_all(entry)
-        with contextlib.suppress(OSError):
-            entry.rmdir() if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        _remove_mount_point(entry)
     try:
         if any(e.name != "owner" for e in folder.iterdir()):
             return

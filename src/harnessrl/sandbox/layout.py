@@ -53,10 +53,8 @@ def reachable_in(root: Path, tmpfs: bool, path: Path, name: str) -> Path:
             f"{path} is under a folder the sandbox uid cannot enter, and this process may not "
             "bind-mount it; use a folder whose parents are all o+x"
         )
-    stage = root / name
-    stage.mkdir()
-    identity.bind_mount(path, stage)
-    return stage
+    identity.bind_reachable(path, root / name)
+    return root / name
 
 
 def hold_ro_mounts(
