@@ -61,6 +61,17 @@ def best_time(fn: Callable[[], None], repeats: int) -> float:
     return min(times)
 
 
+def model_args(ap: argparse.ArgumentParser, *, hidden: int, layers: int, vocab: int, threads: int) -> None:
+    """The options this benchmark and `train_step.py` share: the tiny random Qwen3's size (when no
+    `--model` is given), `--repeats` (the best of how many runs), torch `--threads` and the `--seed`."""
+    ap.add_argument("--hidden", type=int, default=hidden)
+    ap.add_argument("--layers", type=int, default=layers)
+    ap.add_argument("--vocab", type=int, default=vocab)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=threads)
+    ap.add_argument("--seed", type=int, default=0)
+
+
 def pair_ratio(layout: TreeLayout) -> float:
     """Attention (query, key) pairs path by path (causal: L(L+1)/2 a path) over those of the tree
     (each token attends its depth + 1 ancestors): the bound on the attention part's speed-up."""
@@ -107,12 +118,7 @@ def main() -> None:
     ap.add_argument("--leaves", type=int, nargs="+", default=[4, 8, 16, 32])
     ap.add_argument("--prefix", type=int, default=512, help="shared prefix tokens (system prompt, tools)")
     ap.add_argument("--turn-tokens", type=int, nargs=2, default=[4, 16], help="min/max tool and model tokens")
-    ap.add_argument("--hidden", type=int, default=128)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--vocab", type=int, default=1024)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
+    model_args(ap, hidden=128, layers=2, vocab=1024, threads=1)
     ap.add_argument(
         "--model", default=None, help="a local HF checkpoint folder instead of a tiny random model"
     )

@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 import torch
+from packing import model_args
 
 from harnessrl.config import LossConfig, TrainerConfig
 from harnessrl.engines.models import load_model
@@ -78,12 +79,7 @@ def main() -> None:
     ap.add_argument("--tool", type=int, default=40, help="tool-output tokens between calls")
     ap.add_argument("--budget", type=int, default=1024, help="trainer.token_budget (the quickstart's)")
     ap.add_argument("--model", default="", help="a model folder or `default` (SmolLM2-135M); default: tiny")
-    ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--vocab", type=int, default=2048)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
+    model_args(ap, hidden=256, layers=4, vocab=2048, threads=2)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     model = model_of(args)
