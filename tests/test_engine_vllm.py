@@ -10,6 +10,7 @@ stop tokens, prefix caching, server mode and in-place weight updates:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import time
@@ -29,7 +30,7 @@ from harnessrl.config import EngineConfig, VLLMConfig
 from harnessrl.engines import build_engine
 from harnessrl.engines.vllm import VLLMEngine, completion_body, parse_completion, write_safetensors
 from harnessrl.engines.vllm_server import ServerSpec, VLLMServer, default_vllm_python, free_port
-from harnessrl.protocols import Engine, SamplingParams
+from harnessrl.protocols import Engine, GenerationResult, SamplingParams
 from harnessrl.types import EngineError
 
 # ------------------------------------------------------------------ default run: no vLLM needed
@@ -62,6 +63,15 @@ def response(ids: list[int], lps: list[float], reason: str | None, cached: int |
     usage = {"prompt_tokens": 3, "prompt_tokens_details": {"cached_tokens": cached}}
     choice = {"token_ids": ids, "logprobs": {"token_logprobs": lps}, "finish_reason": reason}
     return {"choices": [choice], "usage": usage}
+
+
+@contextlib.asynccontextmanager
+async def closing(engine: Engine) -> AsyncIterator[None]:
+    """Closes `engine` when the block ends, however it ends."""
+    try:
+        yield
+    finally:
+        await engine.close()
 
 
 def test_parse_completion() -> None:
@@ -197,7 +207,7 @@ async def test_weight_update_waits_for_calls_in_flight_and_holds_new_ones(
 ) -> None:
     log, url = endpoints
     engine = VLLMEngine(url, None, model_name="served-name")
-    try:
+    async with closing(engine):
         first = asyncio.create_task(engine.generate([1, 2], SamplingParams(max_tokens=7)))
         assert await asyncio.to_thread(log.held.wait, 30)
         update = asyncio.create_task(engine.update_weights({"w": torch.ones(2), "b": torch.zeros(1)}))
@@ -218,8 +228,6 @@ async def test_weight_update_waits_for_calls_in_flight_and_holds_new_ones(
         assert (a.output_ids, a.output_logprobs, a.finish_reason) == ([5], [-0.5], "length")
         weights_dir = engine.weights_dir
         assert sorted(p.name for p in weights_dir.iterdir()) == ["v1"]
-    finally:
-        await engine.close()
     assert not weights_dir.exists()  # the engine made it, the engine removes it
     with pytest.raises(EngineError, match="engine is closed"):
         await engine.generate([1], SamplingParams())
@@ -261,20 +269,26 @@ def chat(tok: Any, text: str) -> list[int]:
     return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
 
+def assert_trainer_logprobs(model: Any, prompt: list[int], res: GenerationResult, temperature: float) -> None:
+    """vLLM's log-probs of `res` are the trainer's recomputation (teacher-forced on `model` at
+    `temperature`) to within 2e-3 at every token."""
+    from harnessrl.engines.models import teacher_force_logprobs
+
+    ref = teacher_force_logprobs(model, prompt, res.output_ids, temperature)
+    diff = max(abs(a - b) for a, b in zip(res.output_logprobs, ref, strict=True))
+    assert diff < 2e-3, (temperature, diff)
+
+
 @pytest.fixture
 async def engine(server: VLLMServer, smol: tuple[Path, Any, Any]) -> AsyncIterator[VLLMEngine]:
     """An engine on the module's server (it does not own the server), closed after the test."""
     engine = VLLMEngine(server.url, smol[2], max_context=2048)
-    try:
+    async with closing(engine):
         yield engine
-    finally:
-        await engine.close()
 
 
 @pytest.mark.vllm
 async def test_generation_from_ids_with_trainer_logprobs(engine: VLLMEngine, smol: Any) -> None:
-    from harnessrl.engines.models import teacher_force_logprobs
-
     _, model, tok = smol
     prompt = chat(tok, "Name three colours.")
     for temp in (1.0, 0.7, 0.0):
@@ -282,9 +296,7 @@ async def test_generation_from_ids_with_trainer_logprobs(engine: VLLMEngine, smo
         assert len(res.output_ids) == len(res.output_logprobs) == 24 and res.finish_reason == "length"
         again = await engine.generate(prompt, SamplingParams(temperature=temp, max_tokens=24, seed=5))
         assert again.output_ids == res.output_ids  # same seed, same draw
-        ref = teacher_force_logprobs(model, prompt, res.output_ids, temp)
-        diff = [abs(a - b) for a, b in zip(res.output_logprobs, ref, strict=True)]
-        assert max(diff) < 2e-3, (temp, max(diff))
+        assert_trainer_logprobs(model, prompt, res, temp)
     assert res.meta["weights_version"] == 0 and res.meta["prompt_tokens"] == len(prompt)
 
 
@@ -311,19 +323,15 @@ async def test_prefix_cache_and_server_mode(server: VLLMServer, smol: Any) -> No
     engine = build_engine(cfg)  # server mode: the same server, found by URL, model name from /v1/models
     assert isinstance(engine, VLLMEngine) and engine.model_name == "policy"
     prompt = chat(tok, "Summarise this. " + "The quick brown fox jumps over the lazy dog. " * 60)
-    try:
+    async with closing(engine):
         a = await engine.generate(prompt, SamplingParams(max_tokens=4, seed=1))
         b = await engine.generate([*prompt, 28], SamplingParams(max_tokens=4, seed=1))
         assert len(prompt) > 600 and b.meta["cached_tokens"] > 0
         assert a.meta["cached_tokens"] <= b.meta["cached_tokens"] <= len(prompt)
-    finally:
-        await engine.close()
 
 
 @pytest.mark.vllm
 async def test_update_weights_in_place(engine: VLLMEngine, smol: Any) -> None:
-    from harnessrl.engines.models import teacher_force_logprobs
-
     _, model, tok = smol
     prompt = chat(tok, "What is the capital of France?")
     greedy = SamplingParams(temperature=0.0, max_tokens=12)
@@ -336,8 +344,7 @@ async def test_update_weights_in_place(engine: VLLMEngine, smol: Any) -> None:
         assert engine.weights_version == 1 and after.meta["weights_version"] == 1
         assert after.output_ids != before.output_ids
         model.load_state_dict(changed)
-        ref = teacher_force_logprobs(model, prompt, after.output_ids, 1.0)
-        assert max(abs(a - b) for a, b in zip(after.output_logprobs, ref, strict=True)) < 2e-3
+        assert_trainer_logprobs(model, prompt, after, 1.0)
         await engine.update_weights(original)
         restored = await engine.generate(prompt, greedy)
         assert restored.output_ids == before.output_ids and restored.meta["weights_version"] == 2
@@ -366,8 +373,6 @@ def save_adapter(model: Any, folder: Path) -> Any:
 
 @pytest.mark.vllm
 async def test_lora_adapter_loaded_at_run_time(smol: Any, tmp_path: Path) -> None:
-    from harnessrl.engines.models import teacher_force_logprobs
-
     _, model, tok = smol
     if not default_vllm_python().is_file():
         pytest.fail(f"no vLLM environment at {default_vllm_python()}: run scripts/setup_vllm")
@@ -378,14 +383,11 @@ async def test_lora_adapter_loaded_at_run_time(smol: Any, tmp_path: Path) -> Non
     srv = engine.server
     prompt = chat(tok, "What is the capital of France?")
     greedy = SamplingParams(temperature=0.0, max_tokens=12)
-    try:
+    async with closing(engine):
         base = await engine.generate(prompt, greedy)
         await engine.load_lora_adapter("step-1", tmp_path / "adapter")
         tuned = await engine.generate(prompt, greedy)
         assert (engine.model_name, tuned.meta["weights_version"]) == ("step-1", 1)
         assert tuned.output_ids != base.output_ids
-        ref = teacher_force_logprobs(merged, prompt, tuned.output_ids, 1.0)
-        assert max(abs(a - b) for a, b in zip(tuned.output_logprobs, ref, strict=True)) < 2e-3
-    finally:
-        await engine.close()
+        assert_trainer_logprobs(merged, prompt, tuned, 1.0)
     assert srv.proc is None
