@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from pieced_text import pieced_text
 
 from harnessrl.chat.parse import ParsedOutput, parse_text, parse_tool_call
 from harnessrl.types import ChatMessage, ToolCall
@@ -112,25 +112,16 @@ def test_message_is_the_assistant_turn() -> None:
     )
 
 
-_PIECES = st.sampled_from(
-    [
-        "<think>",
-        "</think>",
-        "<tool_call>",
-        "</tool_call>",
-        '{"name": "f", "arguments": {}}',
-        "{",
-        "}",
-        "\n",
-        "x",
-    ]
-)
+_PIECES = [
+    "<think>", "</think>", "<tool_call>", "</tool_call>",
+    '{"name": "f", "arguments": {}}', "{", "}", "\n", "x",
+]  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(_PIECES, st.text(max_size=5)), max_size=12))
-def test_parse_never_raises_and_keeps_calls_well_formed(pieces: list[str]) -> None:
-    out = parse_text("".join(pieces))
+@given(pieced_text(_PIECES, other_chars=5, parts=12))
+def test_parse_never_raises_and_keeps_calls_well_formed(text: str) -> None:
+    out = parse_text(text)
     assert isinstance(out.text, str)
     for call in out.tool_calls:
         assert call.name and isinstance(call.arguments, dict)
