@@ -42,6 +42,9 @@ CONTEXT_WINDOW = 131072
 """The context window adapters declare to their harness unless option `context_window` says otherwise."""
 MAX_OUTPUT = 8192
 """The output cap an adapter that must declare one gives its model, unless option `max_tokens` is set."""
+KEY_ENV = "HARNESSRL_API_KEY"
+"""The environment variable an adapter hands the endpoint's key in when its harness's config can name
+a variable instead of holding the key."""
 
 
 class HarnessBase:

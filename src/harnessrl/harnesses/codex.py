@@ -10,12 +10,11 @@ temp folder inside its home). Left out: profiles, `codex login`, reasoning-effor
 from __future__ import annotations
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, toml_str, toml_table
+from harnessrl.harnesses.base import KEY_ENV, HarnessBase, toml_str, toml_table
 from harnessrl.harnesses.parsing import as_dict, as_text, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "0.171.0"
-KEY_ENV = "HARNESSRL_API_KEY"
 
 
 def config_toml(ctx: HarnessContext, model: str) -> str:

@@ -22,13 +22,19 @@ from __future__ import annotations
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, max_output, mcp_servers_json, option_modes
+from harnessrl.harnesses.base import (
+    KEY_ENV,
+    HarnessBase,
+    context_window,
+    max_output,
+    mcp_servers_json,
+    option_modes,
+)
 from harnessrl.harnesses.parsing import as_count, as_dict, as_text, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "1.64.0"
 SEMCONV = "@opentelemetry/semantic-conventions@1.43.0"
-KEY_ENV = "HARNESSRL_API_KEY"
 
 
 def command_code_providers(ctx: HarnessContext, model: str, api: str) -> dict[str, Any]:

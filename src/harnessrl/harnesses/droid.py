@@ -23,12 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, max_output, mcp_servers_json, option_modes
+from harnessrl.harnesses.base import (
+    KEY_ENV,
+    HarnessBase,
+    context_window,
+    max_output,
+    mcp_servers_json,
+    option_modes,
+)
 from harnessrl.harnesses.parsing import parse_result_event
 
 VERSION = "0.225.2"
 PLATFORM_PACKAGE = "@factory/cli-linux-x64"
-KEY_ENV = "HARNESSRL_API_KEY"
 
 
 def droid_settings(ctx: HarnessContext, model: str, provider: str) -> dict[str, Any]:

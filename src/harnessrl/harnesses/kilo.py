@@ -12,8 +12,8 @@ the daemon, the TUI, agents other than the default.
 from __future__ import annotations
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase
-from harnessrl.harnesses.opencode import KEY_ENV, opencode_config, parse_opencode_events
+from harnessrl.harnesses.base import KEY_ENV, HarnessBase
+from harnessrl.harnesses.opencode import opencode_config, parse_opencode_events
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "7.7.7"

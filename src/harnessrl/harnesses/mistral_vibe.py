@@ -12,11 +12,10 @@ model; telemetry, update checks, the model catalog, connectors and notifications
 from __future__ import annotations
 
 from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, toml_str, toml_table
+from harnessrl.harnesses.base import KEY_ENV, HarnessBase, context_window, toml_str, toml_table
 from harnessrl.harnesses.parsing import parse_plain_text
 
 VERSION = "3.0.2"
-KEY_ENV = "HARNESSRL_API_KEY"
 ALIAS = "harnessrl"
 
 

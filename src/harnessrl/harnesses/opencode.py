@@ -15,12 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window
+from harnessrl.harnesses.base import KEY_ENV, HarnessBase, context_window
 from harnessrl.harnesses.parsing import as_dict, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "1.18.33"
-KEY_ENV = "HARNESSRL_API_KEY"
 QUIET = (
     "OPENCODE_DISABLE_AUTOUPDATE",
     "OPENCODE_DISABLE_MODELS_FETCH",

@@ -17,12 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, max_output, option_modes
+from harnessrl.harnesses.base import KEY_ENV, HarnessBase, context_window, max_output, option_modes
 from harnessrl.harnesses.parsing import as_dict, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "0.73.1"
-KEY_ENV = "HARNESSRL_API_KEY"
 BASE_SUFFIX = {"anthropic-messages": "", "google-generative-ai": "/v1beta"}
 """What pi's SDK for each API expects after the API root (`/v1` for both OpenAI APIs)."""
 

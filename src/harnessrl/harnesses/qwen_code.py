@@ -13,11 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, mcp_servers_json
+from harnessrl.harnesses.base import KEY_ENV, HarnessBase, mcp_servers_json
 from harnessrl.harnesses.parsing import parse_result_event
 
 VERSION = "0.24.4"
-KEY_ENV = "HARNESSRL_API_KEY"
 
 
 def qwen_settings(ctx: HarnessContext, model: str) -> dict[str, Any]:
