@@ -250,6 +250,34 @@ def toml_table(values: Mapping[str, str]) -> str:
     return "{ " + ", ".join(f"{toml_str(k)} = {toml_str(v)}" for k, v in values.items()) + " }"
 
 
+def toml_value(value: str | bool | int | Sequence[str] | Mapping[str, str]) -> str:
+    """A TOML value: a string, boolean, integer, array of strings or inline table of strings."""
+    if isinstance(value, str):
+        return toml_str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Mapping):
+        return toml_table(value)
+    return "[" + ", ".join(map(toml_str, value)) + "]"
+
+
+TomlSection = tuple[str, Mapping[str, Any]]
+"""One section of `toml_document`: its header and its keys."""
+
+
+def toml_document(*sections: TomlSection) -> str:
+    """A TOML file of `(header, keys)` sections, a blank line apart: the header as it stands
+    (`[table]`, `[[array]]`; "" for the top-level keys), then a `key = value` line per key (TOML
+    has no null: a key whose value is None is left out)."""
+    blocks = [
+        [*([header] if header else []), *(f"{k} = {toml_value(v)}" for k, v in keys.items() if v is not None)]
+        for header, keys in sections
+    ]
+    return "\n\n".join("\n".join(lines) for lines in blocks) + "\n"
+
+
 def positive_int(value: Any, option: str) -> int:
     """An adapter option that must be a whole number >= 1 (a config value, not harness output)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -10,7 +10,7 @@ temp folder inside its home). Left out: profiles, `codex login`, reasoning-effor
 from __future__ import annotations
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import KEY_ENV, HarnessBase, toml_str, toml_table
+from harnessrl.harnesses.base import KEY_ENV, HarnessBase, TomlSection, toml_document, toml_str
 from harnessrl.harnesses.parsing import as_dict, as_text, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -18,28 +18,28 @@ VERSION = "0.171.0"
 
 
 def config_toml(ctx: HarnessContext, model: str) -> str:
-    lines = [
-        f"model = {toml_str(model)}",
-        'model_provider = "harnessrl"',
-        'approval_policy = "never"',
-        'sandbox_mode = "danger-full-access"',
-        "check_for_update_on_startup = false",
-        "",
-        "[model_providers.harnessrl]",
-        'name = "harnessrl"',
-        f"base_url = {toml_str(ctx.endpoint.base_url + '/v1')}",
-        f"env_key = {toml_str(KEY_ENV)}",
-        'wire_api = "responses"',
-        "",
-        "[analytics]",
-        "enabled = false",
+    top = {
+        "model": model,
+        "model_provider": "harnessrl",
+        "approval_policy": "never",
+        "sandbox_mode": "danger-full-access",
+        "check_for_update_on_startup": False,
+    }
+    provider = {
+        "name": "harnessrl",
+        "base_url": ctx.endpoint.base_url + "/v1",
+        "env_key": KEY_ENV,
+        "wire_api": "responses",
+    }
+    sections: list[TomlSection] = [
+        ("", top),
+        ("[model_providers.harnessrl]", provider),
+        ("[analytics]", {"enabled": False}),
     ]
-    for server in ctx.mcp_servers:
-        lines += ["", f"[mcp_servers.{toml_str(server.name)}]", f"command = {toml_str(server.command[0])}"]
-        lines.append(f"args = [{', '.join(toml_str(a) for a in server.command[1:])}]")
-        if server.env:
-            lines.append(f"env = {toml_table(server.env)}")
-    return "\n".join(lines) + "\n"
+    for s in ctx.mcp_servers:
+        server = {"command": s.command[0], "args": s.command[1:], "env": s.env or None}
+        sections.append((f"[mcp_servers.{toml_str(s.name)}]", server))
+    return toml_document(*sections)
 
 
 class Codex(HarnessBase):

@@ -16,10 +16,8 @@ to start, would stop the run (without an allowlist it offers 12 tools and no MCP
 
 from __future__ import annotations
 
-import json
-
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase
+from harnessrl.harnesses.base import HarnessBase, toml_document
 from harnessrl.harnesses.parsing import as_text, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import ChatMessage, ToolCall
@@ -29,9 +27,9 @@ CONVERSATION = "harnessrl"
 
 
 def chat_config(ctx: HarnessContext) -> str:
-    """The conversation's config.toml (JSON strings are TOML strings): its name, so no side call to
-    the model names it, and the workspace."""
-    return f"[chat]\nname = {json.dumps(CONVERSATION)}\nworkspace = {json.dumps(ctx.workspace)}\n"
+    """The conversation's config.toml: its name, so no side call to the model names it, and the
+    workspace."""
+    return toml_document(("[chat]", {"name": CONVERSATION, "workspace": ctx.workspace}))
 
 
 class Gptme(HarnessBase):

@@ -12,7 +12,7 @@ model; telemetry, update checks, the model catalog, connectors and notifications
 from __future__ import annotations
 
 from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import KEY_ENV, HarnessBase, context_window, toml_str, toml_table
+from harnessrl.harnesses.base import KEY_ENV, HarnessBase, TomlSection, context_window, toml_document
 from harnessrl.harnesses.parsing import parse_plain_text
 
 VERSION = "3.0.2"
@@ -20,34 +20,28 @@ ALIAS = "harnessrl"
 
 
 def vibe_config(ctx: HarnessContext, model: str) -> str:
-    lines = [
-        f"active_model = {toml_str(ALIAS)}",
-        "enable_telemetry = false",
-        "enable_update_checks = false",
-        "enable_auto_update = false",
-        "enable_notifications = false",
-        "enable_connectors = false",
-        "experimental_enable_model_catalog = false",
-        "include_commit_signature = false",
-        "",
-        "[[providers]]",
-        f"name = {toml_str(ALIAS)}",
-        f"api_base = {toml_str(ctx.endpoint.base_url + '/v1')}",
-        f"api_key_env_var = {toml_str(KEY_ENV)}",
-        'backend = "generic"',
-        "",
-        "[[models]]",
-        f"name = {toml_str(model)}",
-        f"provider = {toml_str(ALIAS)}",
-        f"alias = {toml_str(ALIAS)}",
-        f"max_context_length = {context_window(ctx)}",
-    ]
-    for server in ctx.mcp_servers:
-        lines += ["", "[[mcp_servers]]", f"name = {toml_str(server.name)}", 'transport = "stdio"']
-        lines.append(f"command = [{', '.join(toml_str(a) for a in server.command)}]")
-        if server.env:
-            lines.append(f"env = {toml_table(server.env)}")
-    return "\n".join(lines) + "\n"
+    top = {
+        "active_model": ALIAS,
+        "enable_telemetry": False,
+        "enable_update_checks": False,
+        "enable_auto_update": False,
+        "enable_notifications": False,
+        "enable_connectors": False,
+        "experimental_enable_model_catalog": False,
+        "include_commit_signature": False,
+    }
+    provider = {
+        "name": ALIAS,
+        "api_base": ctx.endpoint.base_url + "/v1",
+        "api_key_env_var": KEY_ENV,
+        "backend": "generic",
+    }
+    entry = {"name": model, "provider": ALIAS, "alias": ALIAS, "max_context_length": context_window(ctx)}
+    sections: list[TomlSection] = [("", top), ("[[providers]]", provider), ("[[models]]", entry)]
+    for s in ctx.mcp_servers:
+        server = {"name": s.name, "transport": "stdio", "command": s.command, "env": s.env or None}
+        sections.append(("[[mcp_servers]]", server))
+    return toml_document(*sections)
 
 
 class MistralVibe(HarnessBase):
