@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 CONTEXT_WINDOW = 131072
 """The context window adapters declare to their harness unless option `context_window` says otherwise."""
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+"""No keys (a read-only default)."""
 MAX_OUTPUT = 8192
 """The output cap an adapter that must declare one gives its model, unless option `max_tokens` is set."""
 KEY_ENV = "HARNESSRL_API_KEY"
@@ -285,7 +287,24 @@ def positive_int(value: Any, option: str) -> int:
     return value
 
 
-def mcp_servers_json(servers: tuple[McpServer, ...]) -> dict[str, dict[str, Any]]:
-    """`{name: {command, args, env}}`: the stdio-server shape Claude Code, Qwen, Gemini CLI and
-    OpenClaw read."""
-    return {s.name: {"command": s.command[0], "args": s.command[1:], "env": s.env} for s in servers}
+def mcp_servers_json(
+    servers: Sequence[McpServer], *, first: Mapping[str, Any] = EMPTY, last: Mapping[str, Any] = EMPTY
+) -> dict[str, dict[str, Any]]:
+    """`{name: {command, args, env}}`: the stdio-server shape most harnesses read, with the keys a
+    harness wants beside those, `first` before them (`type: stdio`), `last` after (`trust: true`)."""
+    return {
+        s.name: {**first, "command": s.command[0], "args": s.command[1:], "env": s.env, **last}
+        for s in servers
+    }
+
+
+def mcp_settings(servers: Sequence[McpServer], **shape: Mapping[str, Any]) -> dict[str, Any]:
+    """`{"mcpServers": mcp_servers_json(servers, **shape)}`: the MCP settings file (or `--mcp-config`
+    value) of Claude Code and of the harnesses that took its shape."""
+    return {"mcpServers": mcp_servers_json(servers, **shape)}
+
+
+def write_mcp_settings(ctx: HarnessContext, rel: str, **shape: Mapping[str, Any]) -> None:
+    """`mcp_settings` of the launch's MCP servers, written to `rel` under HOME when it has any."""
+    if ctx.mcp_servers:
+        ctx.write_json(rel, mcp_settings(ctx.mcp_servers, **shape))

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, mcp_servers_json, positive_int
+from harnessrl.harnesses.base import HarnessBase, mcp_settings, positive_int
 from harnessrl.harnesses.parsing import parse_result_event
 
 VERSION = "2.1.332"
@@ -47,8 +47,8 @@ class ClaudeCode(HarnessBase):
         if ctx.options.get("max_turns") is not None:
             argv += ["--max-turns", str(ctx.options["max_turns"])]
         if ctx.mcp_servers:
-            servers = {"mcpServers": mcp_servers_json(ctx.mcp_servers)}
-            argv += ["--mcp-config", ctx.write_home_file(".harnessrl/mcp.json", json.dumps(servers))]
+            servers = json.dumps(mcp_settings(ctx.mcp_servers))
+            argv += ["--mcp-config", ctx.write_home_file(".harnessrl/mcp.json", servers)]
         env = {
             "IS_SANDBOX": "1",
             "ANTHROPIC_BASE_URL": ctx.endpoint.base_url,

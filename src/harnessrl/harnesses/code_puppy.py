@@ -49,7 +49,7 @@ class CodePuppy(HarnessBase):
         cfg += f"model = {model}\nyolo_mode = true\nauto_save_session = false\n"
         ctx.write_home_file(".code_puppy/puppy.cfg", cfg)
         if ctx.mcp_servers:
-            servers = {n: {"type": "stdio", **c} for n, c in mcp_servers_json(ctx.mcp_servers).items()}
+            servers = mcp_servers_json(ctx.mcp_servers, first={"type": "stdio"})
             ctx.write_json(".code_puppy/mcp_servers.json", {"mcp_servers": servers})
             bound = {name: {"auto_start": True} for name in servers}  # its agent sees only bound ones
             ctx.write_json(".code_puppy/mcp_agent_bindings.json", {"bindings": {"code-puppy": bound}})

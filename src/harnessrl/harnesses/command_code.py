@@ -27,8 +27,8 @@ from harnessrl.harnesses.base import (
     HarnessBase,
     context_window,
     max_output,
-    mcp_servers_json,
     option_modes,
+    write_mcp_settings,
 )
 from harnessrl.harnesses.parsing import as_count, as_dict, as_text, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
@@ -76,10 +76,7 @@ class CommandCode(HarnessBase):
         model = self.model(ctx)
         providers = command_code_providers(ctx, model, self.choice(ctx, "api"))
         ctx.write_json(".commandcode/providers.json", providers)
-        if ctx.mcp_servers:
-            servers = mcp_servers_json(ctx.mcp_servers)
-            mcp = {"mcpServers": {n: {"transport": "stdio", **s} for n, s in servers.items()}}
-            ctx.write_json(".commandcode/mcp.json", mcp)
+        write_mcp_settings(ctx, ".commandcode/mcp.json", first={"transport": "stdio"})
         argv = [self.executable(ctx), "-p", ctx.prompt, "--model", f"harnessrl/{model}", "--yolo"]
         argv += ["--output-format", "json", "--local-only"]
         env = {

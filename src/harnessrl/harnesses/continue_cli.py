@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window
+from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json
 from harnessrl.harnesses.parsing import parse_plain_text
 
 VERSION = "1.5.47"
@@ -32,10 +32,7 @@ def continue_config(ctx: HarnessContext, model: str) -> dict[str, Any]:
     }
     config: dict[str, Any] = {"name": "harnessrl", "version": "1.0.0", "schema": "v1", "models": [entry]}
     if ctx.mcp_servers:
-        config["mcpServers"] = [
-            {"name": s.name, "command": s.command[0], "args": s.command[1:], "env": s.env}
-            for s in ctx.mcp_servers
-        ]
+        config["mcpServers"] = [{"name": n, **s} for n, s in mcp_servers_json(ctx.mcp_servers).items()]
     return config
 
 

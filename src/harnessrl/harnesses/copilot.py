@@ -12,28 +12,12 @@ fleet mode, sessions, sharing.
 
 from __future__ import annotations
 
-from typing import Any
-
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, option_modes
+from harnessrl.harnesses.base import HarnessBase, context_window, option_modes, write_mcp_settings
 from harnessrl.harnesses.parsing import as_dict, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
 VERSION = "1.0.102"
-
-
-def mcp_config(ctx: HarnessContext) -> dict[str, Any]:
-    servers = {
-        s.name: {
-            "type": "local",
-            "command": s.command[0],
-            "args": s.command[1:],
-            "env": s.env,
-            "tools": ["*"],
-        }
-        for s in ctx.mcp_servers
-    }
-    return {"mcpServers": servers}
 
 
 class Copilot(HarnessBase):
@@ -51,8 +35,7 @@ class Copilot(HarnessBase):
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
         model = self.model(ctx)
-        if ctx.mcp_servers:
-            ctx.write_json(".copilot/mcp-config.json", mcp_config(ctx))
+        write_mcp_settings(ctx, ".copilot/mcp-config.json", first={"type": "local"}, last={"tools": ["*"]})
         argv = [self.executable(ctx), "-p", ctx.prompt, "--allow-all", "--output-format", "json"]
         argv += ["--no-auto-update", "--disable-builtin-mcps", "--disable-client-telemetry", "--model", model]
         env = {

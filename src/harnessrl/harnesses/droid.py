@@ -28,8 +28,8 @@ from harnessrl.harnesses.base import (
     HarnessBase,
     context_window,
     max_output,
-    mcp_servers_json,
     option_modes,
+    write_mcp_settings,
 )
 from harnessrl.harnesses.parsing import parse_result_event
 
@@ -70,11 +70,7 @@ class Droid(HarnessBase):
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
         model = self.model(ctx)
         ctx.write_json(".factory/settings.json", droid_settings(ctx, model, self.choice(ctx, "provider")))
-        if ctx.mcp_servers:
-            servers = mcp_servers_json(ctx.mcp_servers)
-            ctx.write_json(
-                ".factory/mcp.json", {"mcpServers": {n: {"type": "stdio", **s} for n, s in servers.items()}}
-            )
+        write_mcp_settings(ctx, ".factory/mcp.json", first={"type": "stdio"})
         argv = [
             self.executable(ctx),
             "exec",

@@ -14,7 +14,7 @@ import json
 from types import MappingProxyType
 
 from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, mcp_servers_json
+from harnessrl.harnesses.base import HarnessBase, context_window, mcp_settings
 from harnessrl.harnesses.parsing import parse_plain_text
 
 VERSION = "1.51.0"
@@ -53,7 +53,7 @@ class KimiCli(HarnessBase):
         argv = [self.executable(ctx), "--print", "--yolo", "--config-file", path, "-p", ctx.prompt]
         argv += ["--output-format", "text", "--final-message-only"]
         if ctx.mcp_servers:
-            argv += ["--mcp-config", json.dumps({"mcpServers": mcp_servers_json(ctx.mcp_servers)})]
+            argv += ["--mcp-config", json.dumps(mcp_settings(ctx.mcp_servers))]
         env = {"KIMI_SHARE_DIR": f"{ctx.home}/.kimi", "PATH": self.launch_path(ctx), "NO_COLOR": "1"}
         return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
 

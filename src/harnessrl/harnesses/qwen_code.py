@@ -30,8 +30,7 @@ def qwen_settings(ctx: HarnessContext, model: str) -> dict[str, Any]:
         "telemetry": {"enabled": False},
     }
     if ctx.mcp_servers:
-        servers = mcp_servers_json(ctx.mcp_servers)
-        settings["mcpServers"] = {name: {**spec, "trust": True} for name, spec in servers.items()}
+        settings["mcpServers"] = mcp_servers_json(ctx.mcp_servers, last={"trust": True})
     return settings
 
 
