@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from toy_scale import ONE_STEP_EACH, run_echoed, toy_tasks
 
 from harnessrl.commands.ablation import ABLATION_CONFIG as ABLATION_NAME
 from harnessrl.config import ConfigError, load_config, shipped_config
@@ -117,37 +118,20 @@ def test_seeds_combine_paired_within_each_run(tmp_path: Path) -> None:
         combine([tmp_path / "missing"])
 
 
-ONE_STEP_EACH = [
-    'engine.model="tiny-qwen3"',
-    "sft.steps=1",
-    "sft.batch_size=2",
-    "sft.heldout_every=0",
-    "train.steps=1",
-    "train.tasks_per_step=1",
-    "train.group_size=2",
-]
-"""The toy-scale experiments' model and their one SFT and one RL step on one task (also test_transfer)."""
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 async def test_ablation_toy_scale_and_reuse(tmp_path: Path) -> None:
     overrides = [
-        f"ablation.out_dir={tmp_path / 'ab'}",
-        'ablation.families=["create_file"]',
+        *toy_tasks("ablation", tmp_path / "ab", train=2, heldout=1),
         'ablation.arms=["single", "first-order"]',
         'ablation.sft_codes=["00000", "22200"]',
-        "ablation.train_per_family=2",
-        "ablation.heldout_per_family=1",
         "ablation.eval_configs=2",
         "ablation.out_of_space=[]",
         *ONE_STEP_EACH,
         "train.harness_space.options.max_steps=2",  # the demonstrations: the command, then "done"
         "eval.harness_options.whitebox.max_steps=2",
     ]
-    cfg = load_config(ABLATION_CONFIG, overrides)
-    lines: list[str] = []
-    first = await run_ablation(cfg, echo=lines.append)
+    first, lines = await run_echoed(run_ablation, ABLATION_CONFIG, overrides)
     assert list(first["policies"]) == ["cold-start", "single", "first-order"]
     assert any("whitebox:22200: 2/2 demonstrations" in line for line in lines), lines
     for r in first["policies"].values():
@@ -167,7 +151,6 @@ async def test_ablation_toy_scale_and_reuse(tmp_path: Path) -> None:
     }
     assert ran == {"whitebox:00000"}  # the single design trains on its one configuration
     assert (tmp_path / "ab" / "ablation.md").read_text().count("| first-order |") == 1
-    lines.clear()
-    second = await run_ablation(cfg, echo=lines.append)
+    second, lines = await run_echoed(run_ablation, ABLATION_CONFIG, overrides)
     assert second["policies"] == first["policies"]
     assert sum(1 for line in lines if "reused" in line) == 7

@@ -7,9 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from toy_scale import run_echoed, toy_tasks
 
 from harnessrl.commands.quickstart import QUICKSTART_CONFIG
-from harnessrl.config import load_config, shipped_config
+from harnessrl.config import shipped_config
 from harnessrl.experiments.quickstart import run_quickstart
 
 pytestmark = [
@@ -26,10 +27,7 @@ def test_packaged_config_is_the_repository_one() -> None:
 
 async def test_quickstart_toy_scale_and_reuse(tmp_path: Path) -> None:
     overrides = [
-        f"quickstart.out_dir={tmp_path / 'qs'}",
-        'quickstart.families=["create_file"]',
-        "quickstart.train_per_family=3",
-        "quickstart.heldout_per_family=2",
+        *toy_tasks("quickstart", tmp_path / "qs", train=3, heldout=2),
         'engine.model="tiny-qwen3"',
         "engine.sampling.max_tokens=64",  # the demonstrations must fit (the proxy cuts them too)
         "sft.steps=2",
@@ -42,9 +40,7 @@ async def test_quickstart_toy_scale_and_reuse(tmp_path: Path) -> None:
         "eval.harness_options.whitebox.max_steps=1",
         'train.harness_options."whitebox:00000".max_steps=1',
     ]
-    cfg = load_config(QUICKSTART, overrides)
-    lines: list[str] = []
-    first = await run_quickstart(cfg, echo=lines.append)
+    first, lines = await run_echoed(run_quickstart, QUICKSTART, overrides)
     assert list(first["policies"]) == ["base", "sft", "sft+rl"]
     for s in first["policies"].values():
         assert s["pairs"] == 2 and s["rollouts"] == 6 and len(s["per_run"]) == 3
@@ -62,7 +58,6 @@ async def test_quickstart_toy_scale_and_reuse(tmp_path: Path) -> None:
     assert "\nsft+rl over sft: " in (tmp_path / "qs" / "quickstart.md").read_text()
     assert any((tmp_path / "qs" / "tb").iterdir())  # the table, also as TensorBoard text
     assert (tmp_path / "qs" / "eval" / "sft+rl" / "eval.md").is_file()
-    lines.clear()
-    second = await run_quickstart(cfg, echo=lines.append)
+    second, lines = await run_echoed(run_quickstart, QUICKSTART, overrides)
     assert second["policies"] == first["policies"]
     assert sum(1 for line in lines if "reused" in line) == 6 and set(second["seconds"].values()) == {0.0}

@@ -33,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_ablation import ONE_STEP_EACH  # the same toy-scale steps
+from toy_scale import ONE_STEP_EACH, run_echoed, toy_tasks
 
 from harnessrl.commands.transfer import TRANSFER_CONFIG as TRANSFER_NAME
 from harnessrl.config import ConfigError, load_config, shipped_config
@@ -270,14 +270,11 @@ async def test_claude_code_recipe_end_to_end_and_reuse(tmp_path: Path) -> None:
     """Demonstrations through the real Claude Code (`--bare`), SFT, GRPO through it, evaluation
     through it and a white-box harness, on a toy budget with the tiny Qwen3 model."""
     overrides = [
-        f"transfer.out_dir={tmp_path / 'tr'}",
-        'transfer.families=["create_file"]',
+        *toy_tasks("transfer", tmp_path / "tr", train=2, heldout=1),
         'transfer.arms={cc = ["claude-code"]}',
         'transfer.eval_harnesses=["claude-code", "whitebox:00000"]',
         "transfer.seeds=[0]",
-        "transfer.train_per_family=2",
         "transfer.rl_per_family=1",
-        "transfer.heldout_per_family=1",
         "transfer.heldout_family=1",
         "transfer.base_model_row=false",
         *ONE_STEP_EACH,
@@ -285,9 +282,7 @@ async def test_claude_code_recipe_end_to_end_and_reuse(tmp_path: Path) -> None:
         "eval.harness_options.claude-code.max_turns=2",
         "eval.harness_options.whitebox.max_steps=2",
     ]
-    cfg = load_config(TRANSFER_CONFIG, overrides)
-    lines: list[str] = []
-    first = await run_transfer(cfg, echo=lines.append)
+    first, lines = await run_echoed(run_transfer, TRANSFER_CONFIG, overrides)
     assert any("claude-code: 2/2 demonstrations solved" in line for line in lines), lines
     assert first["sft"]["solved"] == {C: [2, 2]}
     out = tmp_path / "tr"
@@ -309,10 +304,9 @@ async def test_claude_code_recipe_end_to_end_and_reuse(tmp_path: Path) -> None:
     assert list(matrix["heldout"]) == ["cold-start", "cc"]
     assert matrix["heldout"]["cc"][C]["n"] == 1 and "vs_cold" in matrix["heldout"]["cc"][C]
     assert "| cc |" in (out / "transfer.md").read_text()
-    lines.clear()
     # how a step is computed (attention implementation, micro-batch size) is not a stage input
     how = ['train.trainer.attention="sdpa"', "train.trainer.token_budget=1024"]
-    second = await run_transfer(load_config(TRANSFER_CONFIG, [*overrides, *how]), echo=lines.append)
+    second, lines = await run_echoed(run_transfer, TRANSFER_CONFIG, [*overrides, *how])
     assert second["matrix"] == first["matrix"]
     assert second["seconds"] == first["seconds"] and all(
         v > 0 for k, v in first["seconds"].items() if k != "tasks"
