@@ -211,6 +211,28 @@ async def test_sandbox_dies_with_its_host_process(sb_base: Path) -> None:
     assert not os.path.ismount(stale)
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare")
+async def test_a_sandbox_whose_mount_namespace_ended_is_swept(sb_base: Path) -> None:
+    """A host process in a mount namespace of its own (`ip netns exec` makes one: the two-node Ray
+    test) mounts its sandbox's tmpfs there; killed, the namespace ends and the tmpfs with its owner
+    file goes with it. The folder under it must still say whose it was, or no sweep removes it (two
+    empty folders piled up per test run)."""
+    host = await asyncio.create_subprocess_exec(
+        "unshare", "--mount", "--propagation", "private", sys.executable, "-c", DIE_WITH_PARENT,
+        str(sb_base), stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert host.stdout is not None
+    assert await asyncio.wait_for(host.stdout.readline(), 30) == b"ready\n"
+    host.kill()
+    await host.wait()
+    assert await wait_gone("sleep 987660") == []
+    (stale,) = sb_base.glob("hrl-sb-*")
+    assert not os.path.ismount(stale)  # its tmpfs was in the namespace that ended
+    assert (stale / "owner").read_text() == str(host.pid)
+    assert sweep_stale(sb_base) == 1
+    assert list(sb_base.glob("hrl-sb-*")) == []
+
+
 def test_a_sweep_racing_another_sweep_raises_nothing(sb_base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ray workers that start together all sweep the same base: a stale staging folder that another
     sweep removes between the glob and the listing is no error (it failed a rollout's sandbox)."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from harnessrl.sandbox import identity
 from harnessrl.sandbox.bwrap import agent_python
 from harnessrl.sandbox.cgroups import SandboxCgroup
-from harnessrl.sandbox.fscopy import remove_tree
+from harnessrl.sandbox.fscopy import remove_tree, write_new
 from harnessrl.sandbox.identity import UidLease
 from harnessrl.types import SandboxError
 
@@ -56,12 +56,25 @@ def ensure_base(base: Path) -> None:
     _trusted.add(base)
 
 
+def mark_owner(root: Path) -> None:
+    """Write this process's pid to `root/owner`, which `sweep_stale` reads. The sandbox writes it
+    twice: into the fresh folder, then onto its tmpfs once that is mounted over it. The first one is
+    what a sweep finds when the tmpfs is gone but the folder is not: a process killed before its
+    tmpfs had an owner file, or one whose tmpfs was mounted in a mount namespace that ended with it
+    (`ip netns exec`, as in the two-node Ray test), used to leave an empty folder without an owner
+    file, which no sweep removes."""
+    if not os.path.lexists(root / "owner"):  # without a tmpfs, the second write finds the first
+        write_new(root / "owner", str(os.getpid()).encode())
+
+
 def remove_root(root: Path, mounted: bool) -> None:
     """Remove a sandbox folder. A tmpfs root (and any bind under it) is lazily unmounted first, so
-    nothing is deleted file by file and no bind mount's source is ever touched."""
+    nothing is deleted file by file and no bind mount's source is ever touched; then the owner file
+    under it (`mark_owner`) and the folder."""
     if mounted:
         identity.unmount(root)
         with contextlib.suppress(OSError):
+            (root / "owner").unlink(missing_ok=True)
             root.rmdir()
             return
     remove_tree(root)  # the agent's HOME and /tmp: any depth

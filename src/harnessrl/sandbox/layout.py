@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from harnessrl.sandbox import bwrap, identity
+from harnessrl.sandbox.folders import mark_owner
 from harnessrl.sandbox.spec import SandboxSpec
 from harnessrl.types import SandboxError
 
@@ -23,7 +24,7 @@ def make_folders(root: Path, spec: SandboxSpec, uid: int, host_workspace: Path) 
     host-root sandbox, a fresh workspace when none is given, and one `out-N` per `spec.out_dirs`),
     the sandbox's own given to `uid`. Returns a descriptor of each out folder by where it is bound
     (the host reads what the sandbox left there through it, never by path)."""
-    (root / "owner").write_text(str(os.getpid()))
+    mark_owner(root)  # again: on the sandbox's tmpfs, when it has one
     for sub in ("home", "tmp", "sock"):
         (root / sub).mkdir()
     image = spec.image_root is not None

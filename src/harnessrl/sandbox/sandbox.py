@@ -40,6 +40,7 @@ from harnessrl.sandbox.folders import (
     agent_program,
     default_base_dir,
     ensure_base,
+    mark_owner,
     sweep_once,
 )
 from harnessrl.sandbox.folders import teardown as _teardown
@@ -67,6 +68,7 @@ class Sandbox:
         ensure_base(base)
         self.root = Path(tempfile.mkdtemp(prefix="hrl-sb-", dir=base))
         self.root.chmod(0o711)  # the sandbox uid's bwrap must reach home/, tmp/, sock/ to bind them
+        mark_owner(self.root)  # before the tmpfs goes over it (see mark_owner)
         self.host_workspace = spec.workspace.resolve() if spec.workspace else self.root / "workspace"
         self.host_home = self.root / "home"
         self.id = self.root.name
