@@ -25,6 +25,8 @@ from harnessrl.engines.scripted import Script, ScriptedEngine
 from harnessrl.rollout.runner import RolloutJob
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.rollout.testing import checked_task
+from harnessrl.sandbox.folders import default_base_dir
+from harnessrl.sandbox.identity import stage_dir
 from harnessrl.types import Rollout, Task
 
 ray = pytest.importorskip("ray")
@@ -106,7 +108,13 @@ def fingerprint(rollouts: list[Rollout]) -> list[tuple[Any, ...]]:
 async def run(cfg: Config, engine: ScriptedEngine, prompts: list[str]) -> list[Rollout]:
     async with RolloutStack.from_config(cfg, [], engine=engine) as stack:
         assert stack.runner is not None
-        return await stack.runner.run_many(jobs(prompts))
+        done = await stack.runner.run_many(jobs(prompts))
+        workers = getattr(stack.runner, "workers", [])
+        pids = [await w.pid.remote() for w in workers]
+    # Closed workers are ended with ray.kill (no exit hooks): each takes its staging binds down first.
+    assert pids == [] or len(pids) == cfg.rollout.ray.workers
+    assert [p for p in pids if stage_dir(default_base_dir()).with_name(f"hrl-stage-{p}").exists()] == []
+    return done
 
 
 async def test_ray_gives_what_asyncio_gives(tmp_path: Path, cluster: None) -> None:

@@ -47,6 +47,7 @@ from harnessrl.rollout.artifacts import write_artifacts
 from harnessrl.rollout.config import RayConfig
 from harnessrl.rollout.prompt_check import PromptCheck
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings, run_all
+from harnessrl.sandbox import identity
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.types import WORKER_LOST, Rollout, RolloutStatus, group_id
 
@@ -107,8 +108,12 @@ class RolloutWorker:
         return await self.runner.run(job, Path(folder))
 
     async def close(self) -> None:
+        """Destroy the prewarmed sandboxes, stop the proxy process, take this process's staging
+        binds down: `RayRolloutRunner.close` then ends the actor with `ray.kill` (SIGKILL, no exit
+        hooks), which left a staging folder with its binds per worker until a later sweep."""
         await self.runner.close()
         await self.proxy.stop()
+        await asyncio.to_thread(identity.unstage_all)
 
 
 class RayRolloutRunner:

@@ -337,7 +337,8 @@ def _stage_folder(base: Path) -> Path:
     finally:
         os.close(fd)
     if not _stage_dirs:
-        atexit.register(_unstage_all)
+        atexit.unregister(unstage_all)  # once, however often the folders come and go
+        atexit.register(unstage_all)
     _stage_dirs.add(folder)
     return folder
 
@@ -389,12 +390,15 @@ def remove_stage(folder: Path) -> None:
         folder.rmdir()
 
 
-def _unstage_all() -> None:
-    """At exit: take every bind this process staged down, and its staging folders with them (they
-    made folders other uids cannot enter reachable for this process's sandboxes only; a killed
-    process leaves them to the next process's sweep)."""
+def unstage_all() -> None:
+    """Take every bind this process staged down, and its staging folders with them (they made
+    folders other uids cannot enter reachable for this process's sandboxes only). Runs at exit; a
+    process that will be killed rather than exit (a Ray worker: `ray.kill`) calls it when it closes.
+    A killed process leaves them to the next process's sweep. Staging again afterwards starts anew."""
     mine = stage_dir(Path()).name
     for folder in list(_stage_dirs):
         if folder.name == mine:  # not a forked child's copy of its parent's bookkeeping
             unstage(folder.parent)
             remove_stage(folder)
+            with _stage_lock:
+                _stage_dirs.discard(folder)
