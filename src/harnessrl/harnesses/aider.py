@@ -72,10 +72,9 @@ class Aider(HarnessBase):
             "OPENAI_API_BASE": ctx.endpoint.base_url + "/v1",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "PYTHONDONTWRITEBYTECODE": "1",
-            "NO_COLOR": "1",
             "TERM": "dumb",
         }
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        return self.launch(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """Its stdout: a banner ending in `Repo-map: ...`, the streamed reply, `Tokens: N sent, M

@@ -8,7 +8,10 @@
   `ensure_installed` installs from the lockfile (`install.npm_install` / `install.python_install`),
   `lock` rewrites the lockfile.
 - Paths: `executable(ctx)` (the `command` in the install's bin folder), `launch_path(ctx)` (the
-  sandbox's PATH, with the pinned Node first when the harness needs one).
+  sandbox's PATH, with the pinned Node first when the harness needs one); `launch(ctx, argv, env)`,
+  what `prepare` returns: run in the workspace, colour off.
+- Config files: `toml_document`, `mcp_servers_json` / `mcp_settings` / `write_mcp_settings` (the
+  MCP stdio-server shape), `context_window` / `max_output` (the sizes it declares), `KEY_ENV`.
 - Options: `choices` (option -> allowed values, the first the default) checked by `check_options`
   before any sandbox is made, read with `choice`; `model(ctx)` is the endpoint's model name or the
   adapter's `default_model`.
@@ -29,7 +32,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from harnessrl.harnesses import install, lockfiles
-from harnessrl.harnesses.adapter import HarnessContext, Installer, McpServer, Mode, ShellTool
+from harnessrl.harnesses.adapter import HarnessContext, Installer, LaunchSpec, McpServer, Mode, ShellTool
 from harnessrl.images import runtime
 from harnessrl.sandbox.programs import PROGRAMS_DIR
 from harnessrl.types import ChatMessage, DialectName, HarnessError, ImageError
@@ -174,6 +177,17 @@ class HarnessBase:
         machine), after the pinned Node when it has one."""
         node = [str(ctx.install_dir / install.NODE_BIN)] if self.pinned_node else []
         return os.pathsep.join([*node, PROGRAMS_DIR])
+
+    def launch(
+        self,
+        ctx: HarnessContext,
+        argv: list[str],
+        env: dict[str, str],
+        rlimits: dict[str, int | None] | None = None,
+    ) -> LaunchSpec:
+        """`prepare`'s result: `argv` run in the workspace with `env` and `NO_COLOR=1` (output without
+        colour escapes, for `parse`), under `rlimits` when given."""
+        return LaunchSpec(argv=argv, env=env | {"NO_COLOR": "1"}, cwd=ctx.workspace, rlimits=rlimits or {})
 
     def model(self, ctx: HarnessContext) -> str:
         """The model name to ask for: the endpoint's, else `default_model`."""

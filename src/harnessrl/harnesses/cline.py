@@ -71,9 +71,8 @@ class Cline(HarnessBase):
             "CLINE_DATA_DIR": f"{ctx.home}/{DATA_DIR}",
             "IS_TEST": "true",
             "DO_NOT_TRACK": "1",
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=[*argv, ctx.prompt], env=env, cwd=ctx.workspace)
+        return self.launch(ctx, [*argv, ctx.prompt], env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The `run_result` event on stdout: its `text` is the answer. A `finishReason` other than

@@ -61,9 +61,8 @@ class CodePuppy(HarnessBase):
             "OPENAI_API_KEY": ctx.endpoint.api_key,
             "NO_VERSION_UPDATE": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        return self.launch(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """Done when the usage file follows the last marker (its `requests` are the turns); the final

@@ -87,9 +87,8 @@ class CommandCode(HarnessBase):
             "COMMANDCODE_SKIP_UPDATES": "1",
             "OTEL_SDK_DISABLED": "true",
             "DO_NOT_TRACK": "1",
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        return self.launch(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The last `{"type": "result"}` line: `finalText`, `subtype` (`success` or `error`) and

@@ -51,9 +51,8 @@ class ContinueCli(HarnessBase):
             "CONTINUE_CLI_ENABLE_TELEMETRY": "0",
             "CONTINUE_METRICS_ENABLED": "0",
             "CONTINUE_CLI_AUTO_UPDATED": "true",
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        return self.launch(ctx, argv, env)
 
     parse = staticmethod(parse_plain_text)
     """`-p` prints the final assistant text on stdout and exits non-zero on an error."""

@@ -49,9 +49,8 @@ class Copilot(HarnessBase):
             "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": str(context_window(ctx)),
             "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS": "8192",
             "COPILOT_MODEL": model,
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        return self.launch(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """JSONL events: `assistant.message` (the last one's `content` is the final message; one per

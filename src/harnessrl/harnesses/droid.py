@@ -85,9 +85,8 @@ class Droid(HarnessBase):
             "FACTORY_AIRGAP_ENABLED": "1",
             "FACTORY_DROID_AUTO_UPDATE_ENABLED": "false",
             "FACTORY_DISABLE_KEYRING": "1",
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=[*argv, ctx.prompt], env=env, cwd=ctx.workspace)
+        return self.launch(ctx, [*argv, ctx.prompt], env)
 
     parse = staticmethod(parse_result_event)
     """`-o json` prints one `{"type": "result"}` object (Claude Code's shape)."""

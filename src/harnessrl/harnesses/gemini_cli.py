@@ -57,9 +57,8 @@ class GeminiCli(HarnessBase):
             "GEMINI_API_KEY": ctx.endpoint.api_key,
             "GOOGLE_GEMINI_BASE_URL": ctx.endpoint.base_url,
             "GEMINI_CLI_NO_RELAUNCH": "true",
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=[*argv, "--model", self.model(ctx)], env=env, cwd=ctx.workspace)
+        return self.launch(ctx, [*argv, "--model", self.model(ctx)], env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """stream-json events: assistant `message` deltas (text after the last tool call is the final

@@ -56,9 +56,8 @@ class Gptme(HarnessBase):
             "TOOL_ALLOWLIST": "shell",
             "GPTME_TIKTOKEN_TIMEOUT": "0",  # no encoding download: it counts ~4 characters a token
             "PYTHONDONTWRITEBYTECODE": "1",
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        return self.launch(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """Each message a JSON line: the final message is the last assistant one's text before its tool

@@ -45,7 +45,7 @@ class GrokCli(HarnessBase):
         }
         ctx.write_json(".grok/user-settings.json", settings)
         argv = [self.executable(ctx), "-p", ctx.prompt, "-m", model]
-        return LaunchSpec(argv=argv, env={"NO_COLOR": "1"}, cwd=ctx.workspace)
+        return self.launch(ctx, argv, {})
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The last assistant message line is the answer. Its errors: an `Error: ...` message with a

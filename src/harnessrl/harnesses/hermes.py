@@ -33,8 +33,8 @@ class Hermes(HarnessBase):
         }
         ctx.write_json(".hermes/config.yaml", {"model": model, "security": {"tirith_enabled": False}})
         argv = [self.executable(ctx), "chat", "-q", ctx.prompt, "-Q", "--yolo"]
-        env = {"HERMES_HOME": f"{ctx.home}/.hermes", "PATH": self.launch_path(ctx), "NO_COLOR": "1"}
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        env = {"HERMES_HOME": f"{ctx.home}/.hermes", "PATH": self.launch_path(ctx)}
+        return self.launch(ctx, argv, env)
 
     parse = staticmethod(parse_plain_text)
     """`-q -Q` prints the final assistant text on stdout and exits non-zero on an error."""

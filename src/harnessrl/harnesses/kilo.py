@@ -45,9 +45,9 @@ class Kilo(HarnessBase):
         model = self.model(ctx)
         cfg = ctx.write_json(".config/kilo/kilo.json", opencode_config(ctx, model, tool_call=True))
         argv = [self.executable(ctx), "run", "--format", "json", "--auto", "-m", f"harnessrl/{model}"]
-        env = {"KILO_CONFIG": cfg, KEY_ENV: ctx.endpoint.api_key, "NO_COLOR": "1"}
+        env = {"KILO_CONFIG": cfg, KEY_ENV: ctx.endpoint.api_key}
         env |= dict.fromkeys(OFF_SWITCHES, "1") | {"KILO_TELEMETRY_LEVEL": "off"}
-        return LaunchSpec(argv=[*argv, ctx.prompt], env=env, cwd=ctx.workspace)
+        return self.launch(ctx, [*argv, ctx.prompt], env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """opencode's JSON events, a turn per `step_start`."""

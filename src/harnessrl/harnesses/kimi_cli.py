@@ -54,7 +54,7 @@ class KimiCli(HarnessBase):
         argv += ["--output-format", "text", "--final-message-only"]
         if ctx.mcp_servers:
             argv += ["--mcp-config", json.dumps(mcp_settings(ctx.mcp_servers))]
-        env = {"KIMI_SHARE_DIR": f"{ctx.home}/.kimi", "PATH": self.launch_path(ctx), "NO_COLOR": "1"}
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        env = {"KIMI_SHARE_DIR": f"{ctx.home}/.kimi", "PATH": self.launch_path(ctx)}
+        return self.launch(ctx, argv, env)
 
     parse = staticmethod(parse_plain_text)

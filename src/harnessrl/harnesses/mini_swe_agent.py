@@ -74,9 +74,8 @@ class MiniSweAgent(HarnessBase):
             "MSWEA_COST_TRACKING": "ignore_errors",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "PYTHONDONTWRITEBYTECODE": "1",
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=["/bin/sh", "-c", LAUNCH, "mswea", traj, *mini], env=env, cwd=ctx.workspace)
+        return self.launch(ctx, ["/bin/sh", "-c", LAUNCH, "mswea", traj, *mini], env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The trajectory after the last marker: `info.exit_status` "Submitted" is success; the final

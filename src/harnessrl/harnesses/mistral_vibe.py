@@ -60,8 +60,7 @@ class MistralVibe(HarnessBase):
             "VIBE_HOME": f"{ctx.home}/.vibe",
             KEY_ENV: ctx.endpoint.api_key,
             "PATH": self.launch_path(ctx),
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        return self.launch(ctx, argv, env)
 
     parse = staticmethod(parse_plain_text)

@@ -62,9 +62,8 @@ class Nanocoder(HarnessBase):
             "NANOCODER_CONFIG_DIR": f"{ctx.home}/{CONFIG_DIR}",
             "NANOCODER_DATA_DIR": f"{ctx.home}/.local/share/nanocoder",
             "NANOCODER_LOG_DISABLE_FILE": "1",
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        return self.launch(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The `--json` report: `kind` `success` with its `finalText`; `error` (its `message`) or

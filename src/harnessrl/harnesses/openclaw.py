@@ -72,9 +72,9 @@ class OpenClaw(HarnessBase):
         cfg = ctx.write_json(".openclaw/harnessrl.json5", config)  # JSON is valid JSON5
         argv = [self.executable(ctx), "agent", "exec", "--config", cfg, "--cwd", ctx.workspace]
         argv += ["--model", f"harnessrl/{model}", "--timeout", str(int(ctx.options.get("timeout_s", 600)))]
-        env = {"PATH": self.launch_path(ctx), "NO_COLOR": "1"}
+        env = {"PATH": self.launch_path(ctx)}
         rlimits: dict[str, int | None] = {"RLIMIT_DATA": DATA_LIMIT}
-        return LaunchSpec(argv=[*argv, "--json", ctx.prompt], env=env, cwd=ctx.workspace, rlimits=rlimits)
+        return self.launch(ctx, [*argv, "--json", ctx.prompt], env, rlimits)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """stdout is one JSON envelope: `ok`, `status` (ok | error | timeout), `final`, `error.message`."""

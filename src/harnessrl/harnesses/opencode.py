@@ -89,8 +89,8 @@ class Opencode(HarnessBase):
         argv = [self.executable(ctx), "run", "--format", "json", "--auto", "--title", "rollout"]
         argv += ["-m", f"harnessrl/{model}", ctx.prompt]  # a given --title: no title-generation call
         env = {"PATH": self.launch_path(ctx), "OPENCODE_CONFIG": cfg, KEY_ENV: ctx.endpoint.api_key}
-        env |= dict.fromkeys(QUIET, "1") | {"NO_COLOR": "1"}
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        env |= dict.fromkeys(QUIET, "1")
+        return self.launch(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         return parse_opencode_events(res, "step_finish")

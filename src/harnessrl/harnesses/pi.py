@@ -67,9 +67,8 @@ class Pi(HarnessBase):
             "PI_OFFLINE": "1",
             "PI_SKIP_VERSION_CHECK": "1",
             "PI_TELEMETRY": "0",
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=[*argv, ctx.prompt], env=env, cwd=ctx.workspace)
+        return self.launch(ctx, [*argv, ctx.prompt], env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The `agent_end` event holds every message: the final message is the text of the last

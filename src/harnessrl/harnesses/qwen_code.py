@@ -56,9 +56,8 @@ class QwenCode(HarnessBase):
             "PATH": self.launch_path(ctx),
             KEY_ENV: ctx.endpoint.api_key,
             "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
-            "NO_COLOR": "1",
         }
-        return LaunchSpec(argv=argv, env=env, cwd=ctx.workspace)
+        return self.launch(ctx, argv, env)
 
     parse = staticmethod(parse_result_event)
     """Claude Code's stream-json: the last `{"type": "result"}` event."""
