@@ -10,8 +10,8 @@
 - Paths: `executable(ctx)` (the `command` in the install's bin folder), `launch_path(ctx)` (the
   sandbox's PATH, with the pinned Node first when the harness needs one); `launch(ctx, argv, env)`,
   what `prepare` returns: run in the workspace, colour off.
-- Config files: `toml_document`, `mcp_servers_json` / `mcp_settings` / `write_mcp_settings` (the
-  MCP stdio-server shape), `context_window` / `max_output` (the sizes it declares), `KEY_ENV`.
+- Config files: `toml_document`, `mcp_servers_json` / `mcp_settings` (the MCP stdio-server shape;
+  `write_mcp_settings` writes it), `context_window` / `max_output` (the sizes it declares), `KEY_ENV`.
 - Options: `choices` (option -> allowed values, the first the default) checked by `check_options`
   before any sandbox is made, read with `choice`; `model(ctx)` is the endpoint's model name or the
   adapter's `default_model`.
@@ -189,6 +189,12 @@ class HarnessBase:
         colour escapes, for `parse`), under `rlimits` when given."""
         return LaunchSpec(argv=argv, env=env | {"NO_COLOR": "1"}, cwd=ctx.workspace, rlimits=rlimits or {})
 
+    def write_mcp_settings(self, ctx: HarnessContext, rel: str, **shape: Mapping[str, Any]) -> None:
+        """`mcp_settings` of the launch's MCP servers (`shape`: the keys beside each server's), written
+        to `rel` under HOME when it has any."""
+        if ctx.mcp_servers:
+            ctx.write_json(rel, mcp_settings(ctx.mcp_servers, **shape))
+
     def model(self, ctx: HarnessContext) -> str:
         """The model name to ask for: the endpoint's, else `default_model`."""
         return ctx.endpoint.model or self.default_model
@@ -316,9 +322,3 @@ def mcp_settings(servers: Sequence[McpServer], **shape: Mapping[str, Any]) -> di
     """`{"mcpServers": mcp_servers_json(servers, **shape)}`: the MCP settings file (or `--mcp-config`
     value) of Claude Code and of the harnesses that took its shape."""
     return {"mcpServers": mcp_servers_json(servers, **shape)}
-
-
-def write_mcp_settings(ctx: HarnessContext, rel: str, **shape: Mapping[str, Any]) -> None:
-    """`mcp_settings` of the launch's MCP servers, written to `rel` under HOME when it has any."""
-    if ctx.mcp_servers:
-        ctx.write_json(rel, mcp_settings(ctx.mcp_servers, **shape))

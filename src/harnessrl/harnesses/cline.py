@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, write_mcp_settings
+from harnessrl.harnesses.base import HarnessBase, context_window
 from harnessrl.harnesses.parsing import as_count, as_text, json_lines, outcome, stderr_tail
 from harnessrl.sandbox.spec import ExecResult
 from harnessrl.types import ChatMessage, ToolCall
@@ -64,7 +64,7 @@ class Cline(HarnessBase):
         ctx.write_json(
             f"{DATA_DIR}/settings/global-settings.json", {"telemetryOptOut": True, "autoUpdateEnabled": False}
         )
-        write_mcp_settings(ctx, f"{DATA_DIR}/settings/cline_mcp_settings.json")
+        self.write_mcp_settings(ctx, f"{DATA_DIR}/settings/cline_mcp_settings.json")
         argv = [self.executable(ctx), "--json", "--auto-approve", "true", "-P", PROVIDER, "-m", model]
         env = {
             "CLINE_DIR": f"{ctx.home}/.cline",

@@ -22,14 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
-from harnessrl.harnesses.base import (
-    KEY_ENV,
-    HarnessBase,
-    context_window,
-    max_output,
-    option_modes,
-    write_mcp_settings,
-)
+from harnessrl.harnesses.base import KEY_ENV, HarnessBase, context_window, max_output, option_modes
 from harnessrl.harnesses.parsing import as_count, as_dict, as_text, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -76,7 +69,7 @@ class CommandCode(HarnessBase):
         model = self.model(ctx)
         providers = command_code_providers(ctx, model, self.choice(ctx, "api"))
         ctx.write_json(".commandcode/providers.json", providers)
-        write_mcp_settings(ctx, ".commandcode/mcp.json", first={"transport": "stdio"})
+        self.write_mcp_settings(ctx, ".commandcode/mcp.json", first={"transport": "stdio"})
         argv = [self.executable(ctx), "-p", ctx.prompt, "--model", f"harnessrl/{model}", "--yolo"]
         argv += ["--output-format", "json", "--local-only"]
         env = {

@@ -13,7 +13,7 @@ fleet mode, sessions, sharing.
 from __future__ import annotations
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, option_modes, write_mcp_settings
+from harnessrl.harnesses.base import HarnessBase, context_window, option_modes
 from harnessrl.harnesses.parsing import as_dict, json_lines, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -35,7 +35,9 @@ class Copilot(HarnessBase):
 
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
         model = self.model(ctx)
-        write_mcp_settings(ctx, ".copilot/mcp-config.json", first={"type": "local"}, last={"tools": ["*"]})
+        self.write_mcp_settings(
+            ctx, ".copilot/mcp-config.json", first={"type": "local"}, last={"tools": ["*"]}
+        )
         argv = [self.executable(ctx), "-p", ctx.prompt, "--allow-all", "--output-format", "json"]
         argv += ["--no-auto-update", "--disable-builtin-mcps", "--disable-client-telemetry", "--model", model]
         env = {

@@ -23,14 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, LaunchSpec, ShellTool
-from harnessrl.harnesses.base import (
-    KEY_ENV,
-    HarnessBase,
-    context_window,
-    max_output,
-    option_modes,
-    write_mcp_settings,
-)
+from harnessrl.harnesses.base import KEY_ENV, HarnessBase, context_window, max_output, option_modes
 from harnessrl.harnesses.parsing import parse_result_event
 
 VERSION = "0.225.2"
@@ -70,7 +63,7 @@ class Droid(HarnessBase):
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
         model = self.model(ctx)
         ctx.write_json(".factory/settings.json", droid_settings(ctx, model, self.choice(ctx, "provider")))
-        write_mcp_settings(ctx, ".factory/mcp.json", first={"type": "stdio"})
+        self.write_mcp_settings(ctx, ".factory/mcp.json", first={"type": "stdio"})
         argv = [
             self.executable(ctx),
             "exec",

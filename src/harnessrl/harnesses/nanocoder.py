@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnessrl.harnesses.adapter import HarnessContext, HarnessResult, LaunchSpec, Mode, ShellTool
-from harnessrl.harnesses.base import HarnessBase, context_window, write_mcp_settings
+from harnessrl.harnesses.base import HarnessBase, context_window
 from harnessrl.harnesses.parsing import as_dict, as_text, load_json, outcome
 from harnessrl.sandbox.spec import ExecResult
 
@@ -54,7 +54,7 @@ class Nanocoder(HarnessBase):
     def prepare(self, ctx: HarnessContext) -> LaunchSpec:
         model = self.model(ctx)
         ctx.write_json(f"{CONFIG_DIR}/agents.config.json", nanocoder_config(ctx, model))
-        write_mcp_settings(ctx, f"{CONFIG_DIR}/.mcp.json")
+        self.write_mcp_settings(ctx, f"{CONFIG_DIR}/.mcp.json")
         argv = [self.executable(ctx), "--plain", "--json", "--mode", "yolo", "--trust-directory"]
         argv += ["--provider", PROVIDER, "--model", model, "run", ctx.prompt]
         env = {
