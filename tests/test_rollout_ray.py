@@ -11,6 +11,7 @@ import asyncio
 import os
 import shutil
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,12 @@ from harnessrl.chat.format import ChatFormat
 from harnessrl.config import Config
 from harnessrl.engines.models import load_model, load_tokenizer
 from harnessrl.engines.scripted import Script, ScriptedEngine
+from harnessrl.rollout.ray_backend import RayRolloutRunner
 from harnessrl.rollout.runner import RolloutJob
 from harnessrl.rollout.session import RolloutStack
 from harnessrl.rollout.testing import checked_task
+from harnessrl.sandbox import identity
 from harnessrl.sandbox.folders import default_base_dir
-from harnessrl.sandbox.identity import stage_dir
 from harnessrl.types import Rollout, Task
 
 ray = pytest.importorskip("ray")
@@ -57,6 +59,8 @@ class WaitOnce(ScriptedEngine):
         scripts = [Script(turns=["hi there"]), Script(turns=["WAIT"])]
         super().__init__(fmt, scripts, model=load_model("tiny-qwen3", "float32", "cpu"))
         self.waited = False
+        self.killed: int | None = None
+        """The worker process `kill_hung_worker` killed."""
 
     def select(self, prompt_ids: list[int]) -> tuple[int, int]:
         text = str(self.fmt.tokenizer.decode(prompt_ids))
@@ -91,6 +95,14 @@ def cluster() -> Iterator[None]:
         ray.shutdown()
 
 
+def owner(folder: Path) -> int | None:
+    """The pid in a sandbox folder's owner file (None: none readable)."""
+    try:
+        return int((folder / "owner").read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def fingerprint(rollouts: list[Rollout]) -> list[tuple[Any, ...]]:
     return [
         (
@@ -109,12 +121,21 @@ async def run(cfg: Config, engine: ScriptedEngine, prompts: list[str]) -> list[R
     async with RolloutStack.from_config(cfg, [], engine=engine) as stack:
         assert stack.runner is not None
         done = await stack.runner.run_many(jobs(prompts))
-        workers = getattr(stack.runner, "workers", [])
-        pids = [await w.pid.remote() for w in workers]
+        if cfg.rollout.backend != "ray":
+            return done
+        assert isinstance(stack.runner, RayRolloutRunner)
+        pids = [await w.pid.remote() for w in stack.runner.workers]
+        staged = [p for p in pids if stage_folder(p).exists()]
+    assert len(pids) == cfg.rollout.ray.workers
+    if identity.drops_privileges() and not identity.reachable_by_others(Path(sys.executable).resolve()):
+        assert staged == pids  # each worker staged this python for its sandboxes
     # Closed workers are ended with ray.kill (no exit hooks): each takes its staging binds down first.
-    assert pids == [] or len(pids) == cfg.rollout.ray.workers
-    assert [p for p in pids if stage_dir(default_base_dir()).with_name(f"hrl-stage-{p}").exists()] == []
+    assert [p for p in staged if stage_folder(p).exists()] == []
     return done
+
+
+def stage_folder(pid: int) -> Path:
+    return default_base_dir() / f"hrl-stage-{pid}"
 
 
 async def test_ray_gives_what_asyncio_gives(tmp_path: Path, cluster: None) -> None:
@@ -136,8 +157,6 @@ async def kill_hung_worker(cfg: Config) -> tuple[list[Rollout], WaitOnce]:
     engine = WaitOnce()
     done: list[Rollout] = []
     async with RolloutStack.from_config(cfg, [], engine=engine) as stack:
-        from harnessrl.rollout.ray_backend import RayRolloutRunner
-
         runner = stack.runner
         assert isinstance(runner, RayRolloutRunner)
         step = asyncio.create_task(runner.run_many(jobs(["hang", "a", "b", "c"]), on_done=done.append))
@@ -146,12 +165,18 @@ async def kill_hung_worker(cfg: Config) -> tuple[list[Rollout], WaitOnce]:
         pid = await runner.worker_pid("r0")
         assert pid is not None and pid != os.getpid()
         os.kill(pid, signal.SIGKILL)
+        engine.killed = pid
         rollouts = await asyncio.wait_for(step, timeout=120)
+        await asyncio.gather(*(w.pid.remote() for w in runner.workers))  # Ray has restarted it
     return rollouts, engine
 
 
 async def test_a_killed_worker_ends_its_rollout_as_sandbox_error(tmp_path: Path, cluster: None) -> None:
     rollouts, engine = await kill_hung_worker(make_cfg(tmp_path, "ray"))
+    # Ray restarted the killed worker, which swept the hung rollout's sandbox (folder and tmpfs) at
+    # once instead of leaving it to whichever process next creates a sandbox on the machine.
+    assert engine.killed is not None
+    assert [f for f in default_base_dir().glob("hrl-sb-*") if owner(f) == engine.killed] == []
     assert [r.status_label for r in rollouts] == ["sandbox_error", "ok", "ok", "ok"], [
         r.status_reason for r in rollouts
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import hashlib
 import json
@@ -11,6 +12,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -230,6 +232,25 @@ async def test_a_sandbox_whose_mount_namespace_ended_is_swept(sb_base: Path) -> 
     assert not os.path.ismount(stale)  # its tmpfs was in the namespace that ended
     assert (stale / "owner").read_text() == str(host.pid)
     assert sweep_stale(sb_base) == 1
+    assert list(sb_base.glob("hrl-sb-*")) == []
+
+
+async def test_a_sandbox_that_cannot_say_whose_it_is_leaves_no_folder(
+    sb_base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner file is written first of all (a full base folder fails it): the folder must go with
+    the error, or it stays without an owner, which no sweep removes."""
+    real_write = os.write
+
+    def full(fd: int, data: Any) -> int:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("/owner"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(SandboxError, match="No space left on device"):
+        await Sandbox.create(SandboxSpec(base_dir=sb_base))
+    monkeypatch.undo()
     assert list(sb_base.glob("hrl-sb-*")) == []
 
 

@@ -48,6 +48,7 @@ from harnessrl.rollout.config import RayConfig
 from harnessrl.rollout.prompt_check import PromptCheck
 from harnessrl.rollout.runner import RolloutJob, RolloutRunner, RunnerSettings, run_all
 from harnessrl.sandbox import identity
+from harnessrl.sandbox.folders import default_base_dir, sweep_once
 from harnessrl.sandbox.fscopy import remove_tree
 from harnessrl.types import WORKER_LOST, Rollout, RolloutStatus, group_id
 
@@ -72,6 +73,7 @@ class RolloutWorker:
     """The body of one Ray actor: a RolloutRunner whose sessions live in this worker's proxy process."""
 
     def __init__(self, settings: RunnerSettings, spec: NodeSpec) -> None:
+        sweep_once(default_base_dir())  # a restarted worker: what its killed predecessor left, now
         self.proxy = ProxyProcess(spec)
         self.runner = RolloutRunner(self.proxy, self.proxy.endpoint, settings)
 
@@ -111,9 +113,11 @@ class RolloutWorker:
         """Destroy the prewarmed sandboxes, stop the proxy process, take this process's staging
         binds down: `RayRolloutRunner.close` then ends the actor with `ray.kill` (SIGKILL, no exit
         hooks), which left a staging folder with its binds per worker until a later sweep."""
-        await self.runner.close()
-        await self.proxy.stop()
-        await asyncio.to_thread(identity.unstage_all)
+        try:
+            await self.runner.close()
+            await self.proxy.stop()
+        finally:
+            await asyncio.to_thread(identity.unstage_all)
 
 
 class RayRolloutRunner:

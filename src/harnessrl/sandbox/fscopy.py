@@ -110,12 +110,19 @@ def link_stays_inside(rel_dir: str, target: str) -> bool:
 def write_new(path: Path, data: bytes, *, uid: int | None = None) -> None:
     """Write `data` to `path` as a new regular file (0644, owned by `uid` when given): created
     exclusively and never through a link, so nothing an untrusted tree left at that name (a link to
-    a host file, a FIFO) is written through or blocked on: FileExistsError instead."""
+    a host file, a FIFO) is written through or blocked on: FileExistsError instead. A write that
+    fails removes the file."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
-        os.write(fd, data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
         if uid is not None:
             os.fchown(fd, uid, uid)
+    except BaseException:  # a full disk, say: no empty or partial file is left at the name
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
     finally:
         os.close(fd)
 

@@ -261,9 +261,10 @@ def stage_dir(base: Path) -> Path:
 def staged(source: Path, base: Path, *, held: bool = False) -> Path:
     """`source` itself when the sandbox uid can reach it; else a bind mount of it in this process's
     staging folder under `base` (made once per process and source), which it can. Kept until the
-    process exits, unless `held`: then it is one hold of a sandbox on it, and the bind goes with
-    the last `release_staged` (a folder staged per verification: a checker's copy, Harbor's tests,
-    /solution; one bind per verification stayed for the run and slowed every sandbox start)."""
+    process exits (or calls `unstage_all`), unless `held`: then it is one hold of a sandbox on it,
+    and the bind goes with the last `release_staged` (a folder staged per verification: a checker's
+    copy, Harbor's tests, /solution; one bind per verification stayed for the run and slowed every
+    sandbox start)."""
     source = source.resolve()
     if not drops_privileges() or reachable_by_others(source):
         return source
@@ -362,10 +363,14 @@ def unstage(base: Path) -> None:
     """Unmount this process's staged binds under `base` and forget them: call it before removing
     `base` (a recursive delete would go through a live bind into its source)."""
     with _stage_lock:
-        for key in [k for k in _staged if k[1] == base]:
-            unmount_all(_staged.pop(key))
-            _holds.pop(key, None)
-            _pinned.discard(key)
+        _unstage_locked(base)
+
+
+def _unstage_locked(base: Path) -> None:
+    for key in [k for k in _staged if k[1] == base]:
+        unmount_all(_staged.pop(key))
+        _holds.pop(key, None)
+        _pinned.discard(key)
 
 
 def remove_stage(folder: Path) -> None:
@@ -394,11 +399,13 @@ def unstage_all() -> None:
     """Take every bind this process staged down, and its staging folders with them (they made
     folders other uids cannot enter reachable for this process's sandboxes only). Runs at exit; a
     process that will be killed rather than exit (a Ray worker: `ray.kill`) calls it when it closes.
-    A killed process leaves them to the next process's sweep. Staging again afterwards starts anew."""
+    A killed process leaves them to the next process's sweep. Under the staging lock: a sandbox that
+    stages meanwhile waits, then starts a new folder (sandboxes already running keep their binds:
+    each is its own copy in the sandbox's mount namespace)."""
     mine = stage_dir(Path()).name
-    for folder in list(_stage_dirs):
-        if folder.name == mine:  # not a forked child's copy of its parent's bookkeeping
-            unstage(folder.parent)
-            remove_stage(folder)
-            with _stage_lock:
+    with _stage_lock:
+        for folder in list(_stage_dirs):
+            if folder.name == mine:  # not a forked child's copy of its parent's bookkeeping
+                _unstage_locked(folder.parent)
+                remove_stage(folder)
                 _stage_dirs.discard(folder)

@@ -68,7 +68,11 @@ class Sandbox:
         ensure_base(base)
         self.root = Path(tempfile.mkdtemp(prefix="hrl-sb-", dir=base))
         self.root.chmod(0o711)  # the sandbox uid's bwrap must reach home/, tmp/, sock/ to bind them
-        mark_owner(self.root)  # before the tmpfs goes over it (see mark_owner)
+        try:
+            mark_owner(self.root)  # before the tmpfs goes over it (see mark_owner)
+        except OSError:  # a full base folder, say: no folder without an owner is left for good
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
         self.host_workspace = spec.workspace.resolve() if spec.workspace else self.root / "workspace"
         self.host_home = self.root / "home"
         self.id = self.root.name
