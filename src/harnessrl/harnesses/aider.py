@@ -74,7 +74,7 @@ class Aider(HarnessBase):
             "PYTHONDONTWRITEBYTECODE": "1",
             "TERM": "dumb",
         }
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """Its stdout: a banner ending in `Repo-map: ...`, the streamed reply, `Tokens: N sent, M

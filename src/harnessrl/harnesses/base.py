@@ -8,7 +8,7 @@
   `ensure_installed` installs from the lockfile (`install.npm_install` / `install.python_install`),
   `lock` rewrites the lockfile.
 - Paths: `executable(ctx)` (the `command` in the install's bin folder), `launch_path(ctx)` (the
-  sandbox's PATH, with the pinned Node first when the harness needs one); `launch(ctx, argv, env)`,
+  sandbox's PATH, with the pinned Node first when the harness needs one); `launch_spec(ctx, argv, env)`,
   what `prepare` returns: run in the workspace, colour off.
 - Config files: `toml_document`, `mcp_servers_json` / `mcp_settings` (the MCP stdio-server shape;
   `write_mcp_settings` writes it), `context_window` / `max_output` (the sizes it declares), `KEY_ENV`.
@@ -178,7 +178,7 @@ class HarnessBase:
         node = [str(ctx.install_dir / install.NODE_BIN)] if self.pinned_node else []
         return os.pathsep.join([*node, PROGRAMS_DIR])
 
-    def launch(
+    def launch_spec(
         self,
         ctx: HarnessContext,
         argv: list[str],
@@ -189,11 +189,18 @@ class HarnessBase:
         colour escapes, for `parse`), under `rlimits` when given."""
         return LaunchSpec(argv=argv, env=env | {"NO_COLOR": "1"}, cwd=ctx.workspace, rlimits=rlimits or {})
 
-    def write_mcp_settings(self, ctx: HarnessContext, rel: str, **shape: Mapping[str, Any]) -> None:
-        """`mcp_settings` of the launch's MCP servers (`shape`: the keys beside each server's), written
-        to `rel` under HOME when it has any."""
+    def write_mcp_settings(
+        self,
+        ctx: HarnessContext,
+        rel: str,
+        *,
+        first: Mapping[str, Any] = EMPTY,
+        last: Mapping[str, Any] = EMPTY,
+    ) -> None:
+        """`mcp_settings` of the launch's MCP servers (`first`, `last`: the keys beside each server's),
+        written to `rel` under HOME when it has any."""
         if ctx.mcp_servers:
-            ctx.write_json(rel, mcp_settings(ctx.mcp_servers, **shape))
+            ctx.write_json(rel, mcp_settings(ctx.mcp_servers, first=first, last=last))
 
     def model(self, ctx: HarnessContext) -> str:
         """The model name to ask for: the endpoint's, else `default_model`."""
@@ -282,7 +289,9 @@ def toml_value(value: str | bool | int | Sequence[str] | Mapping[str, str]) -> s
         return str(value)
     if isinstance(value, Mapping):
         return toml_table(value)
-    return "[" + ", ".join(map(toml_str, value)) + "]"
+    if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
+        return "[" + ", ".join(map(toml_str, value)) + "]"
+    raise TypeError(f"toml_value: no TOML form here for {value!r}")
 
 
 TomlSection = tuple[str, Mapping[str, Any]]
@@ -318,7 +327,9 @@ def mcp_servers_json(
     }
 
 
-def mcp_settings(servers: Sequence[McpServer], **shape: Mapping[str, Any]) -> dict[str, Any]:
-    """`{"mcpServers": mcp_servers_json(servers, **shape)}`: the MCP settings file (or `--mcp-config`
-    value) of Claude Code and of the harnesses that took its shape."""
-    return {"mcpServers": mcp_servers_json(servers, **shape)}
+def mcp_settings(
+    servers: Sequence[McpServer], *, first: Mapping[str, Any] = EMPTY, last: Mapping[str, Any] = EMPTY
+) -> dict[str, Any]:
+    """`{"mcpServers": mcp_servers_json(servers, first=, last=)}`: the MCP settings file (or
+    `--mcp-config` value) of Claude Code and of the harnesses that took its shape."""
+    return {"mcpServers": mcp_servers_json(servers, first=first, last=last)}

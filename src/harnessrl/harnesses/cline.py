@@ -72,7 +72,7 @@ class Cline(HarnessBase):
             "IS_TEST": "true",
             "DO_NOT_TRACK": "1",
         }
-        return self.launch(ctx, [*argv, ctx.prompt], env)
+        return self.launch_spec(ctx, [*argv, ctx.prompt], env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The `run_result` event on stdout: its `text` is the answer. A `finishReason` other than

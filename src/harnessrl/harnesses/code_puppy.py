@@ -62,7 +62,7 @@ class CodePuppy(HarnessBase):
             "NO_VERSION_UPDATE": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
         }
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """Done when the usage file follows the last marker (its `requests` are the turns); the final

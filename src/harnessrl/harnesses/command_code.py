@@ -81,7 +81,7 @@ class CommandCode(HarnessBase):
             "OTEL_SDK_DISABLED": "true",
             "DO_NOT_TRACK": "1",
         }
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The last `{"type": "result"}` line: `finalText`, `subtype` (`success` or `error`) and

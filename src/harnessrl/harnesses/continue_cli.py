@@ -52,7 +52,7 @@ class ContinueCli(HarnessBase):
             "CONTINUE_METRICS_ENABLED": "0",
             "CONTINUE_CLI_AUTO_UPDATED": "true",
         }
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     parse = staticmethod(parse_plain_text)
     """`-p` prints the final assistant text on stdout and exits non-zero on an error."""

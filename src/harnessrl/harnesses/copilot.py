@@ -52,7 +52,7 @@ class Copilot(HarnessBase):
             "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS": "8192",
             "COPILOT_MODEL": model,
         }
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """JSONL events: `assistant.message` (the last one's `content` is the final message; one per

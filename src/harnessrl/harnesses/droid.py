@@ -79,7 +79,7 @@ class Droid(HarnessBase):
             "FACTORY_DROID_AUTO_UPDATE_ENABLED": "false",
             "FACTORY_DISABLE_KEYRING": "1",
         }
-        return self.launch(ctx, [*argv, ctx.prompt], env)
+        return self.launch_spec(ctx, [*argv, ctx.prompt], env)
 
     parse = staticmethod(parse_result_event)
     """`-o json` prints one `{"type": "result"}` object (Claude Code's shape)."""

@@ -58,7 +58,7 @@ class GeminiCli(HarnessBase):
             "GOOGLE_GEMINI_BASE_URL": ctx.endpoint.base_url,
             "GEMINI_CLI_NO_RELAUNCH": "true",
         }
-        return self.launch(ctx, [*argv, "--model", self.model(ctx)], env)
+        return self.launch_spec(ctx, [*argv, "--model", self.model(ctx)], env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """stream-json events: assistant `message` deltas (text after the last tool call is the final

@@ -57,7 +57,7 @@ class Gptme(HarnessBase):
             "GPTME_TIKTOKEN_TIMEOUT": "0",  # no encoding download: it counts ~4 characters a token
             "PYTHONDONTWRITEBYTECODE": "1",
         }
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """Each message a JSON line: the final message is the last assistant one's text before its tool

@@ -45,7 +45,7 @@ class GrokCli(HarnessBase):
         }
         ctx.write_json(".grok/user-settings.json", settings)
         argv = [self.executable(ctx), "-p", ctx.prompt, "-m", model]
-        return self.launch(ctx, argv, {})
+        return self.launch_spec(ctx, argv, {})
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The last assistant message line is the answer. Its errors: an `Error: ...` message with a

@@ -34,7 +34,7 @@ class Hermes(HarnessBase):
         ctx.write_json(".hermes/config.yaml", {"model": model, "security": {"tirith_enabled": False}})
         argv = [self.executable(ctx), "chat", "-q", ctx.prompt, "-Q", "--yolo"]
         env = {"HERMES_HOME": f"{ctx.home}/.hermes", "PATH": self.launch_path(ctx)}
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     parse = staticmethod(parse_plain_text)
     """`-q -Q` prints the final assistant text on stdout and exits non-zero on an error."""

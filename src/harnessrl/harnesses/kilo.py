@@ -47,7 +47,7 @@ class Kilo(HarnessBase):
         argv = [self.executable(ctx), "run", "--format", "json", "--auto", "-m", f"harnessrl/{model}"]
         env = {"KILO_CONFIG": cfg, KEY_ENV: ctx.endpoint.api_key}
         env |= dict.fromkeys(OFF_SWITCHES, "1") | {"KILO_TELEMETRY_LEVEL": "off"}
-        return self.launch(ctx, [*argv, ctx.prompt], env)
+        return self.launch_spec(ctx, [*argv, ctx.prompt], env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """opencode's JSON events, a turn per `step_start`."""

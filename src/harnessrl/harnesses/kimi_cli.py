@@ -55,6 +55,6 @@ class KimiCli(HarnessBase):
         if ctx.mcp_servers:
             argv += ["--mcp-config", json.dumps(mcp_settings(ctx.mcp_servers))]
         env = {"KIMI_SHARE_DIR": f"{ctx.home}/.kimi", "PATH": self.launch_path(ctx)}
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     parse = staticmethod(parse_plain_text)

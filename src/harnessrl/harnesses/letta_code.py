@@ -115,7 +115,7 @@ class LettaCode(HarnessBase):
             "stream-json",
         ]
         argv += ["--yolo", "--model", f"{p.prefix}/{p.model or self.model(ctx)}"]
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The `{"type": "result"}` line (Claude Code's shape). Its `num_turns` is 0 on the local

@@ -75,7 +75,7 @@ class MiniSweAgent(HarnessBase):
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "PYTHONDONTWRITEBYTECODE": "1",
         }
-        return self.launch(ctx, ["/bin/sh", "-c", LAUNCH, "mswea", traj, *mini], env)
+        return self.launch_spec(ctx, ["/bin/sh", "-c", LAUNCH, "mswea", traj, *mini], env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The trajectory after the last marker: `info.exit_status` "Submitted" is success; the final

@@ -61,6 +61,6 @@ class MistralVibe(HarnessBase):
             KEY_ENV: ctx.endpoint.api_key,
             "PATH": self.launch_path(ctx),
         }
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     parse = staticmethod(parse_plain_text)

@@ -63,7 +63,7 @@ class Nanocoder(HarnessBase):
             "NANOCODER_DATA_DIR": f"{ctx.home}/.local/share/nanocoder",
             "NANOCODER_LOG_DISABLE_FILE": "1",
         }
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The `--json` report: `kind` `success` with its `finalText`; `error` (its `message`) or

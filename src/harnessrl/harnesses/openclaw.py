@@ -74,7 +74,7 @@ class OpenClaw(HarnessBase):
         argv += ["--model", f"harnessrl/{model}", "--timeout", str(int(ctx.options.get("timeout_s", 600)))]
         env = {"PATH": self.launch_path(ctx)}
         rlimits: dict[str, int | None] = {"RLIMIT_DATA": DATA_LIMIT}
-        return self.launch(ctx, [*argv, "--json", ctx.prompt], env, rlimits)
+        return self.launch_spec(ctx, [*argv, "--json", ctx.prompt], env, rlimits)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """stdout is one JSON envelope: `ok`, `status` (ok | error | timeout), `final`, `error.message`."""

@@ -90,7 +90,7 @@ class Opencode(HarnessBase):
         argv += ["-m", f"harnessrl/{model}", ctx.prompt]  # a given --title: no title-generation call
         env = {"PATH": self.launch_path(ctx), "OPENCODE_CONFIG": cfg, KEY_ENV: ctx.endpoint.api_key}
         env |= dict.fromkeys(QUIET, "1")
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         return parse_opencode_events(res, "step_finish")

@@ -68,7 +68,7 @@ class Pi(HarnessBase):
             "PI_SKIP_VERSION_CHECK": "1",
             "PI_TELEMETRY": "0",
         }
-        return self.launch(ctx, [*argv, ctx.prompt], env)
+        return self.launch_spec(ctx, [*argv, ctx.prompt], env)
 
     def parse(self, res: ExecResult) -> HarnessResult:
         """The `agent_end` event holds every message: the final message is the text of the last

@@ -57,7 +57,7 @@ class QwenCode(HarnessBase):
             KEY_ENV: ctx.endpoint.api_key,
             "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
         }
-        return self.launch(ctx, argv, env)
+        return self.launch_spec(ctx, argv, env)
 
     parse = staticmethod(parse_result_event)
     """Claude Code's stream-json: the last `{"type": "result"}` event."""
