@@ -67,6 +67,21 @@ def mark_owner(root: Path) -> None:
         write_new(root / "owner", str(os.getpid()).encode())
 
 
+def new_root(base: Path) -> Path:
+    """A new sandbox folder `hrl-sb-*` in `base`, 0711 (the sandbox uid's bwrap must reach home/,
+    tmp/, sock/ to bind them), with its owner file (`mark_owner`: before any tmpfs goes over it).
+    A failed owner write (a full base folder, say) takes the folder with it: a folder without an
+    owner would be left for good."""
+    root = Path(tempfile.mkdtemp(prefix="hrl-sb-", dir=base))
+    try:
+        root.chmod(0o711)
+        mark_owner(root)
+    except OSError:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    return root
+
+
 def remove_root(root: Path, mounted: bool) -> None:
     """Remove a sandbox folder. A tmpfs root (and any bind under it) is lazily unmounted first, so
     nothing is deleted file by file and no bind mount's source is ever touched; then the owner file

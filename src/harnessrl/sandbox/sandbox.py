@@ -26,7 +26,6 @@ import os
 import shutil
 import signal
 import socket
-import tempfile
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -40,7 +39,7 @@ from harnessrl.sandbox.folders import (
     agent_program,
     default_base_dir,
     ensure_base,
-    mark_owner,
+    new_root,
     sweep_once,
 )
 from harnessrl.sandbox.folders import teardown as _teardown
@@ -66,13 +65,7 @@ class Sandbox:
         self.spec = spec
         base = spec.base_dir or default_base_dir()
         ensure_base(base)
-        self.root = Path(tempfile.mkdtemp(prefix="hrl-sb-", dir=base))
-        self.root.chmod(0o711)  # the sandbox uid's bwrap must reach home/, tmp/, sock/ to bind them
-        try:
-            mark_owner(self.root)  # before the tmpfs goes over it (see mark_owner)
-        except OSError:  # a full base folder, say: no folder without an owner is left for good
-            shutil.rmtree(self.root, ignore_errors=True)
-            raise
+        self.root = new_root(base)
         self.host_workspace = spec.workspace.resolve() if spec.workspace else self.root / "workspace"
         self.host_home = self.root / "home"
         self.id = self.root.name
